@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * An action is one change to the system the planner wants, or the release
+ * of one it made earlier. It carries its reason and evidence so that the
+ * journal, the logs and `affctl explain` can say why.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/cpumask.h"
+#include "snapshot.h"
+
+enum action_type {
+        ACT_AFFINITY,       /* sched_setaffinity of one thread */
+        ACT_CGROUP_WEIGHT,  /* cpu.weight (v2) / cpu.shares (v1) of one cgroup */
+        ACT_SCHED_FEATURE,  /* one sched_features name on/off */
+        ACT_SYSCTL,         /* one sysctl or debugfs sched tunable */
+        _ACT_TYPE_MAX,
+};
+
+enum action_verb {
+        VERB_SET,      /* record the original, then change */
+        VERB_RELEASE,  /* restore the recorded original */
+};
+
+struct action {
+        enum action_type type;
+        enum action_verb verb;
+
+        /* ACT_AFFINITY */
+        struct task_id task;
+        cpumask_t mask;
+
+        /* ACT_CGROUP_WEIGHT: cgroup path relative to the hierarchy root, v2-scale weight */
+        char cgroup[256];
+        uint64_t weight;
+
+        /* ACT_SCHED_FEATURE: name without NO_, enable = true for NAME, false for NO_NAME
+         * ACT_SYSCTL: name is "kernel.sched_autogroup_enabled" or "debug:migration_cost_ns" */
+        char name[96];
+        bool enable;
+        char value[64];
+
+        /* why */
+        char policy[64];
+        char reason[160];     /* e.g. "hog: util 98% migrations 0.6/s on 0,1" */
+        double evidence_before; /* the throughput proxy measured before (effect check) */
+};
+
+/* Stable key of the target ("tid:start", "cgroup:/x", "feature:NAME", "sysctl:NAME"). */
+char *action_target_key(const struct action *a, char *buf, size_t size);
+const char *action_type_to_string(enum action_type t);

@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <fcntl.h>
+#include <limits.h>
+#include <time.h>
+
+#include "util.h"
+
+char *util_path_at(char *buf, size_t size, const char *root, const char *path) {
+        int n;
+
+        if (!root || root[0] == '\0' || streq(root, "/"))
+                n = snprintf(buf, size, "%s", path);
+        else
+                n = snprintf(buf, size, "%s%s%s", root,
+                             path[0] == '/' ? "" : "/", path);
+        if (n < 0 || (size_t) n >= size)
+                return NULL;
+        return buf;
+}
+
+int util_open_at(const char *root, const char *path, int flags) {
+        char p[PATH_MAX];
+        int fd;
+
+        if (!util_path_at(p, sizeof(p), root, path))
+                return -ENAMETOOLONG;
+        fd = open(p, flags | O_CLOEXEC);
+        return fd < 0 ? -errno : fd;
+}
+
+ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -1;
+        size_t have = 0;
+
+        if (size == 0)
+                return -EINVAL;
+        fd = util_open_at(root, path, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        for (;;) {
+                ssize_t n = read(fd, buf + have, size - 1 - have);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                have += (size_t) n;
+                if (have == size - 1) {
+                        char c;
+                        /* Full buffer: is there more? */
+                        n = read(fd, &c, 1);
+                        if (n > 0)
+                                return -E2BIG;
+                        break;
+                }
+        }
+        buf[have] = '\0';
+        return (ssize_t) have;
+}
+
+int util_read_full_file_at(const char *root, const char *path, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+        _cleanup_free_ char *buf = NULL;
+        size_t have = 0, alloc = 0;
+
+        fd = util_open_at(root, path, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        for (;;) {
+                if (alloc - have < 4096) {
+                        size_t na = alloc ? alloc * 2 : 8192;
+                        char *nb;
+                        if (na > 64u * 1024 * 1024)
+                                return -E2BIG;
+                        nb = realloc(buf, na);
+                        if (!nb)
+                                return -ENOMEM;
+                        buf = nb;
+                        alloc = na;
+                }
+                ssize_t n = read(fd, buf + have, alloc - have - 1);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                have += (size_t) n;
+        }
+        if (!buf) {
+                buf = strdup("");
+                if (!buf)
+                        return -ENOMEM;
+        } else
+                buf[have] = '\0';
+        if (ret_size)
+                *ret_size = have;
+        *ret = TAKE_PTR(buf);
+        return 0;
+}
+
+int util_write_file_at(const char *root, const char *path, const char *value) {
+        _cleanup_close_ int fd = -1;
+        size_t len = strlen(value);
+        ssize_t n;
+
+        fd = util_open_at(root, path, O_WRONLY | O_NOCTTY);
+        if (fd < 0)
+                return fd;
+        n = write(fd, value, len);
+        if (n < 0)
+                return -errno;
+        if ((size_t) n != len)
+                return -EIO;
+        return 0;
+}
+
+int util_parse_u64(const char *s, uint64_t *ret) {
+        unsigned long long v;
+        char *end;
+
+        if (!s || *s < '0' || *s > '9')
+                return -EINVAL;
+        errno = 0;
+        v = strtoull(s, &end, 10);
+        if (errno == ERANGE)
+                return -ERANGE;
+        if (*end != '\0')
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+int util_parse_int(const char *s, int *ret) {
+        long v;
+        char *end;
+
+        if (!s || *s == '\0')
+                return -EINVAL;
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno == ERANGE || v > INT_MAX || v < INT_MIN)
+                return -ERANGE;
+        if (*end != '\0')
+                return -EINVAL;
+        *ret = (int) v;
+        return 0;
+}
+
+char *util_strip(char *s) {
+        size_t n = strlen(s);
+        while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+                s[--n] = '\0';
+        return s;
+}
+
+static uint64_t clock_usec(clockid_t id) {
+        struct timespec ts;
+        clock_gettime(id, &ts);
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+uint64_t util_now_usec(void) {
+        return clock_usec(CLOCK_MONOTONIC);
+}
+
+uint64_t util_boottime_usec(void) {
+        return clock_usec(CLOCK_BOOTTIME);
+}
+
+void strv_free(char **l) {
+        if (!l)
+                return;
+        for (char **i = l; *i; i++)
+                free(*i);
+        free(l);
+}
+
+size_t strv_length(char * const *l) {
+        size_t n = 0;
+        if (l)
+                while (l[n])
+                        n++;
+        return n;
+}
+
+int strv_push(char ***l, const char *s) {
+        size_t n = strv_length(*l);
+        char *c, **nl;
+
+        c = strdup(s);
+        if (!c)
+                return -ENOMEM;
+        nl = realloc(*l, (n + 2) * sizeof(char *));
+        if (!nl) {
+                free(c);
+                return -ENOMEM;
+        }
+        nl[n] = c;
+        nl[n + 1] = NULL;
+        *l = nl;
+        return 0;
+}
+
+char **strv_copy(char * const *l) {
+        char **r = calloc(strv_length(l) + 1, sizeof(char *));
+        size_t i = 0;
+
+        if (!r)
+                return NULL;
+        for (; l && l[i]; i++) {
+                r[i] = strdup(l[i]);
+                if (!r[i]) {
+                        strv_free(r);
+                        return NULL;
+                }
+        }
+        return r;
+}
+
+bool strv_contains(char * const *l, const char *s) {
+        for (; l && *l; l++)
+                if (streq(*l, s))
+                        return true;
+        return false;
+}
+
+long util_clk_tck(void) {
+        long t = sysconf(_SC_CLK_TCK);
+        return t > 0 ? t : 100;
+}

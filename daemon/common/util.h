@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Small helpers shared by affinityd and affctl: cleanup attributes, reading
+ * files below a root prefix, number parsing and clocks.
+ *
+ * Every /proc and /sys path the project reads or writes goes through
+ * util_path_at() so that tests can point the whole program at a fixture
+ * tree (DESIGN.md: "every path through a root prefix").
+ */
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define ELEMENTSOF(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define streq(a, b) (strcmp((a), (b)) == 0)
+
+#define USEC_PER_SEC  UINT64_C(1000000)
+#define USEC_PER_MSEC UINT64_C(1000)
+#define NSEC_PER_SEC  UINT64_C(1000000000)
+#define NSEC_PER_USEC UINT64_C(1000)
+#define NSEC_PER_MSEC UINT64_C(1000000)
+
+static inline void freep(void *p) {
+        free(*(void **) p);
+}
+static inline void closep(int *fd) {
+        if (*fd >= 0) {
+                int saved = errno;
+                close(*fd);
+                errno = saved;
+        }
+}
+static inline void fclosep(FILE **f) {
+        if (*f)
+                fclose(*f);
+}
+void strv_free(char **l);
+static inline void strv_freep(char ***l) {
+        strv_free(*l);
+}
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_strv_free_ _cleanup_(strv_freep)
+
+/* Hand ownership out of a cleanup variable. */
+#define TAKE_PTR(p) ({ __typeof__(p) _p = (p); (p) = NULL; _p; })
+#define TAKE_FD(fd) ({ int _fd = (fd); (fd) = -1; _fd; })
+
+/*
+ * Build "<root>/<path>" into buf. root may be NULL, "" or "/" for the real
+ * root. Returns buf, or NULL if it does not fit (callers treat that as
+ * -ENAMETOOLONG).
+ */
+char *util_path_at(char *buf, size_t size, const char *root, const char *path);
+
+/* Open a file below root; returns an fd or -errno. */
+int util_open_at(const char *root, const char *path, int flags);
+
+/*
+ * Read a whole (small, virtual) file below root into buf, NUL-terminated.
+ * Returns the number of bytes read, or -errno. -E2BIG if it did not fit.
+ * /proc files are read with one read() per call, so the content is
+ * consistent as the kernel produced it.
+ */
+ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t size);
+
+/* Read a file below root into a malloc'ed, NUL-terminated string. */
+int util_read_full_file_at(const char *root, const char *path, char **ret, size_t *ret_size);
+
+/* Write a string to a file below root (no O_CREAT, no truncation). */
+int util_write_file_at(const char *root, const char *path, const char *value);
+
+/* Strict decimal parsers: whole string, no sign for unsigned, range checked. */
+int util_parse_u64(const char *s, uint64_t *ret);
+int util_parse_int(const char *s, int *ret);
+
+/* Strip trailing whitespace/newlines in place; returns s. */
+char *util_strip(char *s);
+
+/* Monotonic and boot-time clocks in µs. */
+uint64_t util_now_usec(void);
+uint64_t util_boottime_usec(void);
+
+/* NULL-terminated string vectors. */
+size_t strv_length(char * const *l);
+int strv_push(char ***l, const char *s);     /* copies s */
+char **strv_copy(char * const *l);
+bool strv_contains(char * const *l, const char *s);
+
+/* Clock ticks per second for /proc/<pid>/stat times (sysconf(_SC_CLK_TCK)). */
+long util_clk_tck(void);
