@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "action.h"
+#include "levers.h"
 #include "plan.h"
 
 struct apply_ops {
@@ -39,10 +40,10 @@ struct apply_ops {
         int (*sysctl_set)(void *userdata, const char *name, const char *value);
 };
 
-/* Real ops; userdata is a struct apply_system (root prefix etc.). */
+/* Real ops; userdata is a struct apply_system. */
 struct apply_system {
         const char *root;              /* prefix for /proc and /sys */
-        void *cgroup_ctx;              /* apply-cgroup.c state, may be NULL */
+        struct levers *levers;         /* levers.h backends for weight/features/sysctls */
 };
 extern const struct apply_ops apply_ops_system;
 
