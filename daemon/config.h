@@ -3,7 +3,7 @@
 
 /*
  * The effective configuration: [daemon] settings from affinityd.conf (+
- * affinityd.conf.d/*.conf drop-ins) and the policies from policies.d/*.policy,
+ * affinityd.conf.d/NAME.conf drop-ins) and the policies from policies.d/NAME.policy,
  * merged over the vendor (/usr/lib/affinityd), admin (/etc/affinityd) and
  * runtime (/run/affinityd) directories, systemd-style: a file with the same
  * name in a later directory replaces the earlier one.
