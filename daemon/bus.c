@@ -1,0 +1,257 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <systemd/sd-bus.h>
+#include <systemd/sd-event.h>
+
+#include "bus.h"
+#include "common/bus-names.h"
+#include "common/util.h"
+#include "manager.h"
+
+struct bus_server {
+        struct manager *manager;
+        char *socket_path;
+        int listen_fd;
+        sd_event_source *listen_source;
+        sd_bus *system_bus;
+        unsigned n_peers;
+};
+
+/* Reply with a JSON document as one string and drop our reference. */
+static int reply_json(sd_bus_message *m, struct json_object *o) {
+        int r = sd_bus_reply_method_return(m, "s",
+                                           json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+                                                                                     JSON_C_TO_STRING_NOSLASHESCAPE));
+        json_object_put(o);
+        return r;
+}
+
+#define JSON_METHOD(fn, call)                                                                \
+        static int fn(sd_bus_message *m, void *userdata, sd_bus_error *error) {             \
+                struct bus_server *b = userdata;                                             \
+                struct json_object *o = NULL;                                                \
+                int r = (call);                                                              \
+                if (r < 0)                                                                   \
+                        return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));        \
+                return reply_json(m, o);                                                     \
+        }
+
+JSON_METHOD(method_status, manager_status_json(b->manager, &o))
+JSON_METHOD(method_actions, manager_actions_json(b->manager, &o))
+JSON_METHOD(method_pairs, manager_pairs_json(b->manager, &o))
+JSON_METHOD(method_hogs, manager_hogs_json(b->manager, &o))
+JSON_METHOD(method_reload, manager_reload(b->manager, &o))
+
+static int method_tasks(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct bus_server *b = userdata;
+        struct json_object *o = NULL;
+        uint32_t limit;
+        int r;
+
+        r = sd_bus_message_read(m, "u", &limit);
+        if (r < 0)
+                return r;
+        r = manager_tasks_json(b->manager, limit, &o);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
+        return reply_json(m, o);
+}
+
+static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct bus_server *b = userdata;
+        struct json_object *o = NULL;
+        uint32_t pid;
+        int r;
+
+        r = sd_bus_message_read(m, "u", &pid);
+        if (r < 0)
+                return r;
+        r = manager_explain_json(b->manager, (pid_t) pid, &o);
+        if (r == -ESRCH)
+                return sd_bus_error_setf(error, AFF_BUS_ERROR_NO_SUCH_TASK,
+                                         "no process %u is known to affinityd", pid);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
+        return reply_json(m, o);
+}
+
+static int method_revert(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct bus_server *b = userdata;
+        struct json_object *o = NULL;
+        uint32_t pid;
+        int r;
+
+        r = sd_bus_message_read(m, "u", &pid);
+        if (r < 0)
+                return r;
+        r = manager_revert(b->manager, (pid_t) pid, &o);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
+        return reply_json(m, o);
+}
+
+static int method_set_dry_run(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct bus_server *b = userdata;
+        struct json_object *o = NULL;
+        int on, r;
+
+        r = sd_bus_message_read(m, "b", &on);
+        if (r < 0)
+                return r;
+        r = manager_set_dry_run(b->manager, on, &o);
+        if (r < 0)
+                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
+        return reply_json(m, o);
+}
+
+static const sd_bus_vtable manager_vtable[] = {
+        SD_BUS_VTABLE_START(0),
+        SD_BUS_METHOD("Status", "", "s", method_status, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Tasks", "u", "s", method_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Actions", "", "s", method_actions, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Explain", "u", "s", method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Pairs", "", "s", method_pairs, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD("Hogs", "", "s", method_hogs, SD_BUS_VTABLE_UNPRIVILEGED),
+        /* No UNPRIVILEGED flag: sd-bus lets only root call these. */
+        SD_BUS_METHOD("Reload", "", "s", method_reload, 0),
+        SD_BUS_METHOD("Revert", "u", "s", method_revert, 0),
+        SD_BUS_METHOD("SetDryRun", "b", "s", method_set_dry_run, 0),
+        SD_BUS_VTABLE_END,
+};
+
+static int on_peer_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct bus_server *b = userdata;
+        sd_bus *bus = sd_bus_message_get_bus(m);
+
+        sd_bus_detach_event(bus);
+        sd_bus_close_unref(bus);
+        b->n_peers--;
+        return 0;
+}
+
+static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct bus_server *b = userdata;
+        _cleanup_close_ int nfd = -1;
+        sd_bus *bus = NULL;
+        sd_id128_t id;
+        int r;
+
+        nfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (nfd < 0)
+                return 0; /* transient (EAGAIN, EMFILE): the listener stays */
+
+        r = sd_id128_randomize(&id);
+        if (r < 0)
+                return 0;
+        r = sd_bus_new(&bus);
+        if (r < 0)
+                return 0;
+        if ((r = sd_bus_set_fd(bus, nfd, nfd)) < 0 ||
+            (r = sd_bus_set_server(bus, 1, id)) < 0 ||
+            (r = sd_bus_set_anonymous(bus, 1)) < 0 ||
+            /* The caller's uid decides what sd-bus lets them call. */
+            (r = sd_bus_negotiate_creds(bus, 1, SD_BUS_CREDS_PID | SD_BUS_CREDS_UID |
+                                                        SD_BUS_CREDS_EUID | SD_BUS_CREDS_EFFECTIVE_CAPS)) < 0 ||
+            (r = sd_bus_add_object_vtable(bus, NULL, AFF_BUS_PATH, AFF_BUS_INTERFACE,
+                                          manager_vtable, b)) < 0 ||
+            (r = sd_bus_add_match(bus, NULL,
+                                  "type='signal',path='/org/freedesktop/DBus/Local',"
+                                  "interface='org.freedesktop.DBus.Local',member='Disconnected'",
+                                  on_peer_disconnected, b)) < 0 ||
+            (r = sd_bus_start(bus)) < 0 ||
+            (r = sd_bus_attach_event(bus, sd_event_source_get_event(s), SD_EVENT_PRIORITY_NORMAL)) < 0) {
+                /* sd_bus_set_fd took the fd only if it succeeded; closing twice is avoided below. */
+                sd_bus_unref(bus);
+                return 0;
+        }
+        TAKE_FD(nfd);
+        b->n_peers++;
+        return 0;
+}
+
+int bus_server_new(struct manager *m, const char *runtime_dir, struct bus_server **ret) {
+        struct bus_server *b;
+        struct sockaddr_un sa = { .sun_family = AF_UNIX };
+        int r;
+
+        b = calloc(1, sizeof(*b));
+        if (!b)
+                return -ENOMEM;
+        b->manager = m;
+        b->listen_fd = -1;
+        if (asprintf(&b->socket_path, "%s/%s", runtime_dir, AFF_BUS_SOCKET) < 0) {
+                b->socket_path = NULL;
+                r = -ENOMEM;
+                goto fail;
+        }
+        if (strlen(b->socket_path) >= sizeof(sa.sun_path)) {
+                r = -ENAMETOOLONG;
+                goto fail;
+        }
+        strcpy(sa.sun_path, b->socket_path);
+
+        b->listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        if (b->listen_fd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        (void) unlink(b->socket_path);
+        if (bind(b->listen_fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        /* Reads are open to every local user; sd-bus guards the root-only methods. */
+        (void) chmod(b->socket_path, 0666);
+        if (listen(b->listen_fd, 64) < 0) {
+                r = -errno;
+                goto fail;
+        }
+        r = sd_event_add_io(manager_event(m), &b->listen_source, b->listen_fd, EPOLLIN, on_accept, b);
+        if (r < 0)
+                goto fail;
+        *ret = b;
+        return 0;
+fail:
+        bus_server_free(b);
+        return r;
+}
+
+int bus_server_attach_system(struct bus_server *b) {
+        sd_bus *bus = NULL;
+        int r;
+
+        r = sd_bus_open_system(&bus);
+        if (r < 0)
+                return r;
+        if ((r = sd_bus_add_object_vtable(bus, NULL, AFF_BUS_PATH, AFF_BUS_INTERFACE,
+                                          manager_vtable, b)) < 0 ||
+            (r = sd_bus_request_name(bus, AFF_BUS_NAME, 0)) < 0 ||
+            (r = sd_bus_attach_event(bus, manager_event(b->manager), SD_EVENT_PRIORITY_NORMAL)) < 0) {
+                sd_bus_flush_close_unref(bus);
+                return r;
+        }
+        b->system_bus = bus;
+        return 0;
+}
+
+struct bus_server *bus_server_free(struct bus_server *b) {
+        if (!b)
+                return NULL;
+        sd_event_source_disable_unref(b->listen_source);
+        if (b->listen_fd >= 0)
+                close(b->listen_fd);
+        if (b->socket_path)
+                (void) unlink(b->socket_path);
+        free(b->socket_path);
+        if (b->system_bus) {
+                sd_bus_detach_event(b->system_bus);
+                sd_bus_flush_close_unref(b->system_bus);
+        }
+        free(b);
+        return NULL;
+}

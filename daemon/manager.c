@@ -1,0 +1,945 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <systemd/sd-daemon.h>
+
+#include "apply.h"
+#include "bus.h"
+#include "common/bus-names.h"
+#include "common/util.h"
+#include "config.h"
+#include "detect.h"
+#include "effect.h"
+#include "levers.h"
+#include "log.h"
+#include "manager.h"
+#include "plan.h"
+#include "proc-connector.h"
+#include "sample.h"
+#include "wake.h"
+
+/* How many intervals after an action the effect check waits before judging:
+ * rates need one full window with the new placement, plus one for noise. */
+#define EFFECT_SETTLE_INTERVALS 3
+
+struct pending_effect {
+        struct action action;        /* the SET that was applied */
+        unsigned intervals;          /* intervals since it was applied */
+        struct effect_state effect;
+};
+
+struct manager {
+        sd_event *event;
+        sd_event_source *timer;
+        sd_event_source *sig_term, *sig_int, *sig_hup;
+        sd_event_source *pc_source;
+
+        struct log_target log;
+        char *root;
+        char *runtime_dir;
+        char **config_dirs;
+        struct manager_options opts;
+
+        struct config *config;
+        struct topology *topo;
+        char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
+        struct sampler *sampler;
+        struct proc_connector *pc;
+        char pc_status[160];
+        struct wake_sampler *wake;
+        char wake_status[160];
+        struct levers *levers;
+        struct lever_caps caps;
+        struct apply_system sys;
+        struct applier *applier;
+        struct plan_state *plan;
+        struct bus_server *bus;
+        char bus_status[160];
+
+        struct snapshot *snap;        /* owned by the sampler, valid until the next pass */
+        struct findings findings;
+        struct action_list actions;
+        struct pending_effect *effects;
+        size_t n_effects;
+
+        bool dry_run;
+        uint64_t interval_usec;
+        uint64_t start_usec;
+        uint64_t passes;
+        uint64_t actions_applied, actions_failed, actions_undone;
+        uint64_t last_pass_cost_usec;
+
+        /* own cost, from getrusage between passes */
+        uint64_t self_cpu_prev_usec, self_wall_prev_usec;
+        double self_cpu_frac;
+};
+
+sd_event *manager_event(struct manager *m) {
+        return m->event;
+}
+
+static uint64_t rusage_cpu_usec(void) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return (uint64_t) ru.ru_utime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_utime.tv_usec +
+               (uint64_t) ru.ru_stime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_stime.tv_usec;
+}
+
+/* The daemon's own RSS. This is about us, not the observed system, so it
+ * reads the real /proc/self and not the --root prefix. */
+static uint64_t self_rss_kib(void) {
+        char buf[256];
+        unsigned long long size, resident;
+        long page = sysconf(_SC_PAGESIZE);
+
+        if (util_read_file_at(NULL, "/proc/self/statm", buf, sizeof(buf)) < 0 ||
+            sscanf(buf, "%llu %llu", &size, &resident) != 2)
+                return 0;
+        return resident * (uint64_t) page / 1024;
+}
+
+static void config_paths_fill(const struct manager *m, struct config_paths *p) {
+        size_t n = 0;
+
+        memset(p, 0, sizeof(*p));
+        if (m->config_dirs && m->config_dirs[0]) {
+                for (char **d = m->config_dirs; *d && n < ELEMENTSOF(p->dirs) - 1; d++)
+                        p->dirs[n++] = *d;
+                return;
+        }
+        p->dirs[0] = VENDORDIR;
+        p->dirs[1] = SYSCONFDIR "/affinityd";
+        p->dirs[2] = RUNSTATEDIR "/affinityd";
+}
+
+static void log_config_errors(struct manager *m, const struct config_errors *e) {
+        for (size_t i = 0; i < e->n; i++) {
+                char f1[300], f2[32];
+                const char *fields[] = { f1, f2, NULL };
+
+                snprintf(f1, sizeof(f1), "CONFIG_FILE=%s", e->items[i].file ? e->items[i].file : "");
+                snprintf(f2, sizeof(f2), "CONFIG_LINE=%u", e->items[i].line);
+                log_fields(&m->log, LOG_ERR, fields, "%s", e->items[i].message);
+        }
+}
+
+/* Settings that command line options override. */
+static void apply_settings(struct manager *m) {
+        const struct daemon_settings *d = &m->config->daemon;
+
+        m->interval_usec = m->opts.interval_usec ? m->opts.interval_usec : d->interval_usec;
+        m->dry_run = m->opts.dry_run || d->dry_run;
+        m->log.max_level = m->opts.log_level >= 0 ? m->opts.log_level : d->log_level;
+}
+
+/* ---- the pipeline ---------------------------------------------------- */
+
+static void log_action(struct manager *m, const struct action *a, int r, const char *what) {
+        char key[160], mask[128] = "", f[6][200];
+        const char *fields[7];
+        size_t n = 0;
+
+        action_target_key(a, key, sizeof(key));
+        if (a->type == ACT_AFFINITY)
+                cpumask_format_list(&a->mask, mask, sizeof(mask));
+        snprintf(f[n], sizeof(f[n]), "ACTION=%s-%s", a->verb == VERB_SET ? "set" : "release",
+                 action_type_to_string(a->type));
+        fields[n] = f[n], n++;
+        snprintf(f[n], sizeof(f[n]), "TARGET=%s", key);
+        fields[n] = f[n], n++;
+        snprintf(f[n], sizeof(f[n]), "POLICY=%s", a->policy);
+        fields[n] = f[n], n++;
+        snprintf(f[n], sizeof(f[n]), "REASON=%s", a->reason);
+        fields[n] = f[n], n++;
+        if (a->type == ACT_AFFINITY) {
+                snprintf(f[n], sizeof(f[n]), "PID=%d", (int) a->task.pid);
+                fields[n] = f[n], n++;
+                snprintf(f[n], sizeof(f[n]), "TID=%d", (int) a->task.tid);
+                fields[n] = f[n], n++;
+        }
+        fields[n] = NULL;
+
+        if (r < 0)
+                log_fields(&m->log, LOG_WARNING, fields, "%s %s %s%s%s failed: %s (%s)", what,
+                           action_type_to_string(a->type), key, mask[0] ? " → " : "", mask,
+                           strerror(-r), a->reason);
+        else
+                log_fields(&m->log, LOG_INFO, fields, "%s %s %s%s%s: %s [policy %s]", what,
+                           action_type_to_string(a->type), key, mask[0] ? " → " : "", mask,
+                           a->reason, a->policy);
+}
+
+static void effect_track(struct manager *m, const struct action *a) {
+        struct pending_effect *n;
+
+        if (!m->config->daemon.effect_check || a->verb != VERB_SET || a->type != ACT_AFFINITY)
+                return;
+        n = realloc(m->effects, (m->n_effects + 1) * sizeof(*n));
+        if (!n)
+                return; /* the effect check is a safety net; running without it beats failing */
+        m->effects = n;
+        m->effects[m->n_effects] = (struct pending_effect) { .action = *a };
+        effect_state_init(&m->effects[m->n_effects].effect, a->evidence_before);
+        m->n_effects++;
+}
+
+static void effect_forget(struct manager *m, size_t i) {
+        m->effects[i] = m->effects[--m->n_effects];
+}
+
+/* After an action has settled, compare the target's throughput proxy with
+ * before; if it got worse beyond noise, undo and tell the planner not to
+ * retry for a while (DESIGN.md: never make things worse). */
+static void effect_check(struct manager *m) {
+        for (size_t i = 0; i < m->n_effects;) {
+                struct pending_effect *p = &m->effects[i];
+                const struct task *t = snapshot_find_task(m->snap, p->action.task.tid);
+                enum effect_verdict v;
+
+                if (!t || t->id.start_time != p->action.task.start_time) {
+                        effect_forget(m, i);
+                        continue;
+                }
+                p->intervals++;
+                v = effect_observe(&p->effect, effect_proxy(t, m->snap), p->intervals,
+                                   EFFECT_SETTLE_INTERVALS, m->config->daemon.effect_tolerance);
+                if (v == EFFECT_PENDING) {
+                        i++;
+                        continue;
+                }
+                if (v == EFFECT_UNDO) {
+                        struct action undo = p->action;
+                        char key[160];
+
+                        undo.verb = VERB_RELEASE;
+                        snprintf(undo.reason, sizeof(undo.reason),
+                                 "effect check: throughput proxy %.3g → %.3g, worse than %.0f%%",
+                                 p->effect.before, p->effect.after_median,
+                                 m->config->daemon.effect_tolerance * 100);
+                        int r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
+                        log_action(m, &undo, r, "undo");
+                        if (r >= 0)
+                                m->actions_undone++;
+                        action_target_key(&p->action, key, sizeof(key));
+                        (void) plan_state_block(m->plan, key,
+                                                util_now_usec() + m->config->daemon.retry_after_usec,
+                                                undo.reason);
+                }
+                effect_forget(m, i);
+        }
+}
+
+/* A policy that was removed or disabled by a reload leaves no change behind. */
+static void release_orphans(struct manager *m) {
+        const struct managed *mg;
+        size_t n;
+
+        if (applier_list(m->applier, &mg, &n) < 0)
+                return;
+        for (size_t i = n; i > 0; i--) {
+                const struct managed *e = &mg[i - 1];
+                bool found = false;
+
+                for (size_t j = 0; j < m->config->n_policies; j++)
+                        if (m->config->policies[j].enabled && streq(m->config->policies[j].name, e->policy))
+                                found = true;
+                if (found)
+                        continue;
+                if (e->type == ACT_AFFINITY) {
+                        (void) applier_restore_pid(m->applier, e->task.pid);
+                        log_fields(&m->log, LOG_INFO, NULL,
+                                   "policy %s is gone: released %s", e->policy, e->key);
+                        /* the list changed under us; start over on the next pass */
+                        return;
+                }
+        }
+}
+
+static void check_hotplug(struct manager *m) {
+        char online[sizeof(m->topo_online)];
+        struct topology *t = NULL;
+        int r;
+
+        if (util_read_file_at(m->root, "/sys/devices/system/cpu/online", online, sizeof(online)) < 0)
+                return;
+        util_strip(online);
+        if (streq(online, m->topo_online))
+                return;
+        r = topology_load(m->root, &t);
+        if (r < 0) {
+                log_errno(&m->log, LOG_WARNING, r, "CPU hotplug seen, re-reading topology failed");
+                return;
+        }
+        log_fields(&m->log, LOG_NOTICE, NULL, "online CPUs changed: %s → %s", m->topo_online, online);
+        snprintf(m->topo_online, sizeof(m->topo_online), "%s", online);
+        sampler_set_topology(m->sampler, t);
+        topology_free(m->topo);
+        m->topo = t;
+}
+
+static int manager_pass(struct manager *m) {
+        uint64_t t0 = util_now_usec(), cpu_now;
+        const struct managed *managed;
+        size_t n_managed;
+        struct plan_input in;
+        int r;
+
+        check_hotplug(m);
+
+        r = sampler_sample(m->sampler, t0, &m->snap);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "sampling failed");
+        if (m->wake) {
+                wake_sampler_drain(m->wake);
+                (void) wake_sampler_edges(m->wake, t0, &m->snap->edges, &m->snap->n_edges);
+                m->snap->wake_source = wake_sampler_source(m->wake);
+        } else
+                m->snap->wake_source = m->wake_status;
+
+        /* Someone else changed what we set, or the target exited: stop managing it. */
+        r = applier_reconcile(m->applier);
+        if (r > 0)
+                log_fields(&m->log, LOG_NOTICE, NULL,
+                           "%d managed target(s) exited or were changed by someone else; no longer managed", r);
+
+        effect_check(m);
+
+        findings_clear(&m->findings);
+        r = detect_all(m->snap, m->config, getpid(), &m->findings);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "detection failed");
+
+        r = applier_list(m->applier, &managed, &n_managed);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "listing managed targets failed");
+        in = (struct plan_input) {
+                .snap = m->snap,
+                .config = m->config,
+                .findings = &m->findings,
+                .managed = managed,
+                .n_managed = n_managed,
+                .now_usec = t0,
+        };
+        action_list_clear(&m->actions);
+        r = plan_run(m->plan, &in, &m->actions);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "planning failed");
+
+        for (size_t i = 0; i < m->actions.n; i++) {
+                const struct action *a = &m->actions.items[i];
+
+                r = applier_apply(m->applier, a, t0, m->dry_run);
+                log_action(m, a, r, m->dry_run ? "would" : a->verb == VERB_SET ? "set" : "released");
+                if (r < 0) {
+                        char key[160];
+                        m->actions_failed++;
+                        /* A target we cannot change is not retried every interval. */
+                        action_target_key(a, key, sizeof(key));
+                        (void) plan_state_block(m->plan, key, t0 + m->config->daemon.cooldown_usec,
+                                                strerror(-r));
+                        continue;
+                }
+                if (r > 0) {
+                        m->actions_applied++;
+                        effect_track(m, a);
+                }
+        }
+
+        m->passes++;
+        m->last_pass_cost_usec = util_now_usec() - t0;
+
+        cpu_now = rusage_cpu_usec();
+        if (m->self_wall_prev_usec && t0 > m->self_wall_prev_usec)
+                m->self_cpu_frac = (double) (cpu_now - m->self_cpu_prev_usec) /
+                                   (double) (t0 - m->self_wall_prev_usec);
+        m->self_cpu_prev_usec = cpu_now;
+        m->self_wall_prev_usec = t0;
+
+        (void) applier_list(m->applier, &managed, &n_managed);
+        sd_notifyf(false, "STATUS=%zu tasks, %zu findings, %zu actions in force%s",
+                   m->snap->n_tasks, m->findings.n, n_managed, m->dry_run ? " (dry-run)" : "");
+        return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+
+        (void) manager_pass(m);
+        /* Next pass relative to now: a slow pass must not cause a burst of catch-up passes. */
+        (void) sd_event_source_set_time(s, util_now_usec() + m->interval_usec);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
+
+static int on_proc_event(const struct proc_event *ev, void *userdata) {
+        struct manager *m = userdata;
+
+        switch (ev->what) {
+        case PROC_EVENT_EXEC_:
+                sampler_note_exec(m->sampler, ev->pid);
+                break;
+        case PROC_EVENT_EXIT_:
+                sampler_note_exit(m->sampler, ev->pid, ev->tid);
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+static int on_proc_connector(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct manager *m = userdata;
+        int r = proc_connector_dispatch(m->pc, on_proc_event, m);
+
+        if (r < 0 && r != -EAGAIN && r != -ENOBUFS) {
+                /* Keep running on the periodic scan alone (issue 9: fallback). */
+                snprintf(m->pc_status, sizeof(m->pc_status), "failed: %s; periodic scan only", strerror(-r));
+                log_errno(&m->log, LOG_WARNING, r, "proc connector failed, using periodic scans only");
+                m->pc_source = sd_event_source_disable_unref(m->pc_source);
+        }
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct manager *m = userdata;
+
+        if (si->ssi_signo == SIGHUP) {
+                struct json_object *o = NULL;
+                (void) manager_reload(m, &o);
+                json_object_put(o);
+                return 0;
+        }
+        log_fields(&m->log, LOG_INFO, NULL, "%s received, restoring and exiting",
+                   strsignal((int) si->ssi_signo));
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+/* ---- setup ----------------------------------------------------------- */
+
+static int setup_runtime_dir(struct manager *m) {
+        if (mkdir(m->runtime_dir, 0755) < 0 && errno != EEXIST)
+                return log_errno(&m->log, LOG_ERR, errno, "cannot create %s", m->runtime_dir);
+        return 0;
+}
+
+int manager_new(const struct manager_options *o, struct manager **ret) {
+        struct config_errors errs = {};
+        struct config_paths paths;
+        struct manager *m;
+        sigset_t ss;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->opts = *o;
+        log_target_init(&m->log, o->log_level >= 0 ? o->log_level : LOG_INFO);
+        m->root = strdup(o->root ? o->root : "/");
+        m->runtime_dir = strdup(o->runtime_dir ? o->runtime_dir : AFF_RUNTIME_DIR);
+        m->config_dirs = o->config_dirs ? strv_copy(o->config_dirs) : NULL;
+        if (!m->root || !m->runtime_dir || (o->config_dirs && !m->config_dirs)) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        m->opts.root = m->root;
+        m->opts.runtime_dir = m->runtime_dir;
+        m->opts.config_dirs = m->config_dirs;
+        m->start_usec = util_now_usec();
+
+        config_paths_fill(m, &paths);
+        r = config_load(&paths, &m->config, &errs);
+        if (r < 0) {
+                log_config_errors(m, &errs);
+                config_errors_clear(&errs);
+                log_errno(&m->log, LOG_ERR, r, "configuration is not valid, not starting");
+                goto fail;
+        }
+        apply_settings(m);
+
+        r = setup_runtime_dir(m);
+        if (r < 0)
+                goto fail;
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                goto fail;
+
+        /* sd-event wants the signals blocked before it takes them. */
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        if ((r = sd_event_add_signal(m->event, &m->sig_term, SIGTERM, on_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, &m->sig_int, SIGINT, on_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, &m->sig_hup, SIGHUP, on_signal, m)) < 0)
+                goto fail;
+        /* WATCHDOG=1 at half of WatchdogSec=, when systemd asked for it. */
+        (void) sd_event_set_watchdog(m->event, true);
+
+        r = topology_load(m->root, &m->topo);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot read the CPU topology below %s", m->root);
+                goto fail;
+        }
+        (void) util_read_file_at(m->root, "/sys/devices/system/cpu/online", m->topo_online,
+                                 sizeof(m->topo_online));
+        util_strip(m->topo_online);
+
+        r = sampler_new(m->root, m->topo, m->config->daemon.max_tracked_threads, &m->sampler);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
+                goto fail;
+        }
+
+        r = levers_new(m->root, &m->levers);
+        if (r < 0)
+                log_errno(&m->log, LOG_WARNING, r, "system levers unavailable");
+        else
+                (void) levers_probe(m->levers, &m->caps);
+        m->sys = (struct apply_system) { .root = m->root, .levers = m->levers };
+
+        r = applier_new(m->runtime_dir, &apply_ops_system, &m->sys, &m->applier);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot open the journal in %s", m->runtime_dir);
+                goto fail;
+        }
+        /* A journal left by a crash: put everything back before doing anything new. */
+        r = applier_recover(m->applier);
+        if (r < 0)
+                log_errno(&m->log, LOG_WARNING, r, "recovering the journal of a previous run failed");
+        else if (r > 0)
+                log_fields(&m->log, LOG_NOTICE, NULL, "restored %d change(s) left by a previous run", r);
+
+        m->plan = plan_state_new();
+        if (!m->plan) {
+                r = -ENOMEM;
+                goto fail;
+        }
+
+        /* New processes are seen at once; without the connector the periodic scan finds them. */
+        r = proc_connector_new(&m->pc);
+        if (r >= 0)
+                r = sd_event_add_io(m->event, &m->pc_source, proc_connector_fd(m->pc), EPOLLIN,
+                                    on_proc_connector, m);
+        if (r < 0) {
+                snprintf(m->pc_status, sizeof(m->pc_status), "unavailable: %s; periodic scan only",
+                         strerror(-r));
+                log_errno(&m->log, LOG_NOTICE, r, "proc connector unavailable, using periodic scans only");
+        } else
+                snprintf(m->pc_status, sizeof(m->pc_status), "listening");
+
+        if (!o->no_perf) {
+                r = wake_sampler_new(m->root, m->topo, m->config->daemon.wake_sample_period,
+                                     m->config->daemon.max_wake_events_per_s, &m->wake);
+                if (r >= 0)
+                        r = wake_sampler_attach(m->wake, m->event);
+                if (r < 0) {
+                        snprintf(m->wake_status, sizeof(m->wake_status), "none: perf tracepoints: %s",
+                                 strerror(-r));
+                        log_errno(&m->log, LOG_NOTICE, r, "perf wake-up sampling unavailable");
+                        m->wake = wake_sampler_free(m->wake);
+                }
+        } else
+                snprintf(m->wake_status, sizeof(m->wake_status), "none: disabled by --no-perf");
+
+        r = bus_server_new(m, m->runtime_dir, &m->bus);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot listen on %s/%s", m->runtime_dir, AFF_BUS_SOCKET);
+                goto fail;
+        }
+        r = bus_server_attach_system(m->bus);
+        if (r < 0)
+                snprintf(m->bus_status, sizeof(m->bus_status), "private socket only (system bus: %s)",
+                         strerror(-r));
+        else
+                snprintf(m->bus_status, sizeof(m->bus_status), "private socket + system bus name %s",
+                         AFF_BUS_NAME);
+
+        /* First pass right away so status has data; then every interval. */
+        r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC, util_now_usec(), 10 * USEC_PER_MSEC,
+                              on_timer, m);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(m->timer, SD_EVENT_ON);
+
+        *ret = m;
+        return 0;
+fail:
+        manager_free(m);
+        return r;
+}
+
+int manager_run(struct manager *m) {
+        int r;
+
+        sd_notifyf(false, "READY=1\nSTATUS=running, interval %" PRIu64 " ms%s",
+                   m->interval_usec / USEC_PER_MSEC, m->dry_run ? ", dry-run" : "");
+        log_fields(&m->log, LOG_INFO, NULL, "running: interval %" PRIu64 " ms, %zu policies%s",
+                   m->interval_usec / USEC_PER_MSEC, m->config->n_policies,
+                   m->dry_run ? ", dry-run" : "");
+        r = sd_event_loop(m->event);
+        sd_notify(false, "STOPPING=1\nSTATUS=restoring");
+        int k = applier_restore_all(m->applier);
+        if (k < 0)
+                log_errno(&m->log, LOG_ERR, k, "restoring changes on stop failed");
+        else
+                log_fields(&m->log, LOG_INFO, NULL, "restored %d change(s) on stop", k);
+        return r;
+}
+
+struct manager *manager_free(struct manager *m) {
+        if (!m)
+                return NULL;
+        bus_server_free(m->bus);
+        sd_event_source_disable_unref(m->timer);
+        sd_event_source_disable_unref(m->sig_term);
+        sd_event_source_disable_unref(m->sig_int);
+        sd_event_source_disable_unref(m->sig_hup);
+        sd_event_source_disable_unref(m->pc_source);
+        wake_sampler_free(m->wake);
+        proc_connector_free(m->pc);
+        applier_free(m->applier);
+        levers_free(m->levers);
+        plan_state_free(m->plan);
+        sampler_free(m->sampler);
+        topology_free(m->topo);
+        findings_clear(&m->findings);
+        action_list_clear(&m->actions);
+        free(m->effects);
+        config_free(m->config);
+        sd_event_unref(m->event);
+        strv_free(m->config_dirs);
+        free(m->root);
+        free(m->runtime_dir);
+        free(m);
+        return NULL;
+}
+
+/* ---- control interface ---------------------------------------------- */
+
+#define JADD(o, k, v) json_object_object_add((o), (k), (v))
+
+static const char *task_policy_name(enum task_policy p) {
+        static const char *const n[] = { "other", "batch", "idle", "fifo", "rr", "deadline" };
+        return (unsigned) p < ELEMENTSOF(n) ? n[p] : "?";
+}
+
+int manager_status_json(struct manager *m, struct json_object **ret) {
+        struct json_object *o = json_object_new_object(), *caps, *counts, *self, *files, *x = NULL;
+        const struct managed *mg;
+        size_t n_managed = 0;
+        char buf[256];
+
+        if (!o)
+                return -ENOMEM;
+        (void) applier_list(m->applier, &mg, &n_managed);
+
+        JADD(o, "protocol", json_object_new_int(AFF_PROTOCOL_VERSION));
+        JADD(o, "version", json_object_new_string(PACKAGE_VERSION));
+        JADD(o, "pid", json_object_new_int(getpid()));
+        JADD(o, "state", json_object_new_string(m->dry_run ? "running (dry-run)" : "running"));
+        JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
+        JADD(o, "interval_ms", json_object_new_int64((int64_t) (m->interval_usec / USEC_PER_MSEC)));
+        JADD(o, "uptime_s", json_object_new_int64((int64_t) ((util_now_usec() - m->start_usec) / USEC_PER_SEC)));
+        JADD(o, "root", json_object_new_string(m->root));
+        JADD(o, "runtime_dir", json_object_new_string(m->runtime_dir));
+        JADD(o, "control", json_object_new_string(m->bus_status));
+
+        files = json_object_new_array();
+        for (char **f = m->config->files; f && *f; f++)
+                json_object_array_add(files, json_object_new_string(*f));
+        JADD(o, "config_files", files);
+        JADD(o, "policies", json_object_new_int((int) m->config->n_policies));
+
+        caps = json_object_new_object();
+        if (m->levers) {
+                if (levers_caps_to_json(&m->caps, &x) >= 0)
+                        json_object_object_foreach(x, k, v)
+                                JADD(caps, k, json_object_get(v));
+                json_object_put(x);
+                x = NULL;
+        } else
+                JADD(caps, "levers", json_object_new_string("unavailable"));
+        JADD(caps, "wake_source", json_object_new_string(m->wake ? wake_sampler_source(m->wake) : m->wake_status));
+        if (m->wake && wake_sampler_status_json(m->wake, &x) >= 0)
+                JADD(caps, "wake_sampler", x);
+        x = NULL;
+        JADD(caps, "proc_connector", json_object_new_string(m->pc_status));
+        JADD(o, "capabilities", caps);
+
+        counts = json_object_new_object();
+        JADD(counts, "passes", json_object_new_int64((int64_t) m->passes));
+        JADD(counts, "tasks", json_object_new_int64(m->snap ? (int64_t) m->snap->n_tasks : 0));
+        JADD(counts, "findings", json_object_new_int64((int64_t) m->findings.n));
+        JADD(counts, "actions_in_force", json_object_new_int64((int64_t) n_managed));
+        JADD(counts, "actions_applied", json_object_new_int64((int64_t) m->actions_applied));
+        JADD(counts, "actions_failed", json_object_new_int64((int64_t) m->actions_failed));
+        JADD(counts, "actions_undone", json_object_new_int64((int64_t) m->actions_undone));
+        JADD(o, "counts", counts);
+
+        self = json_object_new_object();
+        JADD(self, "cpu_percent", json_object_new_double(m->self_cpu_frac * 100.0));
+        JADD(self, "rss_kib", json_object_new_int64((int64_t) self_rss_kib()));
+        JADD(self, "last_pass_us", json_object_new_int64((int64_t) m->last_pass_cost_usec));
+        JADD(o, "self", self);
+
+        if (sampler_stats_to_json(m->sampler, &x) >= 0)
+                JADD(o, "sampler", x);
+
+        snprintf(buf, sizeof(buf), "%s", m->topo_online);
+        JADD(o, "online_cpus", json_object_new_string(buf));
+        *ret = o;
+        return 0;
+}
+
+static struct json_object *task_json(const struct task *t) {
+        struct json_object *o = json_object_new_object();
+        char mask[256];
+
+        JADD(o, "pid", json_object_new_int(t->id.pid));
+        JADD(o, "tid", json_object_new_int(t->id.tid));
+        JADD(o, "comm", json_object_new_string(t->comm));
+        JADD(o, "util_pct", json_object_new_double(t->util * 100.0));
+        JADD(o, "migrations_per_s", json_object_new_double(t->migrations_per_s));
+        JADD(o, "run_delay_ms_per_s", json_object_new_double(t->run_delay_ms_per_s));
+        JADD(o, "cpu", json_object_new_int(t->last_cpu));
+        JADD(o, "allowed", json_object_new_string(cpumask_format_list(&t->allowed, mask, sizeof(mask)) ?: "?"));
+        JADD(o, "policy", json_object_new_string(task_policy_name(t->policy)));
+        return o;
+}
+
+static int cmp_util_desc(const void *a, const void *b) {
+        const struct task *const *x = a, *const *y = b;
+        return (*x)->util < (*y)->util ? 1 : (*x)->util > (*y)->util ? -1 : 0;
+}
+
+int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **ret) {
+        struct json_object *o, *arr;
+        _cleanup_free_ const struct task **v = NULL;
+        size_t n = m->snap ? m->snap->n_tasks : 0;
+
+        if (limit == 0)
+                limit = 20;
+        v = calloc(n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                v[i] = &m->snap->tasks[i];
+        qsort(v, n, sizeof(*v), cmp_util_desc);
+
+        o = json_object_new_object();
+        arr = json_object_new_array();
+        for (size_t i = 0; i < n && i < limit; i++)
+                json_object_array_add(arr, task_json(v[i]));
+        JADD(o, "tasks", arr);
+        JADD(o, "total", json_object_new_int64((int64_t) n));
+        *ret = o;
+        return 0;
+}
+
+int manager_actions_json(struct manager *m, struct json_object **ret) {
+        struct json_object *o = json_object_new_object(), *x = NULL;
+        int r = applier_to_json(m->applier, util_now_usec(), &x);
+
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        JADD(o, "actions", x);
+        JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
+        if (m->dry_run) {
+                /* In dry-run nothing is in force: show what the last pass would have done. */
+                struct json_object *w = json_object_new_array();
+                for (size_t i = 0; i < m->actions.n; i++) {
+                        const struct action *a = &m->actions.items[i];
+                        struct json_object *e = json_object_new_object();
+                        char key[160], mask[128] = "";
+
+                        action_target_key(a, key, sizeof(key));
+                        if (a->type == ACT_AFFINITY)
+                                cpumask_format_list(&a->mask, mask, sizeof(mask));
+                        JADD(e, "verb", json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
+                        JADD(e, "type", json_object_new_string(action_type_to_string(a->type)));
+                        JADD(e, "target", json_object_new_string(key));
+                        JADD(e, "value", json_object_new_string(mask[0] ? mask : a->value));
+                        JADD(e, "policy", json_object_new_string(a->policy));
+                        JADD(e, "reason", json_object_new_string(a->reason));
+                        json_object_array_add(w, e);
+                }
+                JADD(o, "would_do", w);
+        }
+        *ret = o;
+        return 0;
+}
+
+static const enum detector explain_detectors[] = { DETECT_HOG, DETECT_PAIR, DETECT_SPREAD };
+
+int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret) {
+        struct json_object *o, *threads;
+        const struct managed *mg;
+        size_t n_managed = 0;
+        bool any = false;
+
+        if (!m->snap)
+                return -ESRCH;
+        (void) applier_list(m->applier, &mg, &n_managed);
+        o = json_object_new_object();
+        threads = json_object_new_array();
+        for (size_t i = 0; i < m->snap->n_tasks; i++) {
+                const struct task *t = &m->snap->tasks[i];
+                struct json_object *e, *pol, *done, *fnd;
+
+                if (t->id.pid != pid)
+                        continue;
+                any = true;
+                e = task_json(t);
+
+                /* Which policy would govern it for each detector, and if none, why not. */
+                pol = json_object_new_object();
+                for (size_t d = 0; d < ELEMENTSOF(explain_detectors); d++) {
+                        const char *why = NULL;
+                        const struct policy *p = detect_policy_for(m->config, m->snap, t, explain_detectors[d],
+                                                                   getpid(), &why);
+                        char b[256];
+                        snprintf(b, sizeof(b), "%s", p ? p->name : why ? why : "no policy matches");
+                        JADD(pol, detector_to_string(explain_detectors[d]), json_object_new_string(b));
+                }
+                JADD(e, "policies", pol);
+
+                fnd = json_object_new_array();
+                for (size_t f = 0; f < m->findings.n; f++)
+                        for (size_t k = 0; k < m->findings.items[f].n_members; k++)
+                                if (m->findings.items[f].members[k].tid == t->id.tid) {
+                                        const struct finding *fi = &m->findings.items[f];
+                                        char b[320];
+                                        snprintf(b, sizeof(b), "%s (policy %s): util %.0f%%, %.2f migrations/s, wake %.0f/s%s%s",
+                                                 detector_to_string(fi->kind), fi->policy ? fi->policy->name : "-",
+                                                 fi->util * 100, fi->migrations_per_s, fi->wake_rate_per_s,
+                                                 fi->note[0] ? "; " : "", fi->note);
+                                        json_object_array_add(fnd, json_object_new_string(b));
+                                }
+                JADD(e, "findings", fnd);
+
+                done = json_object_new_array();
+                for (size_t k = 0; k < n_managed; k++)
+                        if (mg[k].type == ACT_AFFINITY && mg[k].task.tid == t->id.tid) {
+                                char b[400];
+                                snprintf(b, sizeof(b), "%s %s (was %s) by policy %s: %s",
+                                         m->dry_run ? "would set" : "set", mg[k].current, mg[k].original,
+                                         mg[k].policy, mg[k].reason);
+                                json_object_array_add(done, json_object_new_string(b));
+                        }
+                for (size_t k = 0; m->dry_run && k < m->actions.n; k++)
+                        if (m->actions.items[k].type == ACT_AFFINITY &&
+                            m->actions.items[k].task.tid == t->id.tid) {
+                                char b[400];
+                                snprintf(b, sizeof(b), "would %s: %s",
+                                         m->actions.items[k].verb == VERB_SET ? "set" : "release",
+                                         m->actions.items[k].reason);
+                                json_object_array_add(done, json_object_new_string(b));
+                        }
+                JADD(e, "actions", done);
+
+                /* The planner's last word on any target involving this thread. */
+                for (size_t k = 0; m->plan && k < m->plan->n_targets; k++) {
+                        const struct plan_target_state *ts = &m->plan->targets[k];
+                        char needle[32];
+                        snprintf(needle, sizeof(needle), ":%d:", (int) t->id.tid);
+                        if (strstr(ts->key, needle) || (strrchr(ts->key, ':') &&
+                                                        atoi(strrchr(ts->key, ':') + 1) == t->id.tid)) {
+                                char b[400];
+                                snprintf(b, sizeof(b), "%s: %s%s%s", ts->key, ts->state,
+                                         ts->why[0] ? " — " : "", ts->why);
+                                JADD(e, "planner", json_object_new_string(b));
+                        }
+                }
+                json_object_array_add(threads, e);
+        }
+        if (!any) {
+                json_object_put(threads);
+                json_object_put(o);
+                return -ESRCH;
+        }
+        JADD(o, "pid", json_object_new_int(pid));
+        JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
+        JADD(o, "threads", threads);
+        *ret = o;
+        return 0;
+}
+
+int manager_pairs_json(struct manager *m, struct json_object **ret) {
+        return pairs_to_json(m->plan, &m->findings, m->snap, m->wake, ret);
+}
+
+int manager_hogs_json(struct manager *m, struct json_object **ret) {
+        return hogs_to_json(m->plan, &m->findings, ret);
+}
+
+int manager_reload(struct manager *m, struct json_object **ret) {
+        struct config_errors errs = {};
+        struct config_paths paths;
+        struct config *c = NULL;
+        struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+        int r;
+
+        config_paths_fill(m, &paths);
+        r = config_load(&paths, &c, &errs);
+        for (size_t i = 0; i < errs.n; i++)
+                json_object_array_add(arr, json_object_new_string(errs.items[i].message));
+        if (r < 0) {
+                /* Keep running on the last good configuration. */
+                log_config_errors(m, &errs);
+                log_fields(&m->log, LOG_ERR, NULL, "reload failed (%zu error(s)); keeping the running configuration",
+                           errs.n);
+                if (errs.n == 0)
+                        json_object_array_add(arr, json_object_new_string(strerror(-r)));
+        } else {
+                config_free(m->config);
+                m->config = c;
+                apply_settings(m);
+                log_fields(&m->log, LOG_INFO, NULL, "configuration reloaded: %zu policies", c->n_policies);
+                release_orphans(m);
+        }
+        config_errors_clear(&errs);
+        JADD(o, "ok", json_object_new_boolean(r >= 0));
+        JADD(o, "errors", arr);
+        if (r >= 0)
+                JADD(o, "policies", json_object_new_int((int) m->config->n_policies));
+        *ret = o;
+        return 0;
+}
+
+int manager_revert(struct manager *m, pid_t pid, struct json_object **ret) {
+        struct json_object *o = json_object_new_object();
+        int r = pid == 0 ? applier_restore_all(m->applier) : applier_restore_pid(m->applier, pid);
+
+        JADD(o, "ok", json_object_new_boolean(r >= 0));
+        JADD(o, "reverted", json_object_new_int(r >= 0 ? r : 0));
+        if (r < 0)
+                JADD(o, "error", json_object_new_string(strerror(-r)));
+        log_fields(&m->log, LOG_NOTICE, NULL, "revert %s requested: %d change(s) undone",
+                   pid == 0 ? "of everything" : "of one process", r >= 0 ? r : 0);
+        *ret = o;
+        return 0;
+}
+
+int manager_set_dry_run(struct manager *m, bool on, struct json_object **ret) {
+        struct json_object *o = json_object_new_object();
+
+        /* Entering dry-run keeps what is in force; it only stops new changes.
+         * `affctl revert --all` is the way to undo. */
+        m->dry_run = on;
+        m->opts.dry_run = on;
+        log_fields(&m->log, LOG_NOTICE, NULL, "dry-run %s", on ? "on" : "off");
+        JADD(o, "ok", json_object_new_boolean(true));
+        JADD(o, "dry_run", json_object_new_boolean(on));
+        *ret = o;
+        return 0;
+}

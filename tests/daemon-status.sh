@@ -1,0 +1,46 @@
+#!/bin/bash
+# Integration: the daemon samples real processes and answers affctl.
+# A CPU hog must show about 100 % util and a sleeper about 0, within a deadline.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+require_cmd jq
+
+cfg=$(mktemp -d /tmp/affd-cfg.XXXXXX)
+CHILDREN+=()
+# Report-only policy: observe, change nothing.
+mkdir -p "$cfg/policies.d"
+cat > "$cfg/affinityd.conf" <<'INI'
+[Daemon]
+Interval=200ms
+INI
+
+sh -c 'while :; do :; done' & HOG=$!; CHILDREN+=("$HOG")
+sleep 1000 & SLEEPER=$!; CHILDREN+=("$SLEEPER")
+
+start_daemon "$cfg" --interval 200
+
+ctl status --json | jq -e '.state and .counts.tasks >= 0 and .capabilities' >/dev/null ||
+        fail "status --json lacks state/counts/capabilities"
+
+util_of() { ctl tasks 100000 --json | jq -r --argjson p "$1" '[.tasks[] | select(.tid == $p) | .util_pct][0] // -1'; }
+hog_busy() { awk -v u="$(util_of "$HOG")" 'BEGIN { exit !(u > 70) }'; }
+wait_for 15 hog_busy || fail "hog util never above 70% (last: $(util_of "$HOG"))"
+
+# the sleeper is known and near zero
+sleeper_idle() { awk -v u="$(util_of "$SLEEPER")" 'BEGIN { exit !(u >= 0 && u < 5) }'; }
+wait_for 10 sleeper_idle || fail "sleeper util not near 0 (last: $(util_of "$SLEEPER"))"
+
+# text output works too, and an unknown verb is a usage error (exit 2)
+ctl status | grep -q '^state: running' || fail "text status lacks state line"
+set +e; ctl frobnicate >/dev/null 2>&1; rc=$?; set -e
+[ $rc -eq 2 ] || fail "unknown verb exited $rc, want 2"
+set +e; "$AFFINITYD" --bogus >/dev/null 2>&1; rc=$?; set -e
+[ $rc -eq 2 ] || fail "unknown daemon option exited $rc, want 2"
+
+# explain names the hog's thread
+ctl explain "$HOG" --json | jq -e --argjson p "$HOG" '.threads[0].tid == $p' >/dev/null ||
+        fail "explain does not describe the hog"
+
+stop_daemon
+rm -rf "$cfg"
+echo "ok: hog and sleeper seen, status/tasks/explain answer"

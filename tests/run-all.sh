@@ -1,0 +1,40 @@
+#!/bin/bash
+# Install what the tests need, build, and run the whole test suite:
+# unit and integration tests (make check), distcheck, and the end-to-end
+# tests in a real systemd VM (make check-vm). Must run as root on Debian 12.
+#
+# AFFINITYD_SKIP_VM=1 leaves out the VM (it needs ~10 min under TCG).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+top=$PWD
+
+export DEBIAN_FRONTEND=noninteractive
+if [ "$(id -u)" = 0 ]; then
+        apt-get update -qq
+        # build + test dependencies (the first line is also in the README's first command)
+        apt-get install -y -qq --no-install-recommends \
+                build-essential autoconf automake libtool pkg-config \
+                libsystemd-dev libcgroup-dev libnl-3-dev libnl-genl-3-dev libinih-dev libjson-c-dev \
+                linux-perf rt-tests util-linux procps jq >/dev/null
+fi
+
+./bootstrap.sh >/dev/null 2>&1 || ./bootstrap.sh
+build=${AFFINITYD_BUILD_DIR:-$top/build-ci}
+mkdir -p "$build"
+cd "$build"
+"$top/configure" -q --prefix=/usr --sysconfdir=/etc --localstatedir=/var
+make -j"$(nproc)" >/dev/null
+status=0
+make -j"$(nproc)" check || status=$?
+if [ $status -ne 0 ]; then
+        # Show why: every failing test's log.
+        for f in $(grep -l '^:test-result: FAIL\|^:test-result: ERROR' $(find . -name '*.trs') 2>/dev/null); do
+                echo "===== ${f%.trs}.log"; cat "${f%.trs}.log"
+        done
+        exit $status
+fi
+make distcheck >/dev/null 2>&1 || { echo "make distcheck failed:"; make distcheck 2>&1 | tail -40; exit 1; }
+echo "make distcheck: ok"
+if [ -z "${AFFINITYD_SKIP_VM:-}" ]; then
+        make check-vm
+fi
