@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/cpumask.h"
+#include "config.h"
 #include "snapshot.h"
 
 enum action_type {
@@ -45,6 +46,7 @@ struct action {
         char value[64];
 
         /* why */
+        enum detector kind;   /* the detector whose finding led to it (plan_emit fills it from the policy) */
         char policy[64];
         char reason[160];     /* e.g. "hog: util 98% migrations 0.6/s on 0,1" */
         double evidence_before; /* the throughput proxy measured before (effect check) */

@@ -2,20 +2,31 @@
 #pragma once
 
 /*
- * The effective configuration: [daemon] settings from affinityd.conf (+
- * affinityd.conf.d/NAME.conf drop-ins) and the policies from policies.d/NAME.policy,
- * merged over the vendor (/usr/lib/affinityd), admin (/etc/affinityd) and
- * runtime (/run/affinityd) directories, systemd-style: a file with the same
- * name in a later directory replaces the earlier one.
+ * The effective configuration: [Daemon] settings from affinityd.conf (+
+ * affinityd.conf.d/NAME.conf drop-ins) and the policies from
+ * policies.d/NAME.policy, merged over the vendor (/usr/lib/affinityd),
+ * admin (/etc/affinityd) and runtime (/run/affinityd) directories,
+ * systemd-style: a file with the same name in a later directory replaces
+ * the earlier one, and a file that is empty or a symlink to /dev/null masks
+ * it. The format is documented in affinityd.conf(5) and affinityd.policy(5).
  *
  * Defaults are set apart from parsing (config_new() fills them in), so a
- * reload is "new, parse, validate, swap" (systemd-oomd).
+ * reload is "new, parse, validate, swap" (systemd-oomd). A config is
+ * immutable once loaded; pointers into it (policies, names) stay valid
+ * until config_free().
+ *
+ * Every mistake is reported as "file:line: key=value: reason" and parsing
+ * goes on, so one run shows all errors of all files (OpenBSD ntpd).
  */
 
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "common/cpumask.h"
+
+struct json_object;
 
 enum log_level_setting {
         LOGL_ERR = 3,
@@ -28,16 +39,16 @@ enum log_level_setting {
 struct daemon_settings {
         uint64_t interval_usec;            /* Interval=1s, 100ms..60s */
         bool dry_run;                      /* DryRun=no */
-        int log_level;                     /* LogLevel=info */
+        int log_level;                     /* LogLevel=info (enum log_level_setting) */
         unsigned max_actions_per_interval; /* MaxActionsPerInterval=4, 1..1000 */
         unsigned hysteresis_intervals;     /* Hysteresis=3, 1..100: a finding must persist (and clear) this long */
-        uint64_t cooldown_usec;            /* Cooldown=30s, per target after a change */
+        uint64_t cooldown_usec;            /* Cooldown=30s, 0..24h, per target after a change */
         bool effect_check;                 /* EffectCheck=yes */
-        double effect_tolerance;           /* EffectTolerance=10%: worse by more than this → undo */
-        uint64_t retry_after_usec;         /* RetryAfter=10min after an undone action */
-        unsigned max_tracked_threads;      /* MaxThreads=65536 */
-        uint64_t wake_sample_period;       /* WakeSamplePeriod=1: perf sample_period start value */
-        uint64_t max_wake_events_per_s;    /* MaxWakeEvents=200000/s: adaptive period keeps under this */
+        double effect_tolerance;           /* EffectTolerance=10%, 0..100%: worse by more than this → undo */
+        uint64_t retry_after_usec;         /* RetryAfter=10min, 0..7d, after an undone action */
+        unsigned max_tracked_threads;      /* MaxThreads=65536, 64..4194304 */
+        uint64_t wake_sample_period;       /* WakeSamplePeriod=1, 1..1000000: perf sample_period start value */
+        uint64_t max_wake_events_per_s;    /* MaxWakeEvents=200000/s, 100..100000000: adaptive period keeps under this */
 };
 
 enum detector {
@@ -48,6 +59,7 @@ enum detector {
         DETECT_STEAL,     /* hypervisor steal time above threshold */
         DETECT_ALWAYS,    /* no detector: applies whenever the match matches */
         _DETECT_MAX,
+        _DETECT_INVALID = -1,
 };
 
 enum policy_action {
@@ -60,32 +72,46 @@ enum policy_action {
         ACTION_REPORT,    /* only report findings */
         ACTION_EXCLUDE,   /* never touch matching tasks */
         _ACTION_MAX,
+        _ACTION_INVALID = -1,
+};
+
+/* Kernel= and Realtime= are tri-state: unset matches both kinds of task. */
+enum match_tristate {
+        MATCH_ANY = -1,   /* key not set */
+        MATCH_NO = 0,     /* =no: only tasks that are not kernel threads / not real-time */
+        MATCH_YES = 1,    /* =yes: only kernel threads / only real-time tasks */
 };
 
 /*
- * Which tasks a policy covers. Every list is a set of fnmatch(3) globs;
- * an empty list matches everything; all non-empty lists must match (AND),
- * any glob within one list may match (OR).
+ * Which tasks a policy covers. Every list is a set of fnmatch(3) globs
+ * (flags 0: '*' also matches '/'); NULL (an empty list) matches everything;
+ * all non-empty lists must match (AND), any glob within one list may match
+ * (OR). Lists are de-duplicated, in the order written.
  */
 struct policy_match {
-        char **comm;     /* Comm=   thread or process name */
-        char **exe;      /* Exe=    /proc/PID/exe path */
-        char **cmdline;  /* Cmdline= whole command line, space separated */
-        char **cgroup;   /* Cgroup= cgroup path, e.g. /system.slice/foo.service */
-        char **unit;     /* Unit=   systemd unit, e.g. nginx.service */
-        char **user;     /* User=   user name or numeric uid */
-        bool kthreads;   /* Kernel=yes: match kernel threads (only exclusions use it) */
-        bool realtime;   /* Realtime=yes: match SCHED_FIFO/RR/DEADLINE tasks only */
+        char **comm;     /* Comm=    process name or thread name (either matches) */
+        char **exe;      /* Exe=     /proc/PID/exe path; globs start with '/' or '*' */
+        char **cmdline;  /* Cmdline= whole command line, NULs as spaces */
+        char **cgroup;   /* Cgroup=  cgroup path, e.g. /system.slice/foo.service */
+        char **unit;     /* Unit=    systemd unit, e.g. nginx.service */
+        char **user;     /* User=    user names or numeric uids, as written (no globs) */
+        uid_t *uids;     /* the users resolved at parse time (getpwnam), same order as user */
+        int kthreads;    /* Kernel=   enum match_tristate; =yes only with Action=exclude */
+        int realtime;    /* Realtime= enum match_tristate; SCHED_FIFO/RR/DEADLINE */
 };
+
+#define POLICY_NAME_MAX 63    /* fits struct action.policy[64] */
 
 struct policy {
         char *name;           /* [Policy] Name=, default: file name without .policy */
         char *file;           /* file it came from (for messages) */
-        unsigned line;        /* line of its [Policy] section */
+        unsigned line;        /* line of its [Policy] section (or its first section) */
+        unsigned name_line;   /* line of Name=, or line if the name comes from the file name */
+        unsigned action_line; /* line of Action= */
         bool enabled;         /* Enabled=yes */
-        int priority;         /* Priority=50: lower number wins on overlap */
-        enum detector detector;
-        enum policy_action action;
+        int priority;         /* Priority=50, 0..999: lower number wins among matching policies */
+        enum detector detector;     /* Detector=; Action=exclude defaults to always */
+        enum policy_action action;  /* Action=, required */
         struct policy_match match;
 
         /* [Detect] thresholds; a value < 0 (or 0 for _usec) means "detector default" */
@@ -99,29 +125,33 @@ struct policy {
 
         /* [Action] */
         int64_t cpu_weight;           /* CPUWeight=1..10000 (v2 scale), -1 unset */
-        char **features;              /* SchedFeatures=NO_GENTLE_FAIR_SLEEPERS RUN_TO_PARITY */
-        char **sysctls;               /* Sysctl=kernel.sched_autogroup_enabled=0 (repeatable) */
-        char **cpus;                  /* CPUs=2-3 restrict placement (list format) as one string */
+        char **features;              /* SchedFeatures=NO_GENTLE_FAIR_SLEEPERS RUN_TO_PARITY (syntax checked only) */
+        char **sysctls;               /* Sysctl=kernel.sched_autogroup_enabled=0, "NAME=VALUE" each (repeatable) */
+        char **cpus;                  /* CPUs=2-3: NULL, or one normalized list string ("0-3,8") */
+        cpumask_t cpus_mask;          /* the same, parsed; empty if CPUs= is not set */
         bool allow_realtime;          /* AllowRealtime=no   override of the safety defaults */
         bool allow_narrowed;          /* AllowNarrowed=no   */
+
+        char *excluded_why;           /* Action=exclude: "excluded by policy NAME" (detect_policy_for's ret_why) */
 };
 
 struct config {
         struct daemon_settings daemon;
-        struct policy *policies;
+        struct policy *policies;      /* in load order: files sorted by name, then order within a file */
         size_t n_policies;
         char **files;                 /* the files that were read, in order (for --print / status) */
 };
 
 /* Search path, later wins: vendor, admin, runtime. Each may be overridden for tests. */
+#define CONFIG_DIRS_MAX 8
 struct config_paths {
-        const char *dirs[4];          /* NULL-terminated */
+        const char *dirs[CONFIG_DIRS_MAX + 1];  /* NULL-terminated */
 };
 
 /* One validation message: "file:line: key=value: reason". */
 struct config_error {
         char *file;
-        unsigned line;
+        unsigned line;                /* 0 if the error is about the file as a whole */
         char *message;                /* already formatted "file:line: ..." */
 };
 
@@ -134,18 +164,70 @@ struct config *config_new(void);                 /* defaults, no policies */
 struct config *config_free(struct config *c);
 void config_errors_clear(struct config_errors *e);
 
+/* VENDORDIR, SYSCONFDIR "/affinityd", RUNSTATEDIR "/affinityd". */
+void config_paths_default(struct config_paths *ret);
+
 /*
- * Load the merged configuration from the directories. Returns 0 and a new
- * config if there were no errors; -EINVAL with every error collected in
- * ret_errors otherwise (all errors of all files, not just the first).
+ * Load the merged configuration from the directories (paths NULL: the
+ * defaults). Each directory may hold affinityd.conf ([Daemon] only),
+ * affinityd.conf.d/NAME.conf drop-ins ([Daemon] only) and
+ * policies.d/NAME.policy ([Policy], [Match], [Detect], [Action]). Missing
+ * directories are fine. Returns 0 and a new config if there were no
+ * errors; -EINVAL with every error collected in ret_errors otherwise (all
+ * errors of all files, not just the first); -ENOMEM.
+ * ret_errors may be NULL.
  */
 int config_load(const struct config_paths *paths, struct config **ret, struct config_errors *ret_errors);
 
-/* Parse explicit files (affctl check FILE..., the fuzzer); same error contract. */
+/*
+ * Parse explicit files (affctl check FILE..., --print output fed back) in
+ * the order given, as one configuration; same error contract. NAME.conf
+ * may hold only [Daemon], NAME.policy only policy sections, any other
+ * name (and "-" for stdin) both — that is what config_print() writes.
+ */
 int config_load_files(char * const *files, struct config **ret, struct config_errors *ret_errors);
 
-/* Print the effective configuration in the input format (round-trips). */
+/* The same for text in memory (the fuzzer, tests); name is used in messages and for the default policy name. */
+int config_load_buffer(const char *name, const char *data, size_t size,
+                       struct config **ret, struct config_errors *ret_errors);
+
+/*
+ * Print the effective configuration in the input format, every value
+ * normalized, so that print → parse → print is identical. [Daemon] shows
+ * every setting; each policy shows Name, Enabled, Priority, Detector,
+ * Action and whatever else is set.
+ */
 int config_print(const struct config *c, FILE *f);
 
+enum {
+        CONFIG_PRINT_SOURCES = 1 << 0,   /* "# FILE:LINE" comment above each policy (not round-trip stable) */
+};
+int config_print_full(const struct config *c, FILE *f, unsigned flags);
+
+/*
+ * JSON for affctl / the bus: {"daemon":{...},"policies":[...],"files":[...]},
+ * values in base units named in the keys (interval_usec, util_min, ...).
+ */
+int config_to_json(const struct config *c, struct json_object **ret);
+
+/*
+ * `affinityd --check-config [--print]` and `affctl check FILE...`: load
+ * files if non-empty, else the directories in paths (NULL: defaults);
+ * write every error, one per line, to err; on success with print, the
+ * effective configuration to out. Returns 0 if valid, 1 if not, -errno on
+ * failure to even try (-ENOMEM).
+ */
+int config_check_main(const struct config_paths *paths, char * const *files, bool print, FILE *out, FILE *err);
+int config_check_files_main(char **files, bool print, FILE *out, FILE *err);
+
+/* Policy by name (enabled or not), NULL if none. */
+const struct policy *config_find_policy(const struct config *c, const char *name);
+
+/* Same settings (as printed), ignoring file/line: "did a reload change this policy?" */
+bool policy_same(const struct policy *a, const struct policy *b);
+
 const char *detector_to_string(enum detector d);
+enum detector detector_from_string(const char *s);              /* _DETECT_INVALID if unknown */
 const char *policy_action_to_string(enum policy_action a);
+enum policy_action policy_action_from_string(const char *s);    /* _ACTION_INVALID if unknown */
+const char *log_level_to_string(int level);                     /* "err" .. "debug" */

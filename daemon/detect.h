@@ -8,6 +8,11 @@
  * A finding names the tasks involved, the policy that asked for it and the
  * evidence numbers, so every later decision can be explained (seed 004:
  * judge by before/after numbers).
+ *
+ * Detectors judge one window (one snapshot). Anything that needs memory
+ * across intervals (hysteresis, "migrated over the last 10 s", "this hog is
+ * pinned by us so it no longer migrates") is the planner's job: it keeps
+ * that state in struct plan_state.
  */
 
 #include "config.h"
@@ -15,21 +20,50 @@
 
 #define FINDING_MAX_MEMBERS 64
 
+/*
+ * Detector defaults, used when a policy leaves a threshold unset (< 0, or 0
+ * for a window).
+ *
+ * Hog: "uses most of a CPU" (Util=80 %). Measured on 6.18 here (issue 5): a
+ * lone hog on an idle box migrates 0 times per 10 s, a hog among other
+ * hogs and bursty tasks 5-6 times per 10 s (0.5/s). 0.1/s over a 10 s
+ * window separates the two with margin: one hop in 10 s is not "keeps on
+ * hopping" (seed 002), two are.
+ *
+ * Spread: the seed's group is 4 processes at ~40 % each; 20 % keeps
+ * members that are merely alive (idle worker threads) out of the group.
+ * Four ~40 % tasks migrate 5-21 times per 10 s each here.
+ *
+ * Run delay: 50 ms of runnable-but-waiting per second of wall time is 5 %
+ * of the thread's time lost in run queues; seed 001 shows the p99 tail is
+ * what suffers first, so this is reported, never acted upon.
+ */
+#define DETECT_HOG_UTIL_MIN_DEFAULT              0.80
+#define DETECT_HOG_MIGRATIONS_MIN_PER_S_DEFAULT  0.10
+#define DETECT_HOG_WINDOW_USEC_DEFAULT           (UINT64_C(10) * 1000000)
+#define DETECT_SPREAD_UTIL_MIN_DEFAULT           0.20
+#define DETECT_SPREAD_MIGRATIONS_MIN_PER_S_DEFAULT 0.10
+#define DETECT_SPREAD_WINDOW_USEC_DEFAULT        (UINT64_C(10) * 1000000)
+#define DETECT_RUNDELAY_MIN_MS_PER_S_DEFAULT     50.0
+
 struct finding {
         enum detector kind;
-        const struct policy *policy;
+        const struct policy *policy;  /* valid for this interval only (config may be reloaded) */
         struct task_id members[FINDING_MAX_MEMBERS];
         size_t n_members;
 
         /* evidence; fields not relevant to the kind are 0 */
         double util;                 /* hog: util of the thread; group: mean */
         double combined_util;        /* pair/group: sum of members' util */
+        double demand;               /* hog: util + run-delay fraction (what it would use); group: sum */
         double migrations_per_s;     /* hog: its rate; group: sum */
         double wake_rate_per_s;      /* pair: min of the two directions */
         double split_fraction;       /* pair: fraction of the window the members ran on different CPUs */
-        double run_delay_ms_per_s;
+        double run_delay_ms_per_s;   /* hog/rundelay: the thread's; group: max of the members */
         double steal;                /* steal: machine-wide fraction */
         cpumask_t cpus_seen;
+        int last_cpu;                /* hog/rundelay: the thread's last CPU; else -1 */
+        char comm[16];               /* hog/rundelay: thread name; group: first member's */
         char note[160];              /* short human text, e.g. "stream: combined util 1.7 > 1.2" */
 };
 
@@ -38,8 +72,34 @@ struct findings {
         size_t n, allocated;
 };
 
+/* Frees the items; the struct itself may be reused. */
 void findings_clear(struct findings *f);
 int findings_add(struct findings *f, const struct finding *item);
+
+/*
+ * Stable key of a finding's target across intervals, used by the planner's
+ * state: "hog:TID:START", "spread:POLICY", "pair:TIDLOW:TIDHIGH",
+ * "rundelay:TID:START", "steal". Returns buf, or NULL if it does not fit.
+ */
+char *finding_key(const struct finding *f, char *buf, size_t size);
+char *hog_key(const struct task_id *id, char *buf, size_t size);
+
+/*
+ * Thresholds of a policy for a detector, with the detector defaults above
+ * filled in where the policy leaves them unset. p may be NULL (defaults).
+ */
+double detect_util_min(const struct policy *p, enum detector kind);
+double detect_migrations_min_per_s(const struct policy *p, enum detector kind);
+uint64_t detect_window_usec(const struct policy *p, enum detector kind);
+double detect_run_delay_min_ms_per_s(const struct policy *p);
+
+/*
+ * How much of a CPU the thread wants: util plus the fraction of the window
+ * it spent runnable but waiting (schedstat run delay). A hog sharing its
+ * CPU with another hog shows util 0.5 but demand 1.0, which is what makes
+ * the n+1 case of seed 002 visible. util alone without schedstat.
+ */
+double task_demand(const struct task *t);
 
 /* Does the policy's [Match] cover this task? Pure: uses task->proc. */
 bool policy_matches(const struct policy *p, const struct task *t);
@@ -54,12 +114,22 @@ const struct policy *detect_policy_for(const struct config *c, const struct snap
                                        const struct task *t, enum detector kind,
                                        pid_t self_pid, const char **ret_why);
 
-/* Each returns 0 or -errno (-ENOMEM only); findings are appended. */
+/*
+ * Each returns 0 or -errno (-ENOMEM only); findings are appended.
+ *
+ * detect_hogs: one finding per thread whose demand reaches the policy's
+ * Util= and whose migration rate in this window is above Migrations=.
+ * detect_spread: one finding per spread policy whose matched threads at or
+ * above Util= number at least 2, whether they migrate or not (pinned
+ * members cannot); the group's migration rate is evidence, the planner
+ * judges it over the window.
+ * detect_rundelay: one finding per thread above RunDelay= (report only).
+ */
 int detect_hogs(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out);
 int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out);
 int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out);
 int detect_steal(const struct snapshot *s, const struct config *c, struct findings *out);
 int detect_rundelay(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out);
 
-/* Run all detectors. */
+/* Clear out, then run every detector. */
 int detect_all(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out);

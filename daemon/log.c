@@ -47,7 +47,7 @@ int log_level_from_string(const char *s) {
         return -EINVAL;
 }
 
-const char *log_level_to_string(int level) {
+const char *log_level_name(int level) {
         return level >= 0 && level <= LOG_DEBUG ? level_names[level] : "unknown";
 }
 
@@ -76,7 +76,7 @@ static void log_v(const struct log_target *t, int level, const char *const *fiel
                         return;
                 /* fall through to stderr if the journal refused */
         }
-        fprintf(stderr, "affinityd[%s]: %s\n", log_level_to_string(level), msg);
+        fprintf(stderr, "affinityd[%s]: %s\n", log_level_name(level), msg);
 }
 
 void log_fields(const struct log_target *t, int level, const char *const *fields,

@@ -23,7 +23,7 @@ void log_target_init(struct log_target *t, int max_level);
 
 /* Parse "err", "warning", "notice", "info", "debug" (or 3..7). */
 int log_level_from_string(const char *s);
-const char *log_level_to_string(int level);
+const char *log_level_name(int level);
 
 /*
  * Log a message with optional structured fields. fields is a

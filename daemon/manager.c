@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,14 +25,11 @@
 #include "sample.h"
 #include "wake.h"
 
-/* How many intervals after an action the effect check waits before judging:
- * rates need one full window with the new placement, plus one for noise. */
-#define EFFECT_SETTLE_INTERVALS 3
-
 struct pending_effect {
         struct action action;        /* the SET that was applied */
-        unsigned intervals;          /* intervals since it was applied */
-        struct effect_state effect;
+        enum detector kind;          /* what the proxy is: util (hog, spread) or wake rate (pair) */
+        unsigned intervals;          /* passes since it was applied */
+        struct effect_samples samples;
 };
 
 struct manager {
@@ -129,6 +127,30 @@ static void log_config_errors(struct manager *m, const struct config_errors *e) 
         }
 }
 
+/*
+ * The parser checks syntax only; whether a sched feature or tunable exists
+ * on this kernel is known here. Such problems make the configuration
+ * invalid like any other error. Returns the number of problems.
+ */
+static int check_levers(struct manager *m, const struct config *c, struct config_errors *errs) {
+        _cleanup_strv_free_ char **msgs = NULL;
+        int n = 0;
+
+        if (!m->levers)
+                return 0;
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (c->policies[i].enabled)
+                        n += MAX(levers_check_policy(m->levers, &c->policies[i], &msgs), 0);
+        for (char **s = msgs; s && *s; s++) {
+                struct config_error *e = realloc(errs->items, (errs->n + 1) * sizeof(*e));
+                if (!e)
+                        break;
+                errs->items = e;
+                errs->items[errs->n++] = (struct config_error) { .message = strdup(*s) };
+        }
+        return n;
+}
+
 /* Settings that command line options override. */
 static void apply_settings(struct manager *m) {
         const struct daemon_settings *d = &m->config->daemon;
@@ -178,51 +200,63 @@ static void log_action(struct manager *m, const struct action *a, int r, const c
 static void effect_track(struct manager *m, const struct action *a) {
         struct pending_effect *n;
 
-        if (!m->config->daemon.effect_check || a->verb != VERB_SET || a->type != ACT_AFFINITY)
+        if (!m->config->daemon.effect_check || a->verb != VERB_SET || a->type != ACT_AFFINITY ||
+            a->evidence_before <= 0)
                 return;
         n = realloc(m->effects, (m->n_effects + 1) * sizeof(*n));
         if (!n)
                 return; /* the effect check is a safety net; running without it beats failing */
         m->effects = n;
-        m->effects[m->n_effects] = (struct pending_effect) { .action = *a };
-        effect_state_init(&m->effects[m->n_effects].effect, a->evidence_before);
-        m->n_effects++;
+        m->effects[m->n_effects++] = (struct pending_effect) { .action = *a, .kind = a->kind };
 }
 
 static void effect_forget(struct manager *m, size_t i) {
         m->effects[i] = m->effects[--m->n_effects];
 }
 
+/* The throughput proxy the planner put into evidence_before, measured now. */
+static double manager_effect_proxy(const struct pending_effect *p, const struct task *t) {
+        if (!t->have_rates)
+                return NAN;
+        /* A pipe ping-pong's round trips are its voluntary switches. */
+        return p->kind == DETECT_PAIR ? t->nvcsw_per_s : t->util;
+}
+
 /* After an action has settled, compare the target's throughput proxy with
  * before; if it got worse beyond noise, undo and tell the planner not to
  * retry for a while (DESIGN.md: never make things worse). */
 static void effect_check(struct manager *m) {
+        struct effect_params params = effect_params_default();
+
+        params.tolerance = m->config->daemon.effect_tolerance;
         for (size_t i = 0; i < m->n_effects;) {
                 struct pending_effect *p = &m->effects[i];
                 const struct task *t = snapshot_find_task(m->snap, p->action.task.tid);
-                enum effect_verdict v;
+                double v[EFFECT_MAX_SAMPLES];
+                struct effect_result res;
+                size_t n;
 
                 if (!t || t->id.start_time != p->action.task.start_time) {
                         effect_forget(m, i);
                         continue;
                 }
-                p->intervals++;
-                v = effect_observe(&p->effect, effect_proxy(t, m->snap), p->intervals,
-                                   EFFECT_SETTLE_INTERVALS, m->config->daemon.effect_tolerance);
-                if (v == EFFECT_PENDING) {
+                /* The first window straddles the change: skip it. */
+                if (p->intervals++ > 0)
+                        effect_samples_add(&p->samples, manager_effect_proxy(p, t));
+                n = effect_samples_get(&p->samples, v, ELEMENTSOF(v));
+                if (effect_judge(p->action.evidence_before, v, n, &params, &res) < 0 ||
+                    res.verdict == EFFECT_PENDING) {
                         i++;
                         continue;
                 }
-                if (v == EFFECT_UNDO) {
+                if (res.verdict == EFFECT_UNDO) {
                         struct action undo = p->action;
                         char key[160];
+                        int r;
 
                         undo.verb = VERB_RELEASE;
-                        snprintf(undo.reason, sizeof(undo.reason),
-                                 "effect check: throughput proxy %.3g → %.3g, worse than %.0f%%",
-                                 p->effect.before, p->effect.after_median,
-                                 m->config->daemon.effect_tolerance * 100);
-                        int r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
+                        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", res.why);
+                        r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
                         log_action(m, &undo, r, "undo");
                         if (r >= 0)
                                 m->actions_undone++;
@@ -261,6 +295,41 @@ static void release_orphans(struct manager *m) {
         }
 }
 
+/* The applier never logs; what it saw happen reaches the journal here. */
+static void on_applier_event(const struct applier_event *ev, void *userdata) {
+        struct manager *m = userdata;
+        char f[4][200];
+        const char *fields[5] = {};
+        size_t n = 0;
+        int level;
+
+        switch (ev->kind) {
+        case APPLIER_EVENT_FOREIGN:
+        case APPLIER_EVENT_JOURNAL:
+                level = LOG_NOTICE;
+                break;
+        case APPLIER_EVENT_FAILED:
+                level = LOG_WARNING;
+                break;
+        default:
+                level = LOG_DEBUG; /* set/restored/gone: log_action() already said it */
+                break;
+        }
+        snprintf(f[n], sizeof(f[n]), "EVENT=%s", applier_event_kind_to_string(ev->kind));
+        fields[n] = f[n], n++;
+        if (ev->target) {
+                snprintf(f[n], sizeof(f[n]), "TARGET=%s", ev->target->key);
+                fields[n] = f[n], n++;
+                snprintf(f[n], sizeof(f[n]), "POLICY=%s", ev->target->policy);
+                fields[n] = f[n], n++;
+                if (ev->target->type == ACT_AFFINITY) {
+                        snprintf(f[n], sizeof(f[n]), "PID=%d", (int) ev->target->task.pid);
+                        fields[n] = f[n], n++;
+                }
+        }
+        log_fields(&m->log, level, fields, "%s", ev->message ? ev->message : applier_event_kind_to_string(ev->kind));
+}
+
 static void check_hotplug(struct manager *m) {
         char online[sizeof(m->topo_online)];
         struct topology *t = NULL;
@@ -279,6 +348,8 @@ static void check_hotplug(struct manager *m) {
         log_fields(&m->log, LOG_NOTICE, NULL, "online CPUs changed: %s → %s", m->topo_online, online);
         snprintf(m->topo_online, sizeof(m->topo_online), "%s", online);
         sampler_set_topology(m->sampler, t);
+        if (m->wake)
+                (void) wake_sampler_set_topology(m->wake, t);
         topology_free(m->topo);
         m->topo = t;
 }
@@ -296,7 +367,7 @@ static int manager_pass(struct manager *m) {
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "sampling failed");
         if (m->wake) {
-                wake_sampler_drain(m->wake);
+                wake_sampler_set_tasks(m->wake, m->snap->tasks, m->snap->n_tasks);
                 (void) wake_sampler_edges(m->wake, t0, &m->snap->edges, &m->snap->n_edges);
                 m->snap->wake_source = wake_sampler_source(m->wake);
         } else
@@ -338,6 +409,8 @@ static int manager_pass(struct manager *m) {
                 log_action(m, a, r, m->dry_run ? "would" : a->verb == VERB_SET ? "set" : "released");
                 if (r < 0) {
                         char key[160];
+                        if (a->type != ACT_AFFINITY && m->levers && levers_last_error(m->levers))
+                                log_fields(&m->log, LOG_WARNING, NULL, "%s", levers_last_error(m->levers));
                         m->actions_failed++;
                         /* A target we cannot change is not retried every interval. */
                         action_target_key(a, key, sizeof(key));
@@ -501,8 +574,17 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         r = levers_new(m->root, &m->levers);
         if (r < 0)
                 log_errno(&m->log, LOG_WARNING, r, "system levers unavailable");
-        else
+        else {
+                /* Mounting debugfs/securityfs is for the real system only, never a fixture root. */
+                levers_set_allow_mount(m->levers, streq(m->root, "/"));
                 (void) levers_probe(m->levers, &m->caps);
+                if (check_levers(m, m->config, &errs) > 0) {
+                        log_config_errors(m, &errs);
+                        config_errors_clear(&errs);
+                        r = log_errno(&m->log, LOG_ERR, EINVAL, "configuration does not fit this kernel, not starting");
+                        goto fail;
+                }
+        }
         m->sys = (struct apply_system) { .root = m->root, .levers = m->levers };
 
         r = applier_new(m->runtime_dir, &apply_ops_system, &m->sys, &m->applier);
@@ -510,12 +592,18 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 log_errno(&m->log, LOG_ERR, r, "cannot open the journal in %s", m->runtime_dir);
                 goto fail;
         }
+        applier_set_event_handler(m->applier, on_applier_event, m);
         /* A journal left by a crash: put everything back before doing anything new. */
         r = applier_recover(m->applier);
-        if (r < 0)
-                log_errno(&m->log, LOG_WARNING, r, "recovering the journal of a previous run failed");
-        else if (r > 0)
-                log_fields(&m->log, LOG_NOTICE, NULL, "restored %d change(s) left by a previous run", r);
+        if (r == -EPROTONOSUPPORT || r == -EBADMSG)
+                /* Moved aside, a fresh journal started: nothing was touched. */
+                log_fields(&m->log, LOG_ERR, NULL, "%s", applier_get_recover_report(m->applier)->message);
+        else if (r < 0) {
+                /* Without a writable journal nothing could be undone safely: do not start. */
+                log_errno(&m->log, LOG_ERR, r, "cannot recover the journal in %s", m->runtime_dir);
+                goto fail;
+        } else if (applier_get_recover_report(m->applier)->entries > 0)
+                log_fields(&m->log, LOG_NOTICE, NULL, "%s", applier_get_recover_report(m->applier)->message);
 
         m->plan = plan_state_new();
         if (!m->plan) {
@@ -535,19 +623,19 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         } else
                 snprintf(m->pc_status, sizeof(m->pc_status), "listening");
 
-        if (!o->no_perf) {
-                r = wake_sampler_new(m->root, m->topo, m->config->daemon.wake_sample_period,
-                                     m->config->daemon.max_wake_events_per_s, &m->wake);
-                if (r >= 0)
-                        r = wake_sampler_attach(m->wake, m->event);
-                if (r < 0) {
-                        snprintf(m->wake_status, sizeof(m->wake_status), "none: perf tracepoints: %s",
-                                 strerror(-r));
-                        log_errno(&m->log, LOG_NOTICE, r, "perf wake-up sampling unavailable");
-                        m->wake = wake_sampler_free(m->wake);
-                }
-        } else
-                snprintf(m->wake_status, sizeof(m->wake_status), "none: disabled by --no-perf");
+        /* Never fails for lack of perf: it falls back and says why in its status. */
+        r = wake_sampler_new(m->root, m->topo, m->config->daemon.wake_sample_period,
+                             m->config->daemon.max_wake_events_per_s, &m->wake);
+        if (r >= 0 && o->no_perf)
+                r = wake_sampler_disable_perf(m->wake, "disabled by --no-perf");
+        if (r >= 0)
+                r = wake_sampler_attach(m->wake, m->event);
+        if (r < 0) {
+                snprintf(m->wake_status, sizeof(m->wake_status), "none: %s", strerror(-r));
+                log_errno(&m->log, LOG_WARNING, r, "wake-up sampling unavailable");
+                m->wake = wake_sampler_free(m->wake);
+        } else if (strncmp(wake_sampler_source(m->wake), "perf", 4) != 0)
+                log_fields(&m->log, LOG_NOTICE, NULL, "wake-up source: %s", wake_sampler_source(m->wake));
 
         r = bus_server_new(m, m->runtime_dir, &m->bus);
         if (r < 0) {
@@ -660,9 +748,10 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
 
         caps = json_object_new_object();
         if (m->levers) {
-                if (levers_caps_to_json(&m->caps, &x) >= 0)
+                if (levers_caps_to_json(&m->caps, &x) >= 0) {
                         json_object_object_foreach(x, k, v)
                                 JADD(caps, k, json_object_get(v));
+                }
                 json_object_put(x);
                 x = NULL;
         } else
@@ -849,7 +938,7 @@ int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret)
 
                 /* The planner's last word on any target involving this thread. */
                 for (size_t k = 0; m->plan && k < m->plan->n_targets; k++) {
-                        const struct plan_target_state *ts = &m->plan->targets[k];
+                        const struct plan_target_state *ts = m->plan->targets[k];
                         char needle[32];
                         snprintf(needle, sizeof(needle), ":%d:", (int) t->id.tid);
                         if (strstr(ts->key, needle) || (strrchr(ts->key, ':') &&
@@ -891,6 +980,13 @@ int manager_reload(struct manager *m, struct json_object **ret) {
 
         config_paths_fill(m, &paths);
         r = config_load(&paths, &c, &errs);
+        if (r >= 0 && m->levers) {
+                (void) levers_probe(m->levers, &m->caps);
+                if (check_levers(m, c, &errs) > 0) {
+                        c = config_free(c);
+                        r = -EINVAL;
+                }
+        }
         for (size_t i = 0; i < errs.n; i++)
                 json_object_array_add(arr, json_object_new_string(errs.items[i].message));
         if (r < 0) {
@@ -904,6 +1000,9 @@ int manager_reload(struct manager *m, struct json_object **ret) {
                 config_free(m->config);
                 m->config = c;
                 apply_settings(m);
+                if (m->wake)
+                        (void) wake_sampler_set_limits(m->wake, c->daemon.wake_sample_period,
+                                                       c->daemon.max_wake_events_per_s);
                 log_fields(&m->log, LOG_INFO, NULL, "configuration reloaded: %zu policies", c->n_policies);
                 release_orphans(m);
         }

@@ -1,6 +1,676 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
-/* STUB: placeholder so the tree links; replaced by its owner. */
+/*
+ * Pair planner (issue 4, seed 000 wake_affine): co-locate ping-pong pairs
+ * the kernel left split, keep watching them, and let go when they no
+ * longer need it.
+ *
+ * Measured here (2 CPUs, 6.18): a pipe ping-pong does ~260k round trips/s
+ * on one CPU and ~90k split; put next to a CPU hog it drops ~45 %; a
+ * pipelined stream pair co-located loses ~25 %. So:
+ *
+ *  1. co-locate a pair only when its finding (detect-pair.c) says it was
+ *     split for most of the window, Hysteresis= intervals in a row; the
+ *     target state's `seen` counts those intervals;
+ *  2. never a stream (the finding's note starts with "stream");
+ *  3. the CPU: in both members' allowed sets (before our change), usable
+ *     (online, not isolated, not nohz_full) and in the policy's CPUs=;
+ *     never one a hog is pinned to (cpu_claim == 1) or where another busy
+ *     thread (util > 0.5) runs; least loaded by the other threads' util,
+ *     preferring a CPU a member already runs on, then one sharing its core,
+ *     LLC or node, so the pair's cache footprint moves as little as
+ *     possible;
+ *  4. both members or neither: a set is emitted only if the budget has
+ *     room for both;
+ *  5. a co-located pair stays pinned while its finding is present; when
+ *     the finding has been absent Hysteresis= intervals (quiet) or a member
+ *     exited, both are released; a stream or a policy that no longer
+ *     co-locates releases at once;
+ *  6. a pinned pair whose CPU is now a hog's, went offline or left the
+ *     allowed set is moved in the same pass (the applier keeps the
+ *     recorded original on a second SET); if no CPU is left, released;
+ *  7. a pair of which only one member is still ours (the other's pin was
+ *     undone by the effect check or changed by someone else) is released,
+ *     and with a block from the effect check not retried until it expires;
+ *     after a release, Cooldown= passes before it is co-located again.
+ */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
 #include "plan.h"
 
-int plan_pairs(struct plan_ctx *ctx) { return 0; }
+#ifndef DETECT_PAIR_SPLIT_MIN
+/* Same value as detect-pair.c: "split for most of the window". */
+#define DETECT_PAIR_SPLIT_MIN 0.5
+#endif
+
+/* A thread busier than this makes its CPU a bad home for a pair (pair next to a hog: -45 %). */
+#define PAIR_BUSY_UTIL 0.5
+
+/*
+ * Cost, in CPUs of load, of placing the pair away from where its members
+ * run. A pair moved to a CPU sharing nothing with its current ones starts
+ * with cold caches; a quarter of a CPU of other load is the point where a
+ * less loaded CPU is worth that.
+ */
+static const double distance_cost[] = { 0.0, 0.05, 0.10, 0.20, 0.25 };
+
+struct pair_item {
+        struct plan_target_state *st;
+        const struct finding *f;        /* this interval's finding, NULL if absent */
+        const struct policy *p;         /* NULL: the policy is gone */
+        struct task_id id[2];
+        const struct task *t[2];        /* NULL: exited */
+        const struct managed *m[2];     /* our pin in force */
+        const struct managed *other[2]; /* an affinity change of another part (a hog pin) */
+        int pin_cpu;                    /* both ours on this one CPU, else -1 */
+        double rate;                    /* for ordering */
+};
+
+struct pair_plan {
+        struct plan_ctx *ctx;
+        const struct snapshot *snap;
+        const struct topology *topo;
+        int n_cpus;
+        cpumask_t usable;
+        double *load;                   /* per CPU: Σ util of threads last seen there */
+        int *busy;                      /* per CPU: threads with util > PAIR_BUSY_UTIL there */
+        struct task_id *used;           /* members of pairs kept or placed this pass */
+        size_t n_used, used_allocated;
+        struct pair_item *items;
+        size_t n_items;
+};
+
+static bool is_ours(const struct managed *m) {
+        /* action.h does not carry the detector yet; our reasons start with "pair". */
+        return m->kind == DETECT_PAIR || strncmp(m->reason, "pair", 4) == 0;
+}
+
+static const struct task *find_task(const struct snapshot *s, const struct task_id *id) {
+        const struct task *t = snapshot_find_task(s, id->tid);
+
+        return t && task_id_equal(&t->id, id) ? t : NULL;
+}
+
+static int single_cpu(const cpumask_t *m) {
+        return cpumask_weight(m) == 1 ? cpumask_next(m, 0) : -1;
+}
+
+static void set_state(struct plan_target_state *st, const char *state, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+static void set_state(struct plan_target_state *st, const char *state, const char *fmt, ...) {
+        va_list ap;
+
+        snprintf(st->state, sizeof(st->state), "%s", state);
+        va_start(ap, fmt);
+        vsnprintf(st->why, sizeof(st->why), fmt, ap);
+        va_end(ap);
+}
+
+/* "co-located on N": the CPU number is bounded so it always fits state[24]. */
+static void set_colocated_state(struct plan_target_state *st, int cpu) {
+        char n[16];
+
+        snprintf(n, sizeof(n), "%d", cpu);
+        snprintf(st->state, sizeof(st->state), "co-located on %.9s", n);
+}
+
+static bool used(const struct pair_plan *pp, const struct task_id *id) {
+        for (size_t i = 0; i < pp->n_used; i++)
+                if (task_id_equal(&pp->used[i], id))
+                        return true;
+        return false;
+}
+
+static int use(struct pair_plan *pp, const struct pair_item *it) {
+        if (pp->n_used + 2 > pp->used_allocated) {
+                size_t na = pp->used_allocated ? pp->used_allocated * 2 : 16;
+                struct task_id *n = reallocarray(pp->used, na, sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                pp->used = n;
+                pp->used_allocated = na;
+        }
+        pp->used[pp->n_used++] = it->id[0];
+        pp->used[pp->n_used++] = it->id[1];
+        return 0;
+}
+
+static struct pair_item *item_get(struct pair_plan *pp, const struct task_id *a, const struct task_id *b,
+                                  size_t cap) {
+        for (size_t i = 0; i < pp->n_items; i++) {
+                struct pair_item *it = &pp->items[i];
+                if ((task_id_equal(&it->id[0], a) && task_id_equal(&it->id[1], b)) ||
+                    (task_id_equal(&it->id[0], b) && task_id_equal(&it->id[1], a)))
+                        return it;
+        }
+        if (pp->n_items >= cap)
+                return NULL;
+        /* members ordered by tid, as finding_key() orders them */
+        pp->items[pp->n_items] = (struct pair_item) {
+                .id = { a->tid <= b->tid ? *a : *b, a->tid <= b->tid ? *b : *a },
+                .pin_cpu = -1,
+        };
+        return &pp->items[pp->n_items++];
+}
+
+static int pair_key(const struct task_id *id, char *buf, size_t size) {
+        struct finding f = { .kind = DETECT_PAIR, .members = { id[0], id[1] }, .n_members = 2 };
+
+        return finding_key(&f, buf, size) ? 0 : -ENAMETOOLONG;
+}
+
+static int collect(struct pair_plan *pp) {
+        const struct plan_input *in = pp->ctx->in;
+        struct plan_state *state = pp->ctx->state;
+        size_t cap = state->n_targets + in->n_managed;
+
+        if (in->findings)
+                cap += in->findings->n;
+        if (cap == 0)
+                return 0;
+        pp->items = calloc(cap, sizeof(*pp->items));
+        if (!pp->items)
+                return -ENOMEM;
+
+        for (size_t i = 0; in->findings && i < in->findings->n; i++) {
+                const struct finding *f = &in->findings->items[i];
+                struct pair_item *it;
+
+                if (f->kind != DETECT_PAIR || f->n_members < 2)
+                        continue;
+                it = item_get(pp, &f->members[0], &f->members[1], cap);
+                if (it && (!it->f || f->wake_rate_per_s > it->f->wake_rate_per_s))
+                        it->f = f;
+        }
+        for (size_t i = 0; i < state->n_targets; i++) {
+                const struct plan_target_state *st = state->targets[i];
+
+                if (st->kind == DETECT_PAIR && st->last.n_members >= 2)
+                        (void) item_get(pp, &st->last.members[0], &st->last.members[1], cap);
+        }
+
+        for (size_t i = 0; i < pp->n_items; i++) {
+                struct pair_item *it = &pp->items[i];
+                char key[128];
+                bool pinned;
+
+                for (int k = 0; k < 2; k++) {
+                        it->t[k] = find_task(pp->snap, &it->id[k]);
+                        for (size_t j = 0; j < in->n_managed; j++) {
+                                const struct managed *m = &in->managed[j];
+                                if (m->type != ACT_AFFINITY || !task_id_equal(&m->task, &it->id[k]))
+                                        continue;
+                                if (is_ours(m))
+                                        it->m[k] = m;
+                                else
+                                        it->other[k] = m;
+                        }
+                }
+                pinned = it->m[0] && it->m[1];
+                if (pinned && cpumask_equal(&it->m[0]->mask, &it->m[1]->mask))
+                        it->pin_cpu = single_cpu(&it->m[0]->mask);
+
+                if (pair_key(it->id, key, sizeof(key)) < 0)
+                        return -ENAMETOOLONG;
+                /* Marked as looked at only while there is something to do; the rest ages out. */
+                it->st = it->f || it->m[0] || it->m[1] ? plan_state_get(state, key) : plan_state_find(state, key);
+                if (!it->st)
+                        return -ENOMEM;
+                it->st->last.kind = DETECT_PAIR;
+                it->st->last.members[0] = it->id[0];
+                it->st->last.members[1] = it->id[1];
+                it->st->last.n_members = 2;
+
+                if (it->f)
+                        it->p = it->f->policy;
+                else if (it->m[0] || it->m[1])
+                        it->p = plan_policy_by_name(in->config, (it->m[0] ?: it->m[1])->policy);
+                else
+                        it->p = plan_policy_by_name(in->config, it->st->policy);
+                if (it->p && (!it->p->enabled || it->p->detector != DETECT_PAIR))
+                        it->p = NULL;
+                if (it->p && it->p->name)
+                        snprintf(it->st->policy, sizeof(it->st->policy), "%s", it->p->name);
+                it->rate = it->f ? it->f->wake_rate_per_s : it->st->last.wake_rate_per_s;
+        }
+        return 0;
+}
+
+/* Pairs we hold first (they keep their CPU), then the strongest. */
+static int item_cmp(const void *a, const void *b) {
+        const struct pair_item *x = a, *y = b;
+        bool px = x->m[0] || x->m[1], py = y->m[0] || y->m[1];
+
+        if (px != py)
+                return px ? -1 : 1;
+        if (x->rate != y->rate)
+                return x->rate > y->rate ? -1 : 1;
+        return x->id[0].tid < y->id[0].tid ? -1 : x->id[0].tid > y->id[0].tid;
+}
+
+static int load_init(struct pair_plan *pp) {
+        pp->load = calloc(pp->n_cpus, sizeof(*pp->load));
+        pp->busy = calloc(pp->n_cpus, sizeof(*pp->busy));
+        if (!pp->load || !pp->busy)
+                return -ENOMEM;
+        for (size_t i = 0; i < pp->snap->n_tasks; i++) {
+                const struct task *t = &pp->snap->tasks[i];
+
+                if (!t->have_rates || t->last_cpu < 0 || t->last_cpu >= pp->n_cpus)
+                        continue;
+                pp->load[t->last_cpu] += t->util;
+                if (t->util > PAIR_BUSY_UTIL)
+                        pp->busy[t->last_cpu]++;
+        }
+        return 0;
+}
+
+/* The CPUs the pair may go to before looking at load: allowed ∩ usable ∩ CPUs=. */
+static cpumask_t candidates(const struct pair_plan *pp, const struct pair_item *it) {
+        cpumask_t c = pp->usable, pcpus = plan_policy_cpus(it->p);
+
+        c = cpumask_and(&c, &pcpus);
+        for (int k = 0; k < 2; k++) {
+                cpumask_t base;
+
+                if (it->m[k] && plan_managed_original(it->m[k], &base))
+                        ;
+                else if (it->t[k])
+                        base = it->t[k]->allowed;
+                else
+                        continue;
+                c = cpumask_and(&c, &base);
+        }
+        return c;
+}
+
+static int distance(const struct topology *topo, int a, int b) {
+        if (a < 0 || b < 0 || a >= topo->n_cpus || b >= topo->n_cpus || !topo->cpus)
+                return ELEMENTSOF(distance_cost) - 1;
+        if (a == b)
+                return 0;
+        if (topo->cpus[a].core_id == topo->cpus[b].core_id)
+                return 1;
+        if (topo->cpus[a].llc_id == topo->cpus[b].llc_id)
+                return 2;
+        if (topo->cpus[a].node == topo->cpus[b].node)
+                return 3;
+        return 4;
+}
+
+enum no_cpu_reason {
+        NO_CPU_NONE_ALLOWED,   /* the allowed/usable/CPUs= intersection is empty */
+        NO_CPU_HOG,            /* the only CPUs left are hogs' */
+        NO_CPU_BUSY,           /* every candidate has a busy thread */
+};
+
+/*
+ * Choose the pair's CPU, or -1 with the reason. The members' own load is
+ * not counted against any CPU: it moves with them.
+ */
+static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, enum no_cpu_reason *ret_why,
+                      char *detail, size_t detail_size) {
+        const int *claim = pp->ctx->cpu_claim;
+        cpumask_t cand = candidates(pp, it);
+        double best_score = 0;
+        int best = -1, n_hog = 0, n_busy = 0;
+        size_t off = 0;
+
+        detail[0] = '\0';
+        CPUMASK_FOREACH(c, &cand) {
+                double load, score;
+                int busy, d = ELEMENTSOF(distance_cost) - 1;
+
+                if (c >= pp->n_cpus)
+                        break;
+                if (claim[c] == 1) {
+                        n_hog++;
+                        off += (size_t) MAX(0, snprintf(detail + off, off < detail_size ? detail_size - off : 0,
+                                                         "%sCPU %d: hog", off ? ", " : "", c));
+                        continue;
+                }
+                load = pp->load[c];
+                busy = pp->busy[c];
+                for (int k = 0; k < 2; k++) {
+                        const struct task *t = it->t[k];
+                        if (!t || !t->have_rates || t->last_cpu != c)
+                                continue;
+                        load -= t->util;
+                        if (t->util > PAIR_BUSY_UTIL)
+                                busy--;
+                }
+                if (busy > 0) {
+                        n_busy++;
+                        off += (size_t) MAX(0, snprintf(detail + off, off < detail_size ? detail_size - off : 0,
+                                                         "%sCPU %d: busy thread", off ? ", " : "", c));
+                        continue;
+                }
+                for (int k = 0; k < 2; k++)
+                        if (it->t[k])
+                                d = MIN(d, distance(pp->topo, c, it->t[k]->last_cpu));
+                score = MAX(load, 0.0) + distance_cost[d];
+                if (best < 0 || score < best_score - 1e-9) {
+                        best = c;
+                        best_score = score;
+                }
+        }
+        if (best < 0)
+                *ret_why = n_hog + n_busy == 0 ? NO_CPU_NONE_ALLOWED : n_busy == 0 ? NO_CPU_HOG : NO_CPU_BUSY;
+        return best;
+}
+
+static void fill_action(struct action *a, const struct pair_item *it, int k, enum action_verb verb,
+                        const cpumask_t *mask, const char *policy, const char *reason) {
+        *a = (struct action) {
+                .type = ACT_AFFINITY,
+                .verb = verb,
+                .task = it->id[k],
+                .mask = *mask,
+                /* The effect check's proxy for a pair member: its voluntary
+                 * switches/s, one per round trip (higher is better). */
+                .evidence_before = it->t[k] && it->t[k]->have_rates ? it->t[k]->nvcsw_per_s : 0,
+        };
+        snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
+        snprintf(a->reason, sizeof(a->reason), "%s", reason);
+}
+
+/* Release whatever of the pair is ours. Releases are never held back by the budget. */
+static int release(struct pair_plan *pp, struct pair_item *it, const char *state, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static int release(struct pair_plan *pp, struct pair_item *it, const char *state, const char *fmt, ...) {
+        char reason[160];
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        vsnprintf(reason, sizeof(reason), fmt, ap);
+        va_end(ap);
+
+        for (int k = 0; k < 2; k++) {
+                struct action a;
+
+                if (!it->m[k])
+                        continue;
+                fill_action(&a, it, k, VERB_RELEASE, &it->m[k]->mask, it->m[k]->policy, reason);
+                r = plan_emit(pp->ctx, &a);
+                if (r < 0)
+                        return r;
+        }
+        it->st->cpu = -1;
+        it->st->seen = 0;
+        /* no co-location right after a release: that is how flapping starts */
+        it->st->cooldown_until_usec = pp->ctx->in->now_usec + pp->ctx->in->config->daemon.cooldown_usec;
+        set_state(it->st, state, "%s", reason);
+        return 0;
+}
+
+static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
+        const struct finding *f = it->f;
+        cpumask_t one = cpumask_of(cpu);
+        char reason[160];
+        int r;
+
+        snprintf(reason, sizeof(reason), "pair: %s on CPU %d: %.0f wake-ups/s each way, split %.0f%%, util %.2f",
+                 what, cpu, f ? f->wake_rate_per_s : 0, f ? f->split_fraction * 100 : 0,
+                 f ? f->combined_util : 0);
+        for (int k = 0; k < 2; k++) {
+                struct action a;
+
+                if (it->m[k] && cpumask_equal(&it->m[k]->mask, &one))
+                        continue;
+                fill_action(&a, it, k, VERB_SET, &one, it->p && it->p->name ? it->p->name : it->st->policy, reason);
+                r = plan_emit(pp->ctx, &a);
+                if (r < 0)
+                        return r;
+        }
+        pp->ctx->cpu_claim[cpu] = 2;
+        pp->load[cpu] += f ? f->combined_util : 1.0;
+        it->st->cpu = cpu;
+        r = use(pp, it);
+        if (r < 0)
+                return r;
+        set_state(it->st, "co-located", "%s", reason);
+        set_colocated_state(it->st, cpu);
+        return 0;
+}
+
+static unsigned sets_needed(const struct pair_item *it, int cpu) {
+        cpumask_t one = cpumask_of(cpu);
+        unsigned n = 0;
+
+        for (int k = 0; k < 2; k++)
+                if (!it->m[k] || !cpumask_equal(&it->m[k]->mask, &one))
+                        n++;
+        return n;
+}
+
+static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason why, const char *detail) {
+        const char *state = why == NO_CPU_HOG ? "left alone: hog's CPU" : "left alone: no free CPU";
+        const char *text = why == NO_CPU_HOG ? "only CPU free is a hog's"
+                         : why == NO_CPU_BUSY ? "a busy thread on every allowed CPU"
+                         : "no usable CPU in both members' allowed sets";
+
+        /* seen is kept: still split, so it is placed as soon as a CPU frees up */
+        if (it->m[0] || it->m[1])
+                return release(pp, it, state, "pair: released: %s (%s)", text, detail);
+        set_state(it->st, state, "%s (%s)", text, detail[0] ? detail : "-");
+        return 0;
+}
+
+static int decide(struct pair_plan *pp, struct pair_item *it) {
+        const struct plan_input *in = pp->ctx->in;
+        struct plan_target_state *st = it->st;
+        unsigned hyst = MAX(in->config->daemon.hysteresis_intervals, 1u);
+        const struct finding *f = it->f;
+        bool ours = it->m[0] || it->m[1];
+        char akey[2][128], detail[160];
+        const char *why = NULL;
+        enum no_cpu_reason ncr;
+        int cpu;
+
+        if (f) {
+                st->last = *f;
+                st->last.policy = NULL;
+                st->absent = 0;
+        } else if (st->absent < UINT32_MAX)
+                st->absent++;
+
+        /* Gone: a member exited (or its TID names another task now). */
+        if (!it->t[0] || !it->t[1]) {
+                pid_t gone = !it->t[0] ? it->id[0].tid : it->id[1].tid;
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, "released", "pair: released: member %d exited", (int) gone);
+                set_state(st, "gone", "member %d exited", (int) gone);
+                return 0;
+        }
+
+        /* Quiet: no finding (wake rate below WakeRate=, or not ours to touch any more). */
+        if (!f) {
+                st->seen = 0;
+                if (!ours) {
+                        set_state(st, "quiet", "wake rate below the policy's WakeRate= (last %.0f/s)",
+                                  st->last.wake_rate_per_s);
+                        return 0;
+                }
+                /* Half a pair: the other's pin was undone or changed by someone else. */
+                if (!it->m[0] || !it->m[1] || it->pin_cpu < 0)
+                        return release(pp, it, "released", "pair: released: only one member still co-located");
+                if (st->absent >= hyst || !it->p)
+                        return release(pp, it, "released", "pair: released: quiet for %u intervals%s",
+                                       st->absent, it->p ? "" : " (policy gone)");
+                /* keep it for now: hysteresis */
+                if (it->pin_cpu >= 0) {
+                        pp->ctx->cpu_claim[it->pin_cpu] = 2;
+                        (void) use(pp, it);
+                }
+                set_state(st, "co-located", "quiet for %u of %u intervals", st->absent, hyst);
+                if (it->pin_cpu >= 0)
+                        set_colocated_state(st, it->pin_cpu);
+                return 0;
+        }
+
+        if (strncmp(f->note, "stream", 6) == 0) {
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, "left alone: stream", "pair: released: %s", f->note);
+                set_state(st, "left alone: stream", "%s", f->note);
+                return 0;
+        }
+        if (!it->p || it->p->action != ACTION_COLOCATE) {
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, "watching", "pair: released: policy %s does not co-locate",
+                                       st->policy);
+                set_state(st, "watching", "policy %s: Action=%s (report only)", st->policy,
+                          it->p ? policy_action_to_string(it->p->action) : "?");
+                return 0;
+        }
+        if (used(pp, &it->id[0]) || used(pp, &it->id[1])) {
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, "left alone: shared", "pair: released: member in a stronger pair");
+                set_state(st, "left alone: shared", "a member is in a stronger pair");
+                return 0;
+        }
+        if (it->other[0] || it->other[1]) {
+                const struct managed *o = it->other[0] ?: it->other[1];
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, "left alone: pinned", "pair: released: member pinned by %s",
+                                       o->reason);
+                set_state(st, "left alone: pinned", "member %d already pinned: %s", (int) o->task.tid, o->reason);
+                return 0;
+        }
+
+        if (action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[0] }, akey[0], sizeof(akey[0])) == NULL ||
+            action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[1] }, akey[1], sizeof(akey[1])) == NULL)
+                return -ENAMETOOLONG;
+
+        if (ours) {
+                /* Half a pair (the effect check undid one pin, or someone changed it): let go. */
+                if (!it->m[0] || !it->m[1] || it->pin_cpu < 0)
+                        return release(pp, it, "released", "pair: released: only one member still co-located");
+                cpu = it->pin_cpu;
+                if (cpu < pp->n_cpus && pp->ctx->cpu_claim[cpu] != 1 && cpumask_test(&pp->usable, cpu)) {
+                        cpumask_t cand = candidates(pp, it);
+                        if (cpumask_test(&cand, cpu)) {
+                                /* keep */
+                                pp->ctx->cpu_claim[cpu] = 2;
+                                pp->load[cpu] += f->combined_util;
+                                st->cpu = cpu;
+                                st->seen++;
+                                set_state(st, "co-located", "%.0f wake-ups/s each way, util %.2f; %s",
+                                          f->wake_rate_per_s, f->combined_util,
+                                          it->m[0]->reason);
+                                set_colocated_state(st, cpu);
+                                return use(pp, it);
+                        }
+                }
+                /* Our CPU is a hog's now, offline, or outside the allowed set: move. */
+                cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
+                if (cpu < 0)
+                        return no_cpu(pp, it, ncr, detail);
+                if (sets_needed(it, cpu) > pp->ctx->actions_left)
+                        return release(pp, it, "released", "pair: released: CPU %d no longer fit, no budget to move",
+                                       it->pin_cpu);
+                return place(pp, it, cpu, "moved");
+        }
+
+        /* Not ours: co-locate once it has been split Hysteresis= intervals in a row. */
+        if (f->split_fraction < DETECT_PAIR_SPLIT_MIN) {
+                st->seen = 0;
+                set_state(st, "watching", "together (split %.0f%%), %.0f wake-ups/s each way",
+                          f->split_fraction * 100, f->wake_rate_per_s);
+                return 0;
+        }
+        if (st->seen < UINT32_MAX)
+                st->seen++;
+        if (st->seen < hyst) {
+                set_state(st, "watching", "split %.0f%% for %u of %u intervals, %.0f wake-ups/s each way",
+                          f->split_fraction * 100, st->seen, hyst, f->wake_rate_per_s);
+                return 0;
+        }
+        if (plan_state_blocked(pp->ctx->state, st->key, akey[0], in->now_usec, &why) ||
+            plan_state_blocked(pp->ctx->state, NULL, akey[1], in->now_usec, &why)) {
+                set_state(st, "left alone: blocked", "%s", why ?: "not retried yet");
+                return 0;
+        }
+        if (st->cooldown_until_usec > in->now_usec) {
+                set_state(st, "watching", "split, cool-down for %.0f s more",
+                          (double) (st->cooldown_until_usec - in->now_usec) / USEC_PER_SEC);
+                return 0;
+        }
+        cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
+        if (cpu < 0)
+                return no_cpu(pp, it, ncr, detail);
+        if (pp->ctx->actions_left < 2) {
+                set_state(st, "watching", "split; no action budget left this interval");
+                return 0;
+        }
+        st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+        return place(pp, it, cpu, "co-locate");
+}
+
+/* Our pins whose pair the planner no longer knows (state forgotten): release. */
+static int release_orphans(struct pair_plan *pp) {
+        const struct plan_input *in = pp->ctx->in;
+
+        for (size_t i = 0; i < in->n_managed; i++) {
+                const struct managed *m = &in->managed[i];
+                bool known = false;
+                struct action a;
+                int r;
+
+                if (m->type != ACT_AFFINITY || !is_ours(m))
+                        continue;
+                for (size_t j = 0; j < pp->n_items && !known; j++)
+                        known = task_id_equal(&pp->items[j].id[0], &m->task) ||
+                                task_id_equal(&pp->items[j].id[1], &m->task);
+                if (known)
+                        continue;
+                a = (struct action) { .type = ACT_AFFINITY, .verb = VERB_RELEASE, .task = m->task, .mask = m->mask };
+                snprintf(a.policy, sizeof(a.policy), "%s", m->policy);
+                snprintf(a.reason, sizeof(a.reason), "pair: released: pair no longer tracked");
+                r = plan_emit(pp->ctx, &a);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int plan_pairs(struct plan_ctx *ctx) {
+        struct pair_plan pp = {};
+        int r;
+
+        if (!ctx || !ctx->in || !ctx->in->snap || !ctx->in->snap->topo || !ctx->cpu_claim)
+                return -EINVAL;
+        pp = (struct pair_plan) {
+                .ctx = ctx,
+                .snap = ctx->in->snap,
+                .topo = ctx->in->snap->topo,
+                .n_cpus = MIN(ctx->in->snap->topo->n_cpus, CPUMASK_MAX),
+                .usable = topology_usable(ctx->in->snap->topo),
+        };
+
+        r = collect(&pp);
+        if (r >= 0)
+                r = load_init(&pp);
+        if (r >= 0 && pp.n_items > 1)
+                qsort(pp.items, pp.n_items, sizeof(*pp.items), item_cmp);
+        for (size_t i = 0; r >= 0 && i < pp.n_items; i++)
+                r = decide(&pp, &pp.items[i]);
+        if (r >= 0)
+                r = release_orphans(&pp);
+
+        free(pp.items);
+        free(pp.load);
+        free(pp.busy);
+        free(pp.used);
+        return r < 0 ? r : 0;
+}

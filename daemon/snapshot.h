@@ -19,6 +19,8 @@
 #include "common/cpumask.h"
 #include "topology.h"
 
+struct sample_table;
+
 /*
  * A thread's identity. PIDs are reused: a (tid, start_time) pair names one
  * thread for its whole life. start_time is field 22 of /proc/TID/stat
@@ -92,6 +94,11 @@ struct cpu_sample {
         uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
         /* fractions over the last window (0..1) */
         double busy, idle_frac, iowait_frac, steal_frac;
+        /* /proc/schedstat, when the kernel has it (CONFIG_SCHEDSTATS): cumulative
+         * ns all tasks on this CPU waited runnable / ran, and the rate of the former */
+        bool have_schedstat;
+        uint64_t run_delay_ns, rq_cpu_time_ns;
+        double run_delay_ms_per_s;
 };
 
 struct wake_edge {
@@ -108,11 +115,15 @@ struct snapshot {
         size_t n_tasks;
 
         struct cpu_sample *cpus;      /* topo->n_cpus entries */
-        double psi_cpu_some_avg10;    /* -1 if not available */
+        double psi_cpu_some_avg10;    /* percent, as /proc/pressure/cpu prints it; -1 if not available */
 
         struct wake_edge *edges;
         size_t n_edges;
         const char *wake_source;      /* "perf", "none", ... for affctl status */
+
+        /* Set by the sampler: tid → index into tasks, so snapshot_find_task() is O(1).
+         * NULL in snapshots built from struct literals (linear search). */
+        const struct sample_table *task_index;
 };
 
 /* Lookup helpers for the pure stages (linear or hashed; O(n) is fine in tests). */

@@ -50,6 +50,6 @@ cleanup() {
         stop_daemon
         for p in "${CHILDREN[@]}"; do kill "$p" 2>/dev/null || true; done
         wait 2>/dev/null || true
-        [ -n "${RUNDIR:-}" ] && [ -z "${KEEP:-}" ] && rm -rf "$RUNDIR"
+        if [ -n "${RUNDIR:-}" ] && [ -z "${KEEP:-}" ]; then rm -rf "$RUNDIR"; fi
 }
 trap cleanup EXIT

@@ -1,0 +1,1483 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "sample-internal.h"
+#include "sample-table.h"
+#include "sample.h"
+
+/*
+ * Defaults. Costs are the measurements quoted in sample.h (2-CPU VM):
+ * stat ~5 µs, status ~7 µs, schedstat+sched ~10-15 µs per thread here (the
+ * ~40 µs of issue 9 on a busier machine), getdents ~1 µs per task entry.
+ */
+#define DEFAULT_MAX_THREADS 65536
+/* An idle thread in an active process: allowed CPUs and switch counts are
+ * only interesting once it runs, which re-reads them at once. */
+#define DEFAULT_STATUS_EVERY 30
+#define DEFAULT_EXPENSIVE_EVERY 60
+/* Carried threads re-read within 300 passes (5 min at 1 s): for 10,000 idle
+ * threads that is ~34 stat+status reads, ~0.4 ms, per pass. */
+#define DEFAULT_REFRESH_PASSES 300
+/* Re-list /proc/P/task of an active process every 60 passes even if its
+ * thread count looks unchanged (one exit + one clone in a window): 10 ms for
+ * 10,000 threads, 0.17 ms per pass on average. */
+#define DEFAULT_LIST_EVERY 60
+/* A thread that ran stays "hot" (read every pass its process is active) for
+ * 3 passes: a pair or a hog that pauses for one window is not lost. */
+#define DEFAULT_HOT_PASSES 3
+/* A process with at least 256 threads that stayed idle for 2 checks is
+ * checked only every 4th pass: the process clock walks all its threads
+ * (0.6-2.3 ms for 10,000 here, a third of the whole pass). It cannot hide
+ * activity, only report it up to 4 passes late, averaged over the passes
+ * it was not looked at. */
+#define DEFAULT_BIG_PROCESS_THREADS 256
+#define DEFAULT_IDLE_GATE_EVERY 4
+/* With fork/exec/exit events (proc connector) new processes are visited from
+ * the events and /proc itself is listed every 10 passes only: listing walks
+ * every PID in the kernel, threads included (~1.5 ms with 10,000 threads). */
+#define DEFAULT_LIST_PROC_EVERY 10
+#define PENDING_MAX 4096
+/* cpus_seen covers the last 4 windows. */
+#define CPUS_SEEN_WINDOWS 4
+/* Accounting: an active process's clock delta not explained by its hot
+ * threads' schedstat deltas means a cold thread ran. Below 5 ms (0.5 % of a
+ * 1 s window) or 1 % of the window it is noise: the two are read microseconds
+ * to milliseconds apart while threads run, and a thread using less than 1 %
+ * of a CPU is of no interest to any detector. */
+#define UNEXPLAINED_MIN_NS (5 * NSEC_PER_MSEC)
+#define UNEXPLAINED_WINDOW_FRACTION 0.01
+
+#define READ_BUF_SIZE 16384
+#define DENTS_MIN 32768
+/* getdents of /proc/P/task restarts its walk of the thread list on every
+ * call (O(n) each), so a big task directory is read with a big buffer. */
+#define DENTS_MAX (1024 * 1024)
+#define BIG_BUF_MIN 65536
+#define BIG_BUF_MAX (4 * 1024 * 1024)
+
+enum proc_mode {
+        MODE_SKIP,      /* not checked this pass (idle big process): threads left as they are */
+        MODE_CARRY,     /* nothing ran: carry every thread */
+        MODE_ACCOUNT,   /* read hot threads; carry the cold if the clock delta is explained */
+        MODE_FULL,      /* read every thread */
+};
+
+struct proc_rec {
+        struct proc_info info;        /* what tasks point to (task->proc) */
+        uint32_t slot;                /* index in s->procs */
+        uint32_t generation;          /* bumped on PID reuse: older thread records are dropped */
+        uint64_t seen_pass;
+
+        uint64_t gate_value;          /* clock ns, or utime+stime ticks */
+        unsigned gate_threads;        /* stat gate: num_threads */
+        bool gate_valid;
+        uint64_t gate_delta;          /* this pass, MODE_ACCOUNT: clock ns delta */
+        uint64_t check_usec;          /* when the gate was last checked */
+        uint64_t prev_check_usec;     /* the check before that: known idle from here on if unchanged */
+        unsigned idle_checks;         /* consecutive checks without change */
+        uint64_t next_check_pass;     /* big idle processes: next pass the gate is checked */
+
+        enum proc_mode mode;          /* this pass */
+        bool list;                    /* list /proc/P/task this pass */
+        bool info_valid, exec_noted, dirty, untracked;
+        uint64_t next_list_pass;
+        unsigned n_threads;           /* thread records */
+
+        struct stat_fields leader;    /* this pass (active processes) */
+        uint64_t explained_ns;        /* Σ schedstat run deltas of threads read this pass */
+        bool explained_partial;       /* a thread was read without schedstat */
+};
+
+struct thread_priv {
+        struct proc_rec *proc;
+        uint32_t generation;
+        uint64_t seen_pass;           /* read this pass */
+        uint64_t listed_pass;
+        uint64_t failed_pass;         /* vanished while being read */
+        uint64_t carried_pass;
+        uint64_t remove_pass;
+        uint64_t last_ran_pass;
+        /* "known up to": time (µs) at which the cumulative counters were last
+         * known to have their current values; rates are deltas over now - upto */
+        uint64_t stat_upto, status_upto, schedstat_upto, sched_upto;
+        uint64_t next_status_pass, next_expensive_pass;
+        int16_t cpu_hist[CPUS_SEEN_WINDOWS];
+        uint8_t cpu_hist_pos;
+};
+
+struct sampler {
+        char *root;
+        const struct topology *topo;
+        size_t max_threads;
+        struct sampler_options opt;
+        enum sampler_gate gate;       /* resolved: CLOCK, STAT or NONE */
+        long clk_tck;
+
+        uint64_t pass;
+        uint64_t now_usec;            /* time of this pass */
+        uint64_t last_usec;           /* time of the previous pass, 0 before the first */
+
+        /* threads: two dense arrays with the same index, tid → index */
+        struct task *tasks;
+        struct thread_priv *priv;
+        size_t n_tasks, allocated;
+        struct sample_table tids;
+        size_t refresh_cursor;
+
+        /* processes: records allocated one by one (task->proc pointers stay valid) */
+        struct proc_rec **procs;
+        size_t n_procs, allocated_procs;
+        struct sample_table pids;
+
+        /* per CPU: CPUMASK_MAX entries, so a hotplug never needs to reallocate
+         * (~130 KiB of address space, only the pages of present CPUs touched) */
+        struct cpu_sample *cpus, *cpus_prev;
+        bool *cpu_have_prev, *cpu_present, *cpu_have_schedstat;
+
+        bool cap_task_schedstat, cap_task_sched, cap_cpu_schedstat, cap_psi;
+
+        /* process events (proc connector) */
+        bool events;                  /* fork/exec/exit events arrive: /proc need not be listed every pass */
+        bool events_lost;             /* some were dropped: list /proc on the next pass */
+        uint64_t next_proc_list_pass;
+        pid_t *pending;               /* new processes announced by fork events */
+        size_t n_pending;
+        pid_t *visit;                 /* pids to visit when /proc is not listed */
+        size_t allocated_visit;
+
+        struct snapshot snap;
+        struct sampler_stats stats;
+
+        char *dents;
+        size_t dents_size;
+        char *big;
+        size_t big_size;
+        char buf[READ_BUF_SIZE];
+};
+
+static bool root_is_real(const char *root) {
+        return !root || root[0] == '\0' || streq(root, "/");
+}
+
+static bool gone(int r) {
+        return r == -ENOENT || r == -ESRCH;
+}
+
+static int16_t cpu16(int cpu) {
+        return (int16_t) (cpu >= 0 && cpu < CPUMASK_MAX ? cpu : -1);
+}
+
+/* ---- setup ----------------------------------------------------------- */
+
+const char *sampler_gate_to_string(enum sampler_gate g) {
+        static const char *const names[_SAMPLER_GATE_MAX] = {
+                [SAMPLER_GATE_AUTO] = "auto",
+                [SAMPLER_GATE_CLOCK] = "clock",
+                [SAMPLER_GATE_STAT] = "stat",
+                [SAMPLER_GATE_NONE] = "none",
+        };
+        return g >= 0 && g < _SAMPLER_GATE_MAX ? names[g] : "unknown";
+}
+
+/* The process CPU clock of pid (MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED) in
+ * the kernel): the sum_exec_runtime of all its threads, live and dead. Any
+ * process may read it; no file is opened. */
+static clockid_t process_cpu_clock(pid_t pid) {
+        return (clockid_t) ((~(unsigned) pid << 3) | 2u);
+}
+
+static int read_process_clock(pid_t pid, uint64_t *ret_ns) {
+        struct timespec ts;
+
+        if (clock_gettime(process_cpu_clock(pid), &ts) < 0)
+                return errno == EINVAL ? -ESRCH : -errno;
+        *ret_ns = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+        return 0;
+}
+
+/* The clock gate names processes by our PID namespace; it is only right for
+ * the real /proc, and only if that /proc is our namespace's. */
+static bool clock_gate_usable(const char *root) {
+        char target[32];
+        ssize_t n;
+        uint64_t ns;
+        int self;
+
+        if (!root_is_real(root))
+                return false;
+        n = readlink("/proc/self", target, sizeof(target) - 1);
+        if (n <= 0)
+                return false;
+        target[n] = '\0';
+        if (util_parse_int(target, &self) < 0 || self != getpid())
+                return false;
+        return read_process_clock(getpid(), &ns) >= 0;
+}
+
+static int alloc_cpus(struct sampler *s) {
+        s->cpus = calloc(CPUMASK_MAX, sizeof(*s->cpus));
+        s->cpus_prev = calloc(CPUMASK_MAX, sizeof(*s->cpus_prev));
+        s->cpu_have_prev = calloc(CPUMASK_MAX, sizeof(bool));
+        s->cpu_present = calloc(CPUMASK_MAX, sizeof(bool));
+        s->cpu_have_schedstat = calloc(CPUMASK_MAX, sizeof(bool));
+        if (!s->cpus || !s->cpus_prev || !s->cpu_have_prev || !s->cpu_present || !s->cpu_have_schedstat)
+                return -ENOMEM;
+        return 0;
+}
+
+int sampler_set_options(struct sampler *s, const struct sampler_options *o) {
+        struct sampler_options d = *o;
+
+        if (!s || (unsigned) o->gate >= _SAMPLER_GATE_MAX)
+                return -EINVAL;
+        if (!d.status_every_passes)
+                d.status_every_passes = DEFAULT_STATUS_EVERY;
+        if (!d.expensive_every_passes)
+                d.expensive_every_passes = DEFAULT_EXPENSIVE_EVERY;
+        if (!d.refresh_passes)
+                d.refresh_passes = DEFAULT_REFRESH_PASSES;
+        if (!d.list_every_passes)
+                d.list_every_passes = DEFAULT_LIST_EVERY;
+        if (!d.hot_passes)
+                d.hot_passes = DEFAULT_HOT_PASSES;
+        if (!d.big_process_threads)
+                d.big_process_threads = DEFAULT_BIG_PROCESS_THREADS;
+        if (!d.idle_gate_every_passes)
+                d.idle_gate_every_passes = DEFAULT_IDLE_GATE_EVERY;
+        if (!d.list_proc_every_passes)
+                d.list_proc_every_passes = DEFAULT_LIST_PROC_EVERY;
+
+        switch (d.gate) {
+        case SAMPLER_GATE_AUTO:
+                s->gate = clock_gate_usable(s->root) ? SAMPLER_GATE_CLOCK : SAMPLER_GATE_STAT;
+                break;
+        case SAMPLER_GATE_CLOCK:
+                if (!clock_gate_usable(s->root))
+                        return -EOPNOTSUPP;
+                s->gate = SAMPLER_GATE_CLOCK;
+                break;
+        default:
+                s->gate = d.gate;
+                break;
+        }
+        s->opt = d;
+        return 0;
+}
+
+int sampler_new(const char *root, const struct topology *topo, size_t max_threads, struct sampler **ret) {
+        struct sampler *s;
+        int r;
+
+        if (!topo || !ret)
+                return -EINVAL;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->root = strdup(root && root[0] ? root : "/");
+        if (!s->root) {
+                free(s);
+                return -ENOMEM;
+        }
+        s->topo = topo;
+        s->max_threads = max_threads ? max_threads : DEFAULT_MAX_THREADS;
+        s->clk_tck = util_clk_tck();
+        s->cap_task_schedstat = s->cap_task_sched = s->cap_cpu_schedstat = s->cap_psi = true;
+        s->snap.psi_cpu_some_avg10 = -1;
+
+        r = sampler_set_options(s, &(struct sampler_options) {});
+        if (r >= 0)
+                r = alloc_cpus(s);
+        if (r < 0) {
+                sampler_free(s);
+                return r;
+        }
+        *ret = s;
+        return 0;
+}
+
+struct sampler *sampler_free(struct sampler *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_procs; i++) {
+                sample_proc_info_done(&s->procs[i]->info);
+                free(s->procs[i]);
+        }
+        free(s->procs);
+        sample_table_done(&s->pids);
+        free(s->tasks);
+        free(s->priv);
+        sample_table_done(&s->tids);
+        free(s->cpus);
+        free(s->cpus_prev);
+        free(s->cpu_have_prev);
+        free(s->cpu_present);
+        free(s->cpu_have_schedstat);
+        free(s->dents);
+        free(s->big);
+        free(s->pending);
+        free(s->visit);
+        free(s->root);
+        free(s);
+        return NULL;
+}
+
+void sampler_set_topology(struct sampler *s, const struct topology *topo) {
+        if (!s || !topo || topo->n_cpus > CPUMASK_MAX)
+                return;
+        /* CPUs that went away keep their counters; they are simply not read. */
+        s->topo = topo;
+        s->snap.topo = topo;
+}
+
+/* ---- reading helpers ------------------------------------------------- */
+
+/* Read a small /proc file into s->buf. Returns length or -errno. */
+static ssize_t read_small(struct sampler *s, const char *rel) {
+        ssize_t n = util_read_file_at(s->root, rel, s->buf, sizeof(s->buf));
+
+        s->stats.files_read++;
+        if (n < 0 && !gone((int) n))
+                s->stats.errors++;
+        return n;
+}
+
+/* Read a possibly large file (/proc/stat with its intr line) into s->big. */
+static ssize_t read_big(struct sampler *s, const char *rel) {
+        for (;;) {
+                ssize_t n;
+
+                if (!s->big) {
+                        s->big = malloc(BIG_BUF_MIN);
+                        if (!s->big)
+                                return -ENOMEM;
+                        s->big_size = BIG_BUF_MIN;
+                }
+                n = util_read_file_at(s->root, rel, s->big, s->big_size);
+                s->stats.files_read++;
+                if (n != -E2BIG || s->big_size >= BIG_BUF_MAX)
+                        return n;
+                free(s->big);
+                s->big_size *= 4;
+                s->big = malloc(s->big_size);
+                if (!s->big)
+                        return -ENOMEM;
+        }
+}
+
+/*
+ * Call f(s, id, userdata) for each numeric entry of a /proc directory,
+ * read with getdents64 into a buffer that grows when a directory fills it
+ * (fewer calls; see DENTS_MAX).
+ */
+static int for_each_pid_entry(struct sampler *s, const char *rel,
+                              void (*f)(struct sampler *s, pid_t id, void *userdata), void *userdata) {
+        _cleanup_close_ int fd = -1;
+        bool filled = false;
+
+        fd = util_open_at(s->root, rel, O_RDONLY | O_DIRECTORY);
+        if (fd < 0)
+                return fd;
+        if (!s->dents) {
+                s->dents = malloc(DENTS_MIN);
+                if (!s->dents)
+                        return -ENOMEM;
+                s->dents_size = DENTS_MIN;
+        }
+        for (;;) {
+                long n = syscall(SYS_getdents64, fd, s->dents, s->dents_size);
+
+                if (n < 0)
+                        return errno == ENOENT ? -ENOENT : -errno;
+                if (n == 0)
+                        break;
+                if ((size_t) n > s->dents_size / 2)
+                        filled = true;
+                for (long off = 0; off < n;) {
+                        struct dirent64 *de = (struct dirent64 *) (s->dents + off);
+                        const char *name = de->d_name;
+                        long v = 0;
+
+                        off += de->d_reclen;
+                        if (*name < '1' || *name > '9')
+                                continue;
+                        for (; *name >= '0' && *name <= '9' && v <= INT32_MAX; name++)
+                                v = v * 10 + (*name - '0');
+                        if (*name == '\0' && v <= INT32_MAX)
+                                f(s, (pid_t) v, userdata);
+                }
+        }
+        if (filled && s->dents_size < DENTS_MAX) {
+                char *b = malloc(s->dents_size * 4);
+                if (b) {
+                        free(s->dents);
+                        s->dents = b;
+                        s->dents_size *= 4;
+                }
+        }
+        return 0;
+}
+
+/* Is /proc/P/task/T still there? Tells "file not supported" from "thread exited". */
+static bool thread_dir_exists(struct sampler *s, pid_t pid, pid_t tid) {
+        char rel[64], path[PATH_MAX];
+
+        snprintf(rel, sizeof(rel), "/proc/%d/task/%d", (int) pid, (int) tid);
+        return util_path_at(path, sizeof(path), s->root, rel) && access(path, F_OK) == 0;
+}
+
+/* ---- per CPU ---------------------------------------------------------- */
+
+static void sample_cpus(struct sampler *s, uint64_t window_usec) {
+        int n = s->topo->n_cpus;
+        struct cpu_sample *prev = s->cpus_prev;
+        ssize_t k;
+
+        memcpy(prev, s->cpus, (size_t) n * sizeof(*prev));
+        memset(s->cpu_present, 0, (size_t) n * sizeof(bool));
+
+        k = read_big(s, "/proc/stat");
+        s->stats.cheap_reads++;
+        if (k >= 0)
+                (void) sample_parse_proc_stat(s->big, s->cpus, s->cpu_present, n);
+        for (int c = 0; c < n; c++) {
+                struct cpu_sample *a = &prev[c], *b = &s->cpus[c];
+                uint64_t d[8], total = 0;
+
+                b->busy = b->idle_frac = b->iowait_frac = b->steal_frac = 0;
+                if (!s->cpu_present[c])
+                        continue;   /* offline: fractions 0, counters kept */
+                if (!s->cpu_have_prev[c]) {
+                        s->cpu_have_prev[c] = true;
+                        continue;
+                }
+                /* iowait can go backwards on NOHZ kernels; clamp each delta at 0. */
+#define DELTA(i, f) d[i] = b->f > a->f ? b->f - a->f : 0, total += d[i]
+                DELTA(0, user);
+                DELTA(1, nice);
+                DELTA(2, system);
+                DELTA(3, idle);
+                DELTA(4, iowait);
+                DELTA(5, irq);
+                DELTA(6, softirq);
+                DELTA(7, steal);
+#undef DELTA
+                if (total == 0)
+                        continue;
+                b->busy = (double) (d[0] + d[1] + d[2] + d[5] + d[6]) / (double) total;
+                b->idle_frac = (double) d[3] / (double) total;
+                b->iowait_frac = (double) d[4] / (double) total;
+                b->steal_frac = (double) d[7] / (double) total;
+        }
+
+        if (s->cap_cpu_schedstat) {
+                bool *have = s->cpu_have_schedstat;
+
+                memset(have, 0, (size_t) n * sizeof(bool));
+                k = read_big(s, "/proc/schedstat");
+                s->stats.cheap_reads++;
+                if (k == -ENOENT)
+                        s->cap_cpu_schedstat = false;
+                else if (k >= 0) {
+                        (void) sample_parse_cpu_schedstat(s->big, s->cpus, have, n);
+                        for (int c = 0; c < n; c++) {
+                                struct cpu_sample *b = &s->cpus[c];
+
+                                b->run_delay_ms_per_s = 0;
+                                if (have[c] && b->have_schedstat && window_usec > 0 &&
+                                    b->run_delay_ns >= prev[c].run_delay_ns)
+                                        /* ns per µs is ms per s */
+                                        b->run_delay_ms_per_s = (double) (b->run_delay_ns - prev[c].run_delay_ns) /
+                                                                (double) window_usec;
+                                b->have_schedstat = have[c];
+                        }
+                }
+        }
+
+        s->snap.psi_cpu_some_avg10 = -1;
+        if (s->cap_psi) {
+                double v;
+
+                k = read_small(s, "/proc/pressure/cpu");
+                s->stats.cheap_reads++;
+                /* Absent without CONFIG_PSI; EOPNOTSUPP with psi=0 on the command line. */
+                if (k == -ENOENT || k == -EOPNOTSUPP)
+                        s->cap_psi = false;
+                else if (k >= 0 && sample_parse_psi_some_avg10(s->buf, &v) >= 0)
+                        s->snap.psi_cpu_some_avg10 = v;
+        }
+}
+
+/* ---- thread records -------------------------------------------------- */
+
+static void cpu_hist_push(struct thread_priv *q, struct task *t, int cpu) {
+        int16_t c = cpu16(cpu);
+        bool same = true;
+
+        for (unsigned i = 0; i < CPUS_SEEN_WINDOWS; i++)
+                if (q->cpu_hist[i] != c)
+                        same = false;
+        if (same)
+                return;   /* steady state: nothing to rebuild */
+        q->cpu_hist[q->cpu_hist_pos] = c;
+        q->cpu_hist_pos = (uint8_t) ((q->cpu_hist_pos + 1) % CPUS_SEEN_WINDOWS);
+        cpumask_zero(&t->cpus_seen);
+        for (unsigned i = 0; i < CPUS_SEEN_WINDOWS; i++)
+                if (q->cpu_hist[i] >= 0)
+                        cpumask_set(&t->cpus_seen, q->cpu_hist[i]);
+}
+
+static void thread_attach(struct sampler *s, size_t i, struct proc_rec *p) {
+        struct thread_priv *q = &s->priv[i];
+
+        if (q->proc)
+                q->proc->n_threads--;
+        q->proc = p;
+        q->generation = p->generation;
+        p->n_threads++;
+}
+
+/* Make record i a new thread of p (new TID, or a reused one): no history. */
+static void thread_reset(struct sampler *s, size_t i, struct proc_rec *p, pid_t tid) {
+        struct thread_priv *q = &s->priv[i];
+        struct proc_rec *old = q->proc;
+
+        s->tasks[i] = (struct task) { .id.tid = tid, .last_cpu = -1 };
+        *q = (struct thread_priv) { .proc = old };
+        for (unsigned k = 0; k < CPUS_SEEN_WINDOWS; k++)
+                q->cpu_hist[k] = -1;
+        thread_attach(s, i, p);
+}
+
+static int thread_append(struct sampler *s, struct proc_rec *p, pid_t tid, size_t *ret) {
+        int r;
+
+        if (s->n_tasks >= s->max_threads)
+                return -ENOSPC;
+        if (s->n_tasks == s->allocated) {
+                size_t na = MIN(MAX(s->allocated * 2, (size_t) 256), s->max_threads);
+                struct task *t = realloc(s->tasks, na * sizeof(*t));
+                if (!t)
+                        return -ENOMEM;
+                s->tasks = t;
+                struct thread_priv *q = realloc(s->priv, na * sizeof(*q));
+                if (!q)
+                        return -ENOMEM;
+                s->priv = q;
+                s->allocated = na;
+        }
+        r = sample_table_put(&s->tids, tid, (uint32_t) s->n_tasks);
+        if (r < 0)
+                return r;
+        s->priv[s->n_tasks] = (struct thread_priv) {};
+        thread_reset(s, s->n_tasks, p, tid);
+        *ret = s->n_tasks++;
+        return 0;
+}
+
+static void thread_remove(struct sampler *s, size_t i) {
+        size_t last = s->n_tasks - 1;
+
+        sample_table_remove(&s->tids, s->tasks[i].id.tid);
+        if (s->priv[i].proc)
+                s->priv[i].proc->n_threads--;
+        if (i != last) {
+                s->tasks[i] = s->tasks[last];
+                s->priv[i] = s->priv[last];
+                (void) sample_table_put(&s->tids, s->tasks[i].id.tid, (uint32_t) i);
+        }
+        s->n_tasks--;
+}
+
+static bool thread_is_hot(const struct sampler *s, const struct thread_priv *q) {
+        return q->last_ran_pass && q->last_ran_pass + s->opt.hot_passes > s->pass;
+}
+
+/* Read an optional expensive file of a thread. Returns length, 0 if the
+ * kernel does not have it (*cap cleared), or -ESRCH if the thread is gone. */
+static ssize_t read_expensive(struct sampler *s, pid_t pid, pid_t tid, const char *file, bool *cap) {
+        char rel[96];
+        ssize_t n;
+
+        snprintf(rel, sizeof(rel), "/proc/%d/task/%d/%s", (int) pid, (int) tid, file);
+        n = read_small(s, rel);
+        s->stats.expensive_reads++;
+        if (n >= 0)
+                return n;
+        if (n == -ENOENT && thread_dir_exists(s, pid, tid)) {
+                /* The thread is there, the file is not: the kernel lacks it
+                 * (CONFIG_SCHED_INFO / CONFIG_SCHED_DEBUG). */
+                *cap = false;
+                return 0;
+        }
+        return gone((int) n) ? -ESRCH : n;
+}
+
+/*
+ * Read one thread of p. pre: its stat if already read (the leader). Sets
+ * its record up to date, creating it if new. A thread that vanishes midway
+ * is marked failed (dropped by the sweep). Returns 1 if read, 0 if not.
+ */
+static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const struct stat_fields *pre,
+                       uint64_t now) {
+        const pid_t pid = p->info.pid;
+        struct stat_fields f;
+        struct status_fields st = {};
+        uint64_t run_ns = 0, wait_ns = 0, slices = 0, migrations = 0;
+        bool fresh = false, ran, need_status, need_schedstat, need_sched;
+        bool got_status = false, got_schedstat = false, got_sched = false;
+        struct thread_priv *q;
+        struct task *t;
+        char rel[96];
+        uint32_t slot;
+        size_t i;
+        ssize_t n;
+
+        if (pre)
+                f = *pre;
+        else {
+                snprintf(rel, sizeof(rel), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+                n = read_small(s, rel);
+                s->stats.cheap_reads++;
+                if (n < 0 || sample_parse_stat(s->buf, &f) < 0) {
+                        if (sample_table_get(&s->tids, tid, &slot))
+                                s->priv[slot].failed_pass = s->pass;
+                        if (n < 0 && gone((int) n))
+                                s->stats.threads_vanished++;
+                        else if (n >= 0)
+                                s->stats.errors++;
+                        return 0;
+                }
+        }
+        s->stats.threads_read++;
+
+        if (!sample_table_get(&s->tids, tid, &slot)) {
+                int r = thread_append(s, p, tid, &i);
+                if (r < 0) {
+                        s->stats.threads_untracked++;
+                        p->untracked = true;
+                        return 0;
+                }
+                fresh = true;
+        } else {
+                i = slot;
+                if (s->priv[i].proc != p || s->priv[i].generation != p->generation ||
+                    s->tasks[i].id.start_time != f.start_time || s->priv[i].seen_pass == 0) {
+                        thread_reset(s, i, p, tid);
+                        fresh = true;
+                }
+        }
+        t = &s->tasks[i];
+        q = &s->priv[i];
+
+        ran = !fresh && (f.utime + f.stime != t->utime_ticks + t->stime_ticks ||
+                         f.processor != t->last_cpu || f.state == 'R');
+        need_status = fresh || ran || s->pass >= q->next_status_pass;
+        /* MODE_ACCOUNT needs every read thread's run time to judge the cold ones. */
+        need_schedstat = s->cap_task_schedstat &&
+                         (fresh || ran || p->mode == MODE_ACCOUNT || s->pass >= q->next_expensive_pass);
+        need_sched = s->cap_task_sched && (fresh || ran || s->pass >= q->next_expensive_pass);
+
+        if (need_status) {
+                snprintf(rel, sizeof(rel), "/proc/%d/task/%d/status", (int) pid, (int) tid);
+                n = read_small(s, rel);
+                s->stats.status_reads++;
+                if (n < 0) {
+                        /* status exists on every kernel: ENOENT means the thread is gone */
+                        q->failed_pass = s->pass;
+                        if (gone((int) n))
+                                s->stats.threads_vanished++;
+                        return 0;
+                }
+                got_status = sample_parse_status(s->buf, &st) >= 0;
+        }
+        if (need_schedstat) {
+                n = read_expensive(s, pid, tid, "schedstat", &s->cap_task_schedstat);
+                if (n < 0)
+                        goto vanished;
+                got_schedstat = n > 0 && sample_parse_schedstat(s->buf, &run_ns, &wait_ns, &slices) >= 0;
+        }
+        if (need_sched) {
+                n = read_expensive(s, pid, tid, "sched", &s->cap_task_sched);
+                if (n < 0)
+                        goto vanished;
+                got_sched = n > 0 && sample_parse_sched_migrations(s->buf, &migrations) >= 0;
+        }
+
+        /* Everything read: update the record. */
+        if (!fresh) {
+                uint64_t w = now > q->stat_upto ? now - q->stat_upto : 0;
+
+                t->window_usec = w;
+                t->util = 0;
+                if (w > 0) {
+                        if (got_schedstat && t->have_schedstat && q->schedstat_upto == q->stat_upto &&
+                            run_ns >= t->run_ns)
+                                /* ns-precise when both ends of the window have schedstat */
+                                t->util = (double) (run_ns - t->run_ns) / ((double) w * 1000.0);
+                        else
+                                t->util = (double) (f.utime + f.stime - t->utime_ticks - t->stime_ticks) *
+                                          (double) USEC_PER_SEC / (double) s->clk_tck / (double) w;
+                }
+                t->util = t->util < 0 ? 0 : t->util > 1.0 ? 1.0 : t->util;
+
+                t->nvcsw_per_s = t->nivcsw_per_s = 0;
+                if (got_status && st.have_ctxt && q->status_upto && now > q->status_upto &&
+                    st.nvcsw >= t->nvcsw && st.nivcsw >= t->nivcsw) {
+                        double dt = (double) (now - q->status_upto) / (double) USEC_PER_SEC;
+                        t->nvcsw_per_s = (double) (st.nvcsw - t->nvcsw) / dt;
+                        t->nivcsw_per_s = (double) (st.nivcsw - t->nivcsw) / dt;
+                }
+                t->run_delay_ms_per_s = 0;
+                if (got_schedstat && t->have_schedstat && q->schedstat_upto && now > q->schedstat_upto &&
+                    wait_ns >= t->wait_ns)
+                        t->run_delay_ms_per_s = (double) (wait_ns - t->wait_ns) / (double) (now - q->schedstat_upto);
+                t->migrations_per_s = 0;
+                if (got_sched && t->have_migrations && q->sched_upto && now > q->sched_upto &&
+                    migrations >= t->nr_migrations)
+                        t->migrations_per_s = (double) (migrations - t->nr_migrations) * (double) USEC_PER_SEC /
+                                              (double) (now - q->sched_upto);
+        }
+
+        if (got_schedstat) {
+                if (!p->explained_partial)
+                        p->explained_ns += fresh || !t->have_schedstat || run_ns < t->run_ns ? run_ns
+                                                                                         : run_ns - t->run_ns;
+                t->run_ns = run_ns;
+                t->wait_ns = wait_ns;
+                t->slices = slices;
+                t->have_schedstat = true;
+                q->schedstat_upto = now;
+        } else
+                p->explained_partial = true;
+        if (got_sched) {
+                t->nr_migrations = migrations;
+                t->have_migrations = true;
+                q->sched_upto = now;
+        }
+        if (need_schedstat || need_sched)
+                q->next_expensive_pass = s->pass + (fresh ? 1 + (unsigned) tid % s->opt.expensive_every_passes
+                                                          : s->opt.expensive_every_passes);
+        if (got_status) {
+                if (st.have_allowed)
+                        t->allowed = st.allowed;
+                if (st.have_ctxt) {
+                        t->nvcsw = st.nvcsw;
+                        t->nivcsw = st.nivcsw;
+                        q->status_upto = now;
+                }
+        }
+        if (need_status)
+                q->next_status_pass = s->pass + (fresh ? 1 + (unsigned) tid % s->opt.status_every_passes
+                                                       : s->opt.status_every_passes);
+
+        t->id = (struct task_id) { .pid = pid, .tid = tid, .start_time = f.start_time };
+        t->proc = &p->info;
+        memcpy(t->comm, f.comm, sizeof(t->comm));
+        t->kthread = f.flags & SAMPLE_PF_KTHREAD;
+        t->policy = sample_policy_from_kernel(f.policy);
+        t->nice = f.nice;
+        t->last_cpu = f.processor;
+        t->utime_ticks = f.utime;
+        t->stime_ticks = f.stime;
+        t->have_rates = !fresh;
+        q->stat_upto = now;
+        if (ran)
+                q->last_ran_pass = s->pass;
+        cpu_hist_push(q, t, f.processor);
+        q->seen_pass = s->pass;
+        if (fresh)
+                s->stats.threads_new++;
+        return 1;
+
+vanished:
+        q->failed_pass = s->pass;
+        s->stats.threads_vanished++;
+        return 0;
+}
+
+/* Counters known unchanged since the process's previous check: rates 0,
+ * "known up to" moves on. */
+static void thread_carry(struct sampler *s, size_t i, uint64_t now) {
+        struct task *t = &s->tasks[i];
+        struct thread_priv *q = &s->priv[i];
+        uint64_t since = q->proc->prev_check_usec;
+
+        /* Steady state (carried last pass too, rates already 0): only the window moves. */
+        if (q->carried_pass + 1 != s->pass || t->util != 0 || t->nvcsw_per_s != 0 || t->nivcsw_per_s != 0 ||
+            t->run_delay_ms_per_s != 0 || t->migrations_per_s != 0 || !t->have_rates) {
+                t->util = t->nvcsw_per_s = t->nivcsw_per_s = t->run_delay_ms_per_s = t->migrations_per_s = 0;
+                t->have_rates = true;
+        }
+        t->window_usec = now - s->last_usec;
+        /* Only a counter known as of the process's previous check is known as of
+         * now; one not read while its process was active keeps its older time,
+         * so its next rate averages over the whole unknown span. */
+        if (q->stat_upto >= since)
+                q->stat_upto = now;
+        if (q->status_upto >= since)
+                q->status_upto = now;
+        if (q->schedstat_upto >= since)
+                q->schedstat_upto = now;
+        if (q->sched_upto >= since)
+                q->sched_upto = now;
+        cpu_hist_push(q, t, t->last_cpu);
+        q->carried_pass = s->pass;
+}
+
+/* Re-read a carried thread's attributes (stat + status): name, policy, nice,
+ * last CPU, allowed CPUs can change without the thread running. */
+static void thread_refresh(struct sampler *s, size_t i) {
+        struct task *t = &s->tasks[i];
+        struct thread_priv *q = &s->priv[i];
+        struct stat_fields f;
+        struct status_fields st;
+        char rel[96];
+        ssize_t n;
+
+        snprintf(rel, sizeof(rel), "/proc/%d/task/%d/stat", (int) t->id.pid, (int) t->id.tid);
+        n = read_small(s, rel);
+        s->stats.cheap_reads++;
+        if (n < 0 || sample_parse_stat(s->buf, &f) < 0 || f.start_time != t->id.start_time) {
+                q->remove_pass = s->pass;
+                return;
+        }
+        snprintf(rel, sizeof(rel), "/proc/%d/task/%d/status", (int) t->id.pid, (int) t->id.tid);
+        n = read_small(s, rel);
+        s->stats.status_reads++;
+        if (n < 0) {
+                q->remove_pass = s->pass;
+                return;
+        }
+        /* Attributes only. The counters stay as last read with their "known up
+         * to" times, so whatever they moved by is counted when next read. */
+        memcpy(t->comm, f.comm, sizeof(t->comm));
+        t->policy = sample_policy_from_kernel(f.policy);
+        t->nice = f.nice;
+        if (sample_parse_status(s->buf, &st) >= 0 && st.have_allowed)
+                t->allowed = st.allowed;
+        s->stats.threads_refreshed++;
+}
+
+/* ---- processes -------------------------------------------------------- */
+
+static struct proc_rec *proc_lookup(struct sampler *s, pid_t pid) {
+        uint32_t slot;
+        return sample_table_get(&s->pids, pid, &slot) ? s->procs[slot] : NULL;
+}
+
+static struct proc_rec *proc_add(struct sampler *s, pid_t pid) {
+        struct proc_rec *p;
+
+        if (s->n_procs == s->allocated_procs) {
+                size_t na = MAX(s->allocated_procs * 2, (size_t) 256);
+                struct proc_rec **n = realloc(s->procs, na * sizeof(*n));
+                if (!n)
+                        return NULL;
+                s->procs = n;
+                s->allocated_procs = na;
+        }
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return NULL;
+        if (sample_table_put(&s->pids, pid, (uint32_t) s->n_procs) < 0) {
+                free(p);
+                return NULL;
+        }
+        p->info.pid = pid;
+        p->slot = (uint32_t) s->n_procs;
+        s->procs[s->n_procs++] = p;
+        return p;
+}
+
+static void proc_remove(struct sampler *s, struct proc_rec *p) {
+        size_t last = s->n_procs - 1, slot = p->slot;
+
+        sample_table_remove(&s->pids, p->info.pid);
+        if (slot != last) {
+                s->procs[slot] = s->procs[last];
+                s->procs[slot]->slot = (uint32_t) slot;
+                (void) sample_table_put(&s->pids, s->procs[slot]->info.pid, (uint32_t) slot);
+        }
+        s->n_procs--;
+        sample_proc_info_done(&p->info);
+        free(p);
+}
+
+/* The gate: 1 if p (known) is unchanged since the last pass, 0 if active,
+ * -ESRCH if the process is gone. *whole gets /proc/P/stat with the stat gate. */
+static int proc_gate(struct sampler *s, pid_t pid, struct proc_rec *p, uint64_t *ret_value,
+                     unsigned *ret_threads, struct stat_fields *whole, bool *have_whole) {
+        char rel[64];
+        ssize_t n;
+        int r;
+
+        *have_whole = false;
+        *ret_threads = 0;
+        switch (s->gate) {
+        case SAMPLER_GATE_CLOCK:
+                s->stats.gate_calls++;
+                r = read_process_clock(pid, ret_value);
+                if (r < 0)
+                        return r;
+                break;
+        case SAMPLER_GATE_STAT:
+                snprintf(rel, sizeof(rel), "/proc/%d/stat", (int) pid);
+                n = read_small(s, rel);
+                s->stats.cheap_reads++;
+                if (n < 0)
+                        return gone((int) n) ? -ESRCH : (int) n;
+                if (sample_parse_stat(s->buf, whole) < 0) {
+                        s->stats.errors++;
+                        return -EINVAL;
+                }
+                *have_whole = true;
+                *ret_value = whole->utime + whole->stime;
+                *ret_threads = whole->num_threads;
+                break;
+        default:
+                *ret_value = 0;
+                return 0;
+        }
+        if (!p || !p->gate_valid || p->dirty || p->exec_noted)
+                return 0;
+        if (*have_whole && whole->start_time != p->info.start_time)
+                return 0;
+        return *ret_value == p->gate_value && *ret_threads == p->gate_threads;
+}
+
+static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
+        uint64_t value;
+        struct proc_rec *p = proc_lookup(s, pid);
+        struct stat_fields whole, leader;
+        bool have_whole, fresh = false;
+        unsigned threads;
+        char rel[64];
+        ssize_t n;
+        int r;
+
+        if (p && p->seen_pass == s->pass)
+                return;   /* visited already (a pending pid that was also listed) */
+        if (p && p->gate_valid && !p->dirty && !p->exec_noted && p->n_threads >= s->opt.big_process_threads &&
+            s->pass < p->next_check_pass) {
+                /* Big and idle: not checked this pass. Only ENOENT below can tell it
+                 * exited, so an exit is noticed at the next check. */
+                p->mode = MODE_SKIP;
+                p->list = false;
+                p->seen_pass = s->pass;
+                s->stats.processes_skipped++;
+                return;
+        }
+
+        r = proc_gate(s, pid, p, &value, &threads, &whole, &have_whole);
+        if (r < 0)
+                return;   /* gone: not seen, its records are swept */
+        if (r > 0) {
+                p->mode = MODE_CARRY;
+                p->list = false;
+                p->seen_pass = s->pass;
+                p->prev_check_usec = p->check_usec;
+                p->check_usec = s->now_usec;
+                p->idle_checks++;
+                if (p->idle_checks >= 2 && p->n_threads >= s->opt.big_process_threads)
+                        p->next_check_pass = s->pass + s->opt.idle_gate_every_passes;
+                return;
+        }
+
+        /* Active. The leader's own stat: start time (PID reuse), thread count, name. */
+        snprintf(rel, sizeof(rel), "/proc/%d/task/%d/stat", (int) pid, (int) pid);
+        n = read_small(s, rel);
+        s->stats.cheap_reads++;
+        if (n < 0 || sample_parse_stat(s->buf, &leader) < 0) {
+                if (n >= 0)
+                        s->stats.errors++;
+                return;
+        }
+
+        if (p && p->info.start_time != leader.start_time) {
+                /* PID reused: a different process. Its old threads are dropped by
+                 * generation; nothing carries over. */
+                sample_proc_info_done(&p->info);
+                p->info.pid = pid;
+                p->generation++;
+                p->info_valid = p->gate_valid = false;
+        }
+        if (!p) {
+                p = proc_add(s, pid);
+                if (!p) {
+                        s->stats.errors++;
+                        return;
+                }
+                fresh = true;
+        }
+        p->seen_pass = s->pass;
+        p->leader = leader;
+        p->explained_ns = 0;
+        p->explained_partial = false;
+        p->prev_check_usec = p->check_usec;
+        p->check_usec = s->now_usec;
+        p->idle_checks = 0;
+        p->next_check_pass = 0;
+
+        if (!p->info_valid || p->exec_noted || !streq(p->info.comm, leader.comm)) {
+                /* New, exec'ed (connector), or renamed: exec changes the name, so
+                 * this catches exec without the connector too. */
+                s->stats.info_reads++;
+                r = sample_proc_info_load(s->root, pid, &leader, &p->info, &s->stats.files_read);
+                if (r < 0 && !gone(r))
+                        s->stats.errors++;
+                p->info_valid = r >= 0;
+                if (r < 0) {
+                        p->info.pid = pid;
+                        p->info.start_time = leader.start_time;
+                        snprintf(p->info.comm, sizeof(p->info.comm), "%s", leader.comm);
+                        p->info.kthread = leader.flags & SAMPLE_PF_KTHREAD;
+                }
+        }
+        p->exec_noted = false;
+
+        if (s->gate == SAMPLER_GATE_CLOCK && s->cap_task_schedstat && p->gate_valid && !fresh) {
+                p->mode = MODE_ACCOUNT;
+                p->gate_delta = value >= p->gate_value ? value - p->gate_value : 0;
+        } else
+                p->mode = MODE_FULL;
+
+        p->list = p->mode == MODE_FULL || p->dirty || s->pass >= p->next_list_pass ||
+                  (!p->untracked && leader.num_threads != p->n_threads);
+        if (p->list)
+                p->next_list_pass = s->pass + (p->next_list_pass ? s->opt.list_every_passes
+                                                                 : 1 + (unsigned) pid % s->opt.list_every_passes);
+        p->dirty = false;
+        p->gate_value = value;
+        p->gate_threads = threads;
+        p->gate_valid = true;
+        s->stats.processes_active++;
+}
+
+/*
+ * Visit every process: list /proc, or, when fork events tell us about new
+ * processes, visit the known ones and the announced ones, and list /proc
+ * only every list_proc_every_passes (or after lost events).
+ */
+static int visit_processes(struct sampler *s) {
+        size_t n = 0;
+
+        if (!s->events || s->events_lost || s->pass >= s->next_proc_list_pass) {
+                int r = for_each_pid_entry(s, "/proc", proc_visit, NULL);
+                if (r < 0)
+                        return r;
+                s->events_lost = false;
+                s->n_pending = 0;
+                s->next_proc_list_pass = s->pass + s->opt.list_proc_every_passes;
+                s->stats.proc_listed = true;
+                return 0;
+        }
+
+        /* proc_visit() may add records: work on a copy of the pids. */
+        if (s->allocated_visit < s->n_procs + s->n_pending) {
+                size_t na = MAX(s->n_procs + s->n_pending, (size_t) 256) * 2;
+                pid_t *v = realloc(s->visit, na * sizeof(*v));
+                if (!v)
+                        return -ENOMEM;
+                s->visit = v;
+                s->allocated_visit = na;
+        }
+        for (size_t k = 0; k < s->n_procs; k++)
+                s->visit[n++] = s->procs[k]->info.pid;
+        for (size_t k = 0; k < s->n_pending; k++)
+                s->visit[n++] = s->pending[k];
+        s->n_pending = 0;
+        for (size_t k = 0; k < n; k++)
+                proc_visit(s, s->visit[k], NULL);
+        return 0;
+}
+
+static void task_visit(struct sampler *s, pid_t tid, void *userdata) {
+        struct proc_rec *p = userdata;
+        uint32_t slot;
+
+        if (sample_table_get(&s->tids, tid, &slot)) {
+                struct thread_priv *q = &s->priv[slot];
+                if (q->proc == p && q->generation == p->generation) {
+                        q->listed_pass = s->pass;
+                        if (q->seen_pass == s->pass || q->failed_pass == s->pass)
+                                return;
+                        /* A known cold thread of an accounted process: the accounting decides. */
+                        if (p->mode == MODE_ACCOUNT && !thread_is_hot(s, q) && tid != p->info.pid)
+                                return;
+                }
+        }
+        if (thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, s->now_usec) > 0 &&
+            sample_table_get(&s->tids, tid, &slot))
+                s->priv[slot].listed_pass = s->pass;
+}
+
+/* Should record i be read now (its process is active)? */
+static bool want_read(struct sampler *s, size_t i) {
+        const struct thread_priv *q = &s->priv[i];
+        const struct proc_rec *p = q->proc;
+        const struct task *t = &s->tasks[i];
+
+        if (p->mode == MODE_FULL || thread_is_hot(s, q))
+                return true;
+        if (t->id.tid == p->info.pid)
+                /* The leader's stat is already here: read on if it shows activity. */
+                return p->leader.utime + p->leader.stime != t->utime_ticks + t->stime_ticks ||
+                       p->leader.processor != t->last_cpu || p->leader.state == 'R';
+        return false;
+}
+
+static bool alive(const struct sampler *s, size_t i) {
+        const struct thread_priv *q = &s->priv[i];
+        return q->proc && q->proc->seen_pass == s->pass && q->generation == q->proc->generation &&
+               q->failed_pass != s->pass;
+}
+
+static void read_active_threads(struct sampler *s, uint64_t now, bool cold_only) {
+        /* Records appended while reading are new and already read. */
+        size_t n = s->n_tasks;
+
+        for (size_t i = 0; i < n; i++) {
+                struct thread_priv *q = &s->priv[i];
+                struct proc_rec *p = q->proc;
+                pid_t tid;
+
+                /* Most records belong to carried or skipped processes: decide from
+                 * the process before touching the task record. */
+                if (p->seen_pass != s->pass || p->mode <= MODE_CARRY || q->seen_pass == s->pass ||
+                    !alive(s, i))
+                        continue;
+                if (cold_only ? p->mode != MODE_FULL : !want_read(s, i))
+                        continue;
+                tid = s->tasks[i].id.tid;
+                (void) thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, now);
+        }
+}
+
+static void list_threads(struct sampler *s) {
+        for (size_t k = 0; k < s->n_procs; k++) {
+                struct proc_rec *p = s->procs[k];
+                char rel[64];
+                int r;
+
+                if (p->seen_pass != s->pass || !p->list)
+                        continue;
+                snprintf(rel, sizeof(rel), "/proc/%d/task", (int) p->info.pid);
+                s->stats.processes_listed++;
+                r = for_each_pid_entry(s, rel, task_visit, p);
+                if (r < 0) {
+                        /* Gone between the gate and here: drop it this pass. */
+                        p->seen_pass = 0;
+                        if (!gone(r))
+                                s->stats.errors++;
+                }
+        }
+}
+
+/* MODE_ACCOUNT processes whose clock moved more than the hot threads explain
+ * get every thread read (MODE_FULL for the rest of the pass). Returns how many. */
+static unsigned account(struct sampler *s, uint64_t window_usec) {
+        uint64_t threshold = MAX(UNEXPLAINED_MIN_NS,
+                                 (uint64_t) ((double) window_usec * NSEC_PER_USEC * UNEXPLAINED_WINDOW_FRACTION));
+        unsigned full = 0;
+
+        for (size_t k = 0; k < s->n_procs; k++) {
+                struct proc_rec *p = s->procs[k];
+
+                if (p->seen_pass != s->pass || p->mode != MODE_ACCOUNT)
+                        continue;
+                if (p->explained_partial || p->gate_delta > p->explained_ns + threshold) {
+                        p->mode = MODE_FULL;
+                        full++;
+                }
+        }
+        return full;
+}
+
+static void sweep(struct sampler *s, uint64_t now) {
+        size_t n = s->n_tasks, budget;
+
+        /* 1: classify; carry what is proven (or accounted) unchanged */
+        for (size_t i = 0; i < n; i++) {
+                struct thread_priv *q = &s->priv[i];
+                struct proc_rec *p = q->proc;
+
+                if (!alive(s, i) || (p->list && q->listed_pass != s->pass))
+                        q->remove_pass = s->pass;
+                else if (q->seen_pass == s->pass)
+                        continue;
+                else if (p->mode == MODE_SKIP)
+                        s->stats.threads_carried++;   /* left as they were: rates of the last check */
+                else if (p->mode == MODE_FULL)
+                        q->remove_pass = s->pass;   /* read failed quietly */
+                else {
+                        thread_carry(s, i, now);
+                        s->stats.threads_carried++;
+                }
+        }
+
+        /* 2: refresh a slice of the carried threads, round-robin */
+        budget = (n + s->opt.refresh_passes - 1) / s->opt.refresh_passes;
+        for (size_t k = 0; k < budget && n > 0; k++) {
+                size_t i = (s->refresh_cursor + k) % n;
+                const struct thread_priv *q = &s->priv[i];
+                if (q->proc->mode <= MODE_CARRY && q->seen_pass != s->pass && q->remove_pass != s->pass)
+                        thread_refresh(s, i);
+        }
+        s->refresh_cursor = n ? (s->refresh_cursor + budget) % n : 0;
+
+        /* 3: drop the dead, from the end so swapped-in records were already looked at */
+        for (size_t i = n; i > 0; i--)
+                if (s->priv[i - 1].remove_pass == s->pass) {
+                        if (s->priv[i - 1].carried_pass == s->pass)
+                                s->stats.threads_carried--;   /* carried, then its refresh failed */
+                        thread_remove(s, i - 1);
+                        s->stats.threads_gone++;
+                }
+
+        for (size_t k = s->n_procs; k > 0; k--)
+                if (s->procs[k - 1]->seen_pass != s->pass)
+                        proc_remove(s, s->procs[k - 1]);
+}
+
+/* CPU time of this thread. Not getrusage(RUSAGE_THREAD): that is scaled from
+ * ticks and reads 0 for most passes of a few hundred µs. */
+static uint64_t thread_cpu_usec(void) {
+        struct timespec ts;
+
+        if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+                return 0;
+        return (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / NSEC_PER_USEC;
+}
+
+int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_snapshot) {
+        uint64_t wall0, cpu0, window;
+        struct sampler_stats *st;
+        int r;
+
+        if (!s || !ret_snapshot)
+                return -EINVAL;
+        wall0 = util_now_usec();
+        cpu0 = thread_cpu_usec();
+        st = &s->stats;
+        if (s->last_usec && now_usec <= s->last_usec)
+                now_usec = s->last_usec + 1;   /* rates need time to pass */
+        window = s->last_usec ? now_usec - s->last_usec : 0;
+        s->pass++;
+        s->now_usec = now_usec;
+
+        /* per-pass figures start from zero; totals and capabilities stay */
+        st->window_usec = window;
+        st->processes = st->processes_active = st->processes_listed = st->processes_full = 0;
+        st->threads = st->threads_read = st->threads_carried = st->threads_refreshed = 0;
+        st->threads_new = st->threads_gone = st->threads_vanished = st->threads_untracked = 0;
+        st->processes_skipped = 0;
+        st->proc_listed = false;
+        st->files_read = st->cheap_reads = st->status_reads = st->expensive_reads = 0;
+        st->info_reads = st->gate_calls = st->errors = 0;
+        sample_cpus(s, window);
+
+        r = visit_processes(s);
+        if (r < 0) {
+                s->pass--;
+                return r;
+        }
+        read_active_threads(s, now_usec, false);
+        list_threads(s);
+        if (account(s, window) > 0)
+                read_active_threads(s, now_usec, true);
+        sweep(s, now_usec);
+
+        for (size_t k = 0; k < s->n_procs; k++)
+                if (s->procs[k]->mode == MODE_FULL && s->procs[k]->seen_pass == s->pass)
+                        st->processes_full++;
+        st->processes = (unsigned) s->n_procs;
+        st->threads = (unsigned) s->n_tasks;
+
+        s->snap = (struct snapshot) {
+                .timestamp_usec = now_usec,
+                .window_usec = window,
+                .topo = s->topo,
+                .tasks = s->tasks,
+                .n_tasks = s->n_tasks,
+                .cpus = s->cpus,
+                .psi_cpu_some_avg10 = s->snap.psi_cpu_some_avg10,
+                .wake_source = "none",
+                .task_index = &s->tids,
+        };
+        s->last_usec = now_usec;
+
+        st->passes = s->pass;
+        st->gate = sampler_gate_to_string(s->gate);
+        st->task_schedstat = s->cap_task_schedstat;
+        st->task_sched = s->cap_task_sched;
+        st->cpu_schedstat = s->cap_cpu_schedstat;
+        st->psi = s->cap_psi;
+        st->wall_usec = util_now_usec() - wall0;
+        st->cpu_usec = thread_cpu_usec() - cpu0;
+        st->total_wall_usec += st->wall_usec;
+        st->total_cpu_usec += st->cpu_usec;
+        st->total_files_read += st->files_read;
+        st->total_expensive_reads += st->expensive_reads;
+
+        *ret_snapshot = &s->snap;
+        return 0;
+}
+
+/* ---- connector hints -------------------------------------------------- */
+
+static void note_new_process(struct sampler *s, pid_t pid) {
+        if (!s->events)
+                return;   /* /proc is listed every pass anyway */
+        if (!s->pending) {
+                s->pending = malloc(PENDING_MAX * sizeof(*s->pending));
+                if (!s->pending) {
+                        s->events_lost = true;
+                        return;
+                }
+        }
+        if (s->n_pending >= PENDING_MAX) {
+                s->events_lost = true;   /* a fork storm: list /proc instead */
+                return;
+        }
+        s->pending[s->n_pending++] = pid;
+}
+
+void sampler_note_fork(struct sampler *s, pid_t pid, pid_t tid) {
+        struct proc_rec *p;
+
+        if (!s || pid <= 0)
+                return;
+        p = proc_lookup(s, pid);
+        if (p)
+                p->dirty = true;   /* a new thread: re-list its threads on the next pass */
+        else if (pid == tid)
+                note_new_process(s, pid);
+}
+
+void sampler_note_lost(struct sampler *s) {
+        if (s)
+                s->events_lost = true;
+}
+
+void sampler_set_process_events(struct sampler *s, bool on) {
+        if (!s)
+                return;
+        if (on && !s->events)
+                s->events_lost = true;   /* start from a full listing */
+        s->events = on;
+        s->n_pending = 0;
+}
+
+void sampler_note_exec(struct sampler *s, pid_t pid) {
+        struct proc_rec *p;
+
+        if (!s)
+                return;
+        p = proc_lookup(s, pid);
+        if (p) {
+                p->exec_noted = true;
+                p->dirty = true;   /* exec from a non-leader thread kills all the others */
+        } else
+                note_new_process(s, pid);
+}
+
+void sampler_note_exit(struct sampler *s, pid_t pid, pid_t tid) {
+        struct proc_rec *p;
+
+        if (!s)
+                return;
+        p = proc_lookup(s, pid);
+        if (p)
+                p->dirty = true;
+        /* The snapshot handed out stays as it is until the next pass, which
+         * drops the thread (its read fails or the listing lacks it). */
+}
+
+/* ---- stats ------------------------------------------------------------ */
+
+void sampler_get_stats(const struct sampler *s, struct sampler_stats *ret) {
+        *ret = s->stats;
+        ret->gate = sampler_gate_to_string(s->gate);
+        ret->task_schedstat = s->cap_task_schedstat;
+        ret->task_sched = s->cap_task_sched;
+        ret->cpu_schedstat = s->cap_cpu_schedstat;
+        ret->psi = s->cap_psi;
+}
+
+int sampler_stats_to_json(const struct sampler *s, struct json_object **ret) {
+        struct json_object *o, *caps, *last, *total;
+        struct sampler_stats st;
+
+        if (!s || !ret)
+                return -EINVAL;
+        sampler_get_stats(s, &st);
+        o = json_object_new_object();
+        caps = json_object_new_object();
+        last = json_object_new_object();
+        total = json_object_new_object();
+        if (!o || !caps || !last || !total) {
+                json_object_put(o);
+                json_object_put(caps);
+                json_object_put(last);
+                json_object_put(total);
+                return -ENOMEM;
+        }
+#define ADD(obj, k, v) json_object_object_add((obj), (k), (v))
+#define U(v) json_object_new_int64((int64_t) (v))
+        ADD(o, "passes", U(st.passes));
+        ADD(o, "gate", json_object_new_string(st.gate));
+        ADD(o, "max_threads", U(s->max_threads));
+        ADD(o, "process_events", json_object_new_boolean(s->events));
+
+        ADD(caps, "task_schedstat", json_object_new_boolean(st.task_schedstat));
+        ADD(caps, "task_sched", json_object_new_boolean(st.task_sched));
+        ADD(caps, "cpu_schedstat", json_object_new_boolean(st.cpu_schedstat));
+        ADD(caps, "psi", json_object_new_boolean(st.psi));
+        ADD(o, "kernel", caps);
+
+        ADD(last, "window_us", U(st.window_usec));
+        ADD(last, "wall_us", U(st.wall_usec));
+        ADD(last, "cpu_us", U(st.cpu_usec));
+        ADD(last, "processes", U(st.processes));
+        ADD(last, "processes_active", U(st.processes_active));
+        ADD(last, "processes_listed", U(st.processes_listed));
+        ADD(last, "processes_full", U(st.processes_full));
+        ADD(last, "processes_skipped", U(st.processes_skipped));
+        ADD(last, "proc_listed", json_object_new_boolean(st.proc_listed));
+        ADD(last, "threads", U(st.threads));
+        ADD(last, "threads_read", U(st.threads_read));
+        ADD(last, "threads_carried", U(st.threads_carried));
+        ADD(last, "threads_refreshed", U(st.threads_refreshed));
+        ADD(last, "threads_new", U(st.threads_new));
+        ADD(last, "threads_gone", U(st.threads_gone));
+        ADD(last, "threads_vanished", U(st.threads_vanished));
+        ADD(last, "threads_untracked", U(st.threads_untracked));
+        ADD(last, "files_read", U(st.files_read));
+        ADD(last, "cheap_reads", U(st.cheap_reads));
+        ADD(last, "status_reads", U(st.status_reads));
+        ADD(last, "expensive_reads", U(st.expensive_reads));
+        ADD(last, "info_reads", U(st.info_reads));
+        ADD(last, "gate_calls", U(st.gate_calls));
+        ADD(last, "errors", U(st.errors));
+        ADD(o, "last_pass", last);
+
+        ADD(total, "wall_us", U(st.total_wall_usec));
+        ADD(total, "cpu_us", U(st.total_cpu_usec));
+        ADD(total, "files_read", U(st.total_files_read));
+        ADD(total, "expensive_reads", U(st.total_expensive_reads));
+        ADD(o, "total", total);
+#undef U
+#undef ADD
+        *ret = o;
+        return 0;
+}

@@ -1,0 +1,136 @@
+#!/bin/bash
+# Integration (issue 3): the daemon undoes what it did.
+#  1. a test policy pins a hog; SIGTERM → the original mask is back and the
+#     journal holds only its header;
+#  2. pinned again; kill -9 → the mask stays pinned; the next start (with
+#     no policies at all) restores it from the journal before answering;
+#  3. pinned again; the user runs taskset → the daemon stops managing it,
+#     and SIGTERM leaves the user's mask alone.
+# A lone hog on an idle box may never migrate, and the hog detector wants
+# migrations; a "kicker" (a short spinner started pinned onto whatever CPU
+# the hog is on) makes the balancer move it, without touching the hog's
+# own affinity. The kicker is pinned, so the daemon leaves it alone.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+# Before any skip: lib.sh's cleanup ends in `[ -n "$RUNDIR" ] && ...`, which
+# under set -e turns exit 77 into 1 when RUNDIR is unset.
+RUNDIR=$(mktemp -d /tmp/affd-test.XXXXXX)
+require_root
+require_cmd taskset
+require_cmd timeout
+"$AFFINITYD" --help 2>&1 | grep -q -- '--runtime-dir' ||
+        skip "affinityd has no main loop yet (the manager is being written)"
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+HOGBIN=$top_builddir/tests/workloads/hog
+[ -x "$HOGBIN" ] || skip "tests/workloads/hog not built"
+
+cfg=$(mktemp -d /tmp/affd-cfg.XXXXXX)
+quiet=$(mktemp -d /tmp/affd-quiet.XXXXXX)
+mkdir -p "$cfg/policies.d" "$quiet/policies.d"
+cat > "$cfg/affinityd.conf" <<'INI'
+[Daemon]
+Interval=200ms
+Hysteresis=1
+Cooldown=0s
+# the kicker makes the hog slower on purpose: no effect-check undo here
+EffectCheck=no
+INI
+cat > "$cfg/policies.d/50-test-hog.policy" <<'INI'
+[Policy]
+Detector=hog
+Action=pin
+
+[Match]
+Comm=hog
+
+[Detect]
+Util=50%
+Migrations=0.01/s
+Window=2s
+INI
+cat > "$quiet/affinityd.conf" <<'INI'
+[Daemon]
+Interval=200ms
+INI
+
+"$HOGBIN" -n 1 -d 0 -p "$RUNDIR/hog.pid" >/dev/null 2>&1 &
+CHILDREN+=("$!")
+wait_for 5 test -s "$RUNDIR/hog.pid" || fail "hog workload did not start"
+HOG=$(head -n1 "$RUNDIR/hog.pid")
+CHILDREN+=("$HOG")
+ORIG=$(allowed_of "$HOG")
+
+KICKER=
+start_kicker() {
+        ( while :; do
+                c=$(awk '{print $39}' "/proc/$HOG/stat" 2>/dev/null) || exit 0
+                taskset -c "$c" timeout 0.3 sh -c 'while :; do :; done' || true
+                sleep 0.2
+          done ) &
+        KICKER=$!
+        CHILDREN+=("$KICKER")
+}
+stop_kicker() {
+        [ -n "$KICKER" ] || return 0
+        kill "$KICKER" 2>/dev/null || true
+        wait "$KICKER" 2>/dev/null || true
+        KICKER=
+}
+
+pinned() {
+        local m
+        m=$(allowed_of "$HOG")
+        [ "$m" != "$ORIG" ] && [[ "$m" =~ ^[0-9]+$ ]]
+}
+
+pin_hog() {
+        start_kicker
+        start_daemon "$cfg"
+        if ! wait_for 30 pinned; then
+                stop_kicker
+                ctl hogs 2>&1 | head -n 20 || true
+                tail -n 20 "$RUNDIR/daemon.log" || true
+                fail "the hog ($HOG, mask $(allowed_of "$HOG")) was not pinned within 30 s"
+        fi
+        stop_kicker
+}
+
+journal_live() { grep -c '"rec":"begin"' "$RUNDIR/journal" || true; }
+
+# 1. SIGTERM restores
+pin_hog
+ctl actions --json | grep -q "task:$HOG:" || fail "affctl actions does not list the pin of $HOG"
+[ "$(journal_live)" -ge 1 ] || fail "no begin record in the journal while pinned"
+stop_daemon
+[ "$(allowed_of "$HOG")" = "$ORIG" ] || fail "SIGTERM: mask is $(allowed_of "$HOG"), want $ORIG"
+[ "$(wc -l < "$RUNDIR/journal")" -eq 1 ] || fail "SIGTERM: journal not compacted to its header"
+echo "ok 1: SIGTERM restored $ORIG"
+
+# 2. kill -9, restart restores
+pin_hog
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null || true
+DAEMON_PID=
+pinned || fail "kill -9: the pin vanished by itself (mask $(allowed_of "$HOG"))"
+start_daemon "$quiet"
+[ "$(allowed_of "$HOG")" = "$ORIG" ] ||
+        fail "restart after kill -9: mask is $(allowed_of "$HOG"), want $ORIG"
+grep -qi "restor" "$RUNDIR/daemon.log" || echo "note: the daemon log does not mention the restore"
+stop_daemon
+echo "ok 2: the start after kill -9 restored $ORIG"
+
+# 3. a user's taskset wins
+pin_hog
+ours=$(allowed_of "$HOG")
+for c in $(seq 0 $(( $(nproc) - 1 ))); do
+        [ "$c" != "$ours" ] && user=$c && break
+done
+taskset -p -c "$user" "$HOG" >/dev/null
+not_managed() { ! ctl actions --json | grep -q "task:$HOG:"; }
+wait_for 10 not_managed || fail "the daemon still manages $HOG after the user's taskset"
+stop_daemon
+[ "$(allowed_of "$HOG")" = "$user" ] ||
+        fail "the user's taskset was overwritten: mask $(allowed_of "$HOG"), want $user"
+echo "ok 3: the user's taskset ($user) was left alone"
+
+rm -rf "$cfg" "$quiet"

@@ -1,0 +1,150 @@
+#!/bin/bash
+# Integration (issue 5, seed 002) with real processes and the built daemon:
+#   1. three hogs on two CPUs → none pinned, `affctl hogs` says why;
+#   2. two hogs + bursty noise → pinned one per CPU, their migrations drop to ~0;
+#   3. a hog that stops (SIGSTOP: util 0) → released after hysteresis;
+#   4. SIGTERM → every mask we set is back to what it was.
+# The policy matches only this test's hogs (their command line holds this
+# test's temp dir), so nothing else on the machine is touched. The planner
+# counts every busy thread on the machine, though: if other work keeps the
+# CPUs busy, pinning would be wrong and the test skips (exit 77) saying so.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+require_cmd jq
+
+HOG=$top_builddir/tests/workloads/hog
+DUTY=$top_builddir/tests/workloads/duty
+[ -x "$HOG" ] && [ -x "$DUTY" ] || skip "workloads not built (make tests/workloads/hog tests/workloads/duty)"
+
+ncpu=$(nproc)
+[ "$ncpu" -ge 2 ] || skip "needs at least 2 CPUs"
+# The scenarios are written for two usable CPUs: restrict everything we start to CPUs 0-1.
+CPUS=0-1
+command -v taskset >/dev/null || skip "needs taskset"
+
+work=$(mktemp -d /tmp/affd-hogs.XXXXXX)
+cfg=$work/cfg
+mkdir -p "$cfg/policies.d"
+cat > "$cfg/affinityd.conf" <<'INI'
+[Daemon]
+Interval=200ms
+Hysteresis=2
+Cooldown=1s
+MaxActionsPerInterval=4
+INI
+cat > "$cfg/policies.d/50-test-hogs.policy" <<INI
+[Policy]
+Name=test-hogs
+Detector=hog
+Action=pin
+# the hogs run under taskset -c 0-1, which is "narrowed" on a machine with more CPUs
+AllowNarrowed=yes
+
+[Match]
+Cmdline=*$work/*
+
+[Detect]
+Util=70%
+Migrations=0.1/s
+Window=10s
+INI
+
+cleanup_work() { rm -rf "$work"; }
+trap 'cleanup; cleanup_work' EXIT
+
+migrations_of() { awk '/^se.nr_migrations/ {print $3}' "/proc/$1/sched"; }
+is_single_cpu() { [[ "$(allowed_of "$1")" =~ ^[0-9]+$ ]]; }
+hogs_json() { ctl hogs --json; }
+
+# start_hogs N NAME: N hog processes on CPUs 0-1 (unpinned within them); PIDs in $work/NAME.pids
+start_hogs() {
+        local n=$1 name=$2
+        rm -f "$work/$name.pids"
+        taskset -c "$CPUS" "$HOG" -n "$n" -d 0 -p "$work/$name.pids" >/dev/null 2>&1 &
+        CHILDREN+=("$!")
+        eval "${name}_MAIN=$!"
+        wait_for 10 test -s "$work/$name.pids" || fail "hog workload did not start"
+        wait_for 5 bash -c "[ \$(wc -l < '$work/$name.pids') -eq $n ]" || fail "hog pid file incomplete"
+}
+
+stop_pid() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+
+skip_if_busy_machine() {
+        # overcommit as the planner sees it: more busy threads than CPUs, beyond ours
+        local hogs cpus
+        hogs=$(hogs_json | jq -r '.overcommit.hogs // 0')
+        cpus=$(hogs_json | jq -r '.overcommit.cpus // 0')
+        if [ "$hogs" -gt "$1" ] && [ "$hogs" -gt "$cpus" ]; then
+                skip "other work keeps the CPUs busy ($hogs busy threads on $cpus CPUs): pinning would be wrong here"
+        fi
+}
+
+orig_mask=$(taskset -c "$CPUS" sh -c 'awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status')
+
+start_daemon "$cfg" --interval 200
+
+# ---------------------------------------------------------------- 1. n+1: three hogs on two CPUs
+start_hogs 3 three
+mapfile -t THREE < "$work/three.pids"
+left_alone() {
+        hogs_json | jq -e '[.hogs[] | select(.state == "left alone" and (.why | test("hogs > [0-9]+ usable CPUs")))] | length >= 1' >/dev/null
+}
+wait_for 20 left_alone || { hogs_json >&2; fail "three hogs on two CPUs: affctl hogs never says 'left alone: N hogs > M usable CPUs'"; }
+# and for a while (10 hysteresis intervals) none of them gets pinned
+deadline=$(( $(date +%s) + 3 ))
+while [ "$(date +%s)" -lt "$deadline" ]; do
+        for p in "${THREE[@]}"; do
+                is_single_cpu "$p" && fail "hog $p pinned to $(allowed_of "$p") while 3 hogs share 2 CPUs"
+        done
+        sleep 0.2
+done
+stop_pid "$three_MAIN"
+echo "ok 1: three hogs on two CPUs left alone"
+
+# ---------------------------------------------------------------- 2. two hogs + bursty noise
+taskset -c "$CPUS" "$DUTY" --burst -n 2 -d 0 >/dev/null 2>&1 &
+NOISE=$!; CHILDREN+=("$NOISE")
+start_hogs 2 two
+mapfile -t TWO < "$work/two.pids"
+a=${TWO[0]} b=${TWO[1]}
+
+both_pinned() {
+        is_single_cpu "$a" && is_single_cpu "$b" && [ "$(allowed_of "$a")" != "$(allowed_of "$b")" ]
+}
+if ! wait_for 60 both_pinned; then
+        skip_if_busy_machine 2
+        hogs_json >&2
+        fail "two hopping hogs not pinned one per CPU within 60 s (allowed: $(allowed_of "$a") / $(allowed_of "$b"))"
+fi
+echo "ok 2a: hogs pinned to CPU $(allowed_of "$a") and CPU $(allowed_of "$b")"
+
+# affctl hogs explains it
+hogs_json | jq -e --argjson p "$a" '[.hogs[] | select(.tid == $p and (.state == "pinned" or .state == "pinning"))] | length == 1' >/dev/null ||
+        { hogs_json >&2; fail "affctl hogs does not show hog $a as pinned"; }
+
+# migrations of the pinned hogs drop to ~0 (a pinned task can only be moved by hotplug)
+ma0=$(migrations_of "$a"); mb0=$(migrations_of "$b")
+sleep 3
+ma1=$(migrations_of "$a"); mb1=$(migrations_of "$b")
+[ $((ma1 - ma0)) -le 1 ] && [ $((mb1 - mb0)) -le 1 ] ||
+        fail "pinned hogs still migrate: $((ma1 - ma0)) and $((mb1 - mb0)) in 3 s"
+echo "ok 2b: migrations in 3 s after pinning: $((ma1 - ma0)), $((mb1 - mb0))"
+
+# ---------------------------------------------------------------- 3. a hog that stops is released
+kill -STOP "$a"
+released() { [ "$(allowed_of "$a")" = "$orig_mask" ]; }
+wait_for 15 released || { kill -CONT "$a"; hogs_json >&2; fail "stopped hog $a still pinned to $(allowed_of "$a")"; }
+is_single_cpu "$b" || fail "the other hog lost its pin when one stopped"
+kill -CONT "$a"
+echo "ok 3: stopped hog released (back to $orig_mask), the other still pinned"
+
+# ---------------------------------------------------------------- 4. SIGTERM restores
+is_single_cpu "$b" || fail "hog $b not pinned before SIGTERM"
+stop_daemon
+[ "$(allowed_of "$b")" = "$orig_mask" ] || fail "after SIGTERM hog $b is still on $(allowed_of "$b"), want $orig_mask"
+[ "$(allowed_of "$a")" = "$orig_mask" ] || fail "after SIGTERM hog $a is on $(allowed_of "$a"), want $orig_mask"
+echo "ok 4: SIGTERM restored $orig_mask"
+
+stop_pid "$two_MAIN"
+stop_pid "$NOISE"
+echo "ok: hogs integration"

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * detect_pairs() on struct literals: a split ping-pong pair, a stream, a
+ * pair that is together, one-way traffic, thresholds from the policy,
+ * members that are gone, kernel threads, narrowed affinity, and the
+ * fallback source without split evidence.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "detect.h"
+#include "test-util.h"
+
+#define ALL2 ((cpumask_t) { .bits = { 0x3 } })
+#define CPU0 ((cpumask_t) { .bits = { 0x1 } })
+#define CPU1 ((cpumask_t) { .bits = { 0x2 } })
+
+static struct topo_cpu topo_cpus[2] = {
+        { .online = true, .core_id = 0, .llc_id = 0, .package_id = 0, .node = 0 },
+        { .online = true, .core_id = 1, .llc_id = 0, .package_id = 0, .node = 0 },
+};
+static struct topology topo = {
+        .n_cpus = 2,
+        .cpus = topo_cpus,
+        .online = ALL2,
+        .self_allowed = ALL2,
+        .n_llcs = 1, .n_nodes = 1, .n_cores = 2,
+};
+
+static struct policy pair_policy = {
+        .name = (char *) "pairs",
+        .enabled = true,
+        .priority = 50,
+        .detector = DETECT_PAIR,
+        .action = ACTION_COLOCATE,
+        .match = { .kthreads = MATCH_ANY, .realtime = MATCH_ANY },
+        .util_min = -1, .migrations_min_per_s = -1, .wake_rate_min_per_s = -1,
+        .run_delay_min_ms_per_s = -1, .steal_min = -1, .group_util_max = -1,
+        .cpu_weight = -1,
+};
+
+static struct config config = {
+        .daemon = { .interval_usec = 1000000, .max_actions_per_interval = 4, .hysteresis_intervals = 3 },
+        .policies = &pair_policy,
+        .n_policies = 1,
+};
+
+static struct task mktask(pid_t tid, double util, int cpu) {
+        struct task t = {
+                .id = { .pid = tid, .tid = tid, .start_time = 1000 + (uint64_t) tid },
+                .last_cpu = cpu,
+                .allowed = ALL2,
+                .have_rates = true,
+                .util = util,
+                .nvcsw_per_s = 40000,
+                .window_usec = 1000000,
+        };
+        snprintf(t.comm, sizeof(t.comm), "pp%d", (int) tid);
+        cpumask_set(&t.cpus_seen, cpu);
+        return t;
+}
+
+static struct wake_edge mkedge(pid_t a, pid_t b, double rate, double split) {
+        struct wake_edge e = { .waker_tid = a, .wakee_tid = b, .wakeups_per_s = rate };
+#ifdef WAKE_EDGE_HAVE_SPLIT
+        e.split_fraction = split;
+        e.waker_cpu = e.wakee_cpu = -1;
+#else
+        (void) split;
+#endif
+        return e;
+}
+
+static struct snapshot mksnap(struct task *tasks, size_t n_tasks, struct wake_edge *edges, size_t n_edges) {
+        return (struct snapshot) {
+                .timestamp_usec = 10 * USEC_PER_SEC,
+                .window_usec = USEC_PER_SEC,
+                .topo = &topo,
+                .tasks = tasks,
+                .n_tasks = n_tasks,
+                .edges = edges,
+                .n_edges = n_edges,
+                .wake_source = "perf",
+        };
+}
+
+static void run(const struct snapshot *s, struct findings *out) {
+        findings_clear(out);
+        ASSERT_OK(detect_pairs(s, &config, 1, out));
+}
+
+static void test_split_pair(void) {
+        struct task tasks[] = { mktask(100, 0.60, 0), mktask(101, 0.55, 1), mktask(7, 0.1, 0) };
+        struct wake_edge edges[] = {
+                mkedge(101, 100, 44000, 0.9),    /* order must not matter */
+                mkedge(100, 101, 45000, 0.95),
+                mkedge(7, 100, 50, 1),           /* noise */
+        };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+        char key[128];
+
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].kind, DETECT_PAIR);
+        ASSERT_TRUE(f.items[0].policy == &pair_policy);
+        ASSERT_EQ(f.items[0].n_members, 2);
+        ASSERT_EQ(f.items[0].members[0].tid, 100);
+        ASSERT_EQ(f.items[0].members[1].tid, 101);
+        ASSERT_EQ(f.items[0].members[1].start_time, 1101);
+        ASSERT_NEAR(f.items[0].wake_rate_per_s, 44000, 1e-6);
+        ASSERT_NEAR(f.items[0].combined_util, 1.15, 1e-9);
+        ASSERT_TRUE(cpumask_equal(&f.items[0].cpus_seen, &ALL2));
+        ASSERT_TRUE(strncmp(f.items[0].note, "stream", 6) != 0);
+#ifdef WAKE_EDGE_HAVE_SPLIT
+        /* rate-weighted: (45000 * 0.95 + 44000 * 0.9) / 89000 */
+        ASSERT_NEAR(f.items[0].split_fraction, (45000 * 0.95 + 44000 * 0.9) / 89000, 1e-9);
+#else
+        ASSERT_NEAR(f.items[0].split_fraction, 1.0, 1e-9);   /* last CPUs differ */
+#endif
+        ASSERT_STREQ(finding_key(&f.items[0], key, sizeof(key)), "pair:100:101");
+        findings_clear(&f);
+}
+
+static void test_stream(void) {
+        /* a pipelined producer/consumer: both busy */
+        struct task tasks[] = { mktask(200, 0.95, 0), mktask(201, 0.90, 1) };
+        struct wake_edge edges[] = { mkedge(200, 201, 30000, 1), mkedge(201, 200, 30000, 1) };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_TRUE(strncmp(f.items[0].note, "stream", 6) == 0);
+        ASSERT_NEAR(f.items[0].combined_util, 1.85, 1e-9);
+
+        /* MaxCombinedUtil=200% makes it a pair */
+        pair_policy.group_util_max = 2.0;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_TRUE(strncmp(f.items[0].note, "stream", 6) != 0);
+        pair_policy.group_util_max = -1;
+        findings_clear(&f);
+}
+
+static void test_thresholds(void) {
+        struct task tasks[] = { mktask(300, 0.3, 0), mktask(301, 0.3, 1) };
+        struct wake_edge one_way[] = { mkedge(300, 301, 50000, 1), mkedge(301, 300, 100, 1) };
+        struct wake_edge slow[] = { mkedge(300, 301, 1500, 1), mkedge(301, 300, 1600, 1) };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), one_way, ELEMENTSOF(one_way));
+        struct findings f = {};
+
+        /* a producer waking a consumer that never wakes it back is not a ping-pong */
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+
+        /* below the default 2000/s both ways */
+        s.edges = slow;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        pair_policy.wake_rate_min_per_s = 1000;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_NEAR(f.items[0].wake_rate_per_s, 1500, 1e-9);
+        pair_policy.wake_rate_min_per_s = -1;
+
+        /* no pair policy at all: nothing */
+        pair_policy.enabled = false;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        pair_policy.enabled = true;
+        findings_clear(&f);
+}
+
+static void test_not_ours(void) {
+        struct task tasks[] = { mktask(400, 0.5, 0), mktask(401, 0.5, 1) };
+        struct wake_edge edges[] = { mkedge(400, 401, 40000, 1), mkedge(401, 400, 40000, 1) };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+
+        /* exited: the snapshot no longer has 401 */
+        s.n_tasks = 1;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        s.n_tasks = 2;
+
+        /* no rates yet (first sample of a new thread) */
+        tasks[1].have_rates = false;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        tasks[1].have_rates = true;
+
+        /* kernel thread */
+        tasks[0].kthread = true;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        tasks[0].kthread = false;
+
+        /* the daemon itself */
+        findings_clear(&f);
+        ASSERT_OK(detect_pairs(&s, &config, 400, &f));
+        ASSERT_EQ(f.n, 0);
+
+        /* someone ran taskset -c 1 on one member: respected, no finding */
+        tasks[0].allowed = CPU1;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        /* split across two narrowed masks: someone's choice, still no finding */
+        tasks[0].allowed = CPU0;
+        tasks[1].allowed = CPU1;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+
+        /* both pinned to CPU 0 (how a pair we co-located looks): still a finding, together */
+        tasks[1].allowed = CPU0;
+        tasks[1].last_cpu = 0;
+        edges[0] = mkedge(400, 401, 120000, 0);
+        edges[1] = mkedge(401, 400, 120000, 0);
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_TRUE(f.items[0].split_fraction < 0.5);
+        findings_clear(&f);
+}
+
+static void test_no_split_evidence(void) {
+        /* the fallback source: rates, no split (split_fraction -1): last_cpu decides */
+        struct task tasks[] = { mktask(500, 0.5, 0), mktask(501, 0.5, 1) };
+        struct wake_edge edges[] = { mkedge(500, 501, 30000, -1), mkedge(501, 500, 30000, -1) };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+
+        s.wake_source = "fallback:pipes+unix-sockets";
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_NEAR(f.items[0].split_fraction, 1.0, 1e-9);
+        tasks[1].last_cpu = 0;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_NEAR(f.items[0].split_fraction, 0.0, 1e-9);
+
+        /* no edges at all */
+        s.n_edges = 0;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        findings_clear(&f);
+}
+
+static void test_many(void) {
+        /* one server thread, three clients: one finding per pair above the rate */
+        struct task tasks[] = { mktask(600, 0.8, 0), mktask(601, 0.2, 1), mktask(602, 0.2, 1), mktask(603, 0.1, 0) };
+        struct wake_edge edges[] = {
+                mkedge(600, 601, 9000, 1), mkedge(601, 600, 9000, 1),
+                mkedge(600, 602, 5000, 1), mkedge(602, 600, 5000, 1),
+                mkedge(600, 603, 500, 0), mkedge(603, 600, 500, 0),
+        };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+
+        run(&s, &f);
+        ASSERT_EQ(f.n, 2);
+        findings_clear(&f);
+}
+
+int main(void) {
+        test_split_pair();
+        test_stream();
+        test_thresholds();
+        test_not_ours();
+        test_no_split_evidence();
+        test_many();
+        return 0;
+}

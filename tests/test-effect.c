@@ -1,0 +1,210 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <math.h>
+
+#include "common/util.h"
+#include "effect.h"
+#include "test-util.h"
+
+/* The tests below use 3 samples for brevity unless they say otherwise. */
+static struct effect_params params3(void) {
+        struct effect_params p = effect_params_default();
+        p.min_samples = 3;
+        return p;
+}
+
+static struct effect_result judge(double before, const double *after, size_t n, const struct effect_params *p) {
+        struct effect_result r;
+        ASSERT_OK(effect_judge(before, after, n, p, &r));
+        return r;
+}
+
+static void test_wait_for_samples(void) {
+        struct effect_params p = effect_params_default();
+        const double after[] = { 0.2, 0.2 };
+
+        ASSERT_NEAR(p.tolerance, 0.10, 1e-12);
+        ASSERT_EQ(p.min_samples, 5);
+        /* two terrible samples are still not enough to judge */
+        p.min_samples = 3;
+        ASSERT_EQ(judge(0.95, after, 2, &p).verdict, EFFECT_PENDING);
+        ASSERT_EQ(judge(0.95, after, 0, &p).verdict, EFFECT_PENDING);
+        p.min_samples = 0;   /* counts as 1 */
+        ASSERT_EQ(judge(0.95, after, 1, &p).verdict, EFFECT_UNDO);
+}
+
+static void test_keep_and_undo(void) {
+        struct effect_params p = params3();
+        /* a hog: util 0.90 before */
+        const double same[] = { 0.91, 0.88, 0.90 };
+        const double slightly_worse[] = { 0.83, 0.84, 0.82 };   /* -7 %: within 10 % */
+        const double worse[] = { 0.70, 0.72, 0.69 };            /* -22 % */
+        const double better[] = { 0.99, 0.98, 0.99 };
+        struct effect_result r;
+
+        ASSERT_EQ(judge(0.90, same, 3, &p).verdict, EFFECT_KEEP);
+        ASSERT_EQ(judge(0.90, slightly_worse, 3, &p).verdict, EFFECT_KEEP);
+        ASSERT_EQ(judge(0.90, better, 3, &p).verdict, EFFECT_KEEP);
+        r = judge(0.90, worse, 3, &p);
+        ASSERT_EQ(r.verdict, EFFECT_UNDO);
+        ASSERT_NEAR(r.after, 0.70, 1e-12);
+        ASSERT_NEAR(r.change, (0.70 - 0.90) / 0.90, 1e-12);
+        ASSERT_EQ(r.n, 3);
+        ASSERT_TRUE(strstr(r.why, "undo"));
+
+        /* tolerance 25 %: -22 % is kept */
+        p.tolerance = 0.25;
+        ASSERT_EQ(judge(0.90, worse, 3, &p).verdict, EFFECT_KEEP);
+        p.tolerance = -0.1;
+        struct effect_result rr;
+        ASSERT_EQ(effect_judge(0.9, worse, 3, &p, &rr), -EINVAL);
+        p.tolerance = NAN;
+        ASSERT_EQ(effect_judge(0.9, worse, 3, &p, &rr), -EINVAL);
+}
+
+/* The noise guard: one disturbed interval decides nothing (median). */
+static void test_outliers(void) {
+        struct effect_params p = params3();
+        /* a ping-pong pair co-located: 45k/s split → 230k/s together (DESIGN.md) */
+        const double one_bad[] = { 230000, 20000, 228000 };
+        const double one_good[] = { 30000, 300000, 31000 };
+        const double with_nan[] = { NAN, 229000, NAN, 231000, 230500 };
+
+        ASSERT_EQ(judge(45000, one_bad, 3, &p).verdict, EFFECT_KEEP);
+        ASSERT_EQ(judge(45000, one_good, 3, &p).verdict, EFFECT_UNDO);
+        /* NaN samples are not samples */
+        struct effect_result r = judge(45000, with_nan, 5, &p);
+        ASSERT_EQ(r.n, 3);
+        ASSERT_EQ(r.verdict, EFFECT_KEEP);
+        ASSERT_EQ(judge(45000, with_nan, 3, &p).verdict, EFFECT_PENDING);
+}
+
+static void test_lower_is_better(void) {
+        struct effect_params p = params3();
+        const double delay_up[] = { 80, 85, 90 };     /* ms/s of run delay */
+        const double delay_down[] = { 10, 12, 9 };
+
+        p.direction = EFFECT_LOWER_IS_BETTER;
+        ASSERT_EQ(judge(50, delay_up, 3, &p).verdict, EFFECT_UNDO);
+        ASSERT_EQ(judge(50, delay_down, 3, &p).verdict, EFFECT_KEEP);
+        ASSERT_TRUE(judge(50, delay_down, 3, &p).change > 0);
+}
+
+static void test_floor_and_no_baseline(void) {
+        struct effect_params p = params3();
+        const double tiny[] = { 0.01, 0.01, 0.01 };
+
+        /* no baseline: nothing to compare with */
+        ASSERT_EQ(judge(0, tiny, 3, &p).verdict, EFFECT_KEEP);
+        ASSERT_EQ(judge(NAN, tiny, 3, &p).verdict, EFFECT_KEEP);
+        /* -50 % of almost nothing: ignored with an absolute floor */
+        ASSERT_EQ(judge(0.02, tiny, 3, &p).verdict, EFFECT_UNDO);
+        p.min_abs = 0.05;
+        ASSERT_EQ(judge(0.02, tiny, 3, &p).verdict, EFFECT_KEEP);
+}
+
+/* The measurement behind the default of 5 (effect.h): a loaded machine. */
+static void test_loaded_machine_noise(void) {
+        struct effect_params p = effect_params_default();
+        const double util[] = { .41, .49, .36, .35, .40, .51, .44, .22 };
+
+        /* nothing changed, before = the overall median 0.405: every window of 5 keeps */
+        for (size_t i = 0; i + 5 <= ELEMENTSOF(util); i++)
+                ASSERT_EQ(judge(0.405, util + i, 5, &p).verdict, EFFECT_KEEP);
+        /* with 3 samples the window .49 .36 .35 would have undone a neutral change */
+        p.min_samples = 3;
+        ASSERT_EQ(judge(0.405, util + 1, 3, &p).verdict, EFFECT_UNDO);
+}
+
+static void test_samples_ring(void) {
+        struct effect_samples s = {};
+        double out[EFFECT_MAX_SAMPLES];
+        size_t n;
+
+        for (int i = 0; i < 3; i++)
+                effect_samples_add(&s, i);
+        n = effect_samples_get(&s, out, EFFECT_MAX_SAMPLES);
+        ASSERT_EQ(n, 3);
+        ASSERT_NEAR(out[0], 0, 0);
+        ASSERT_NEAR(out[2], 2, 0);
+        for (int i = 3; i < 40; i++)
+                effect_samples_add(&s, i);
+        n = effect_samples_get(&s, out, EFFECT_MAX_SAMPLES);
+        ASSERT_EQ(n, EFFECT_MAX_SAMPLES);
+        ASSERT_NEAR(out[0], 40 - EFFECT_MAX_SAMPLES, 0);
+        ASSERT_NEAR(out[EFFECT_MAX_SAMPLES - 1], 39, 0);
+        ASSERT_EQ(effect_samples_get(&s, out, 2), 2);
+
+        /* only the newest EFFECT_MAX_SAMPLES are judged: old good ones age out */
+        double hist[40];
+        struct effect_params p = effect_params_default();
+        for (int i = 0; i < 40; i++)
+                hist[i] = i < 24 ? 1.0 : 0.5;
+        ASSERT_EQ(judge(1.0, hist, 40, &p).verdict, EFFECT_UNDO);
+        ASSERT_STREQ(effect_verdict_to_string(EFFECT_UNDO), "undo");
+}
+
+/* The manager's per-action state. */
+static void test_observe(void) {
+        struct effect_state s;
+        enum effect_verdict v = EFFECT_PENDING;
+        unsigned i;
+
+        effect_state_init(&s, 0.9);
+        ASSERT_EQ(s.min_samples, EFFECT_MIN_SAMPLES_DEFAULT);
+        /* interval 1 straddles the change: a terrible value there is dropped */
+        ASSERT_EQ(effect_observe(&s, 0.01, 1, 3, 0.10), EFFECT_PENDING);
+        for (i = 2; i <= 5; i++)
+                ASSERT_EQ(effect_observe(&s, 0.88, i, 3, 0.10), EFFECT_PENDING);   /* 4 kept samples */
+        ASSERT_EQ(effect_observe(&s, NAN, 6, 3, 0.10), EFFECT_PENDING);         /* NAN: not a sample */
+        v = effect_observe(&s, 0.89, 7, 3, 0.10);
+        ASSERT_EQ(v, EFFECT_KEEP);
+        ASSERT_NEAR(s.after_median, 0.88, 1e-12);
+
+        /* got slower */
+        effect_state_init(&s, 0.9);
+        for (i = 1; v != EFFECT_UNDO && i < 20; i++)
+                v = effect_observe(&s, 0.5, i, 3, 0.10);
+        ASSERT_EQ(v, EFFECT_UNDO);
+        ASSERT_EQ(i - 1, 6);     /* 1 dropped + 5 samples */
+        ASSERT_NEAR(s.after_median, 0.5, 1e-12);
+
+        /* settle longer than the samples needed */
+        effect_state_init(&s, 0.9);
+        for (i = 1; i < 10; i++)
+                ASSERT_EQ(effect_observe(&s, 0.5, i, 10, 0.10), EFFECT_PENDING);
+        ASSERT_EQ(effect_observe(&s, 0.5, 10, 10, 0.10), EFFECT_UNDO);
+
+        /* run delay: lower is better */
+        effect_state_init_full(&s, 20, effect_direction_for(DETECT_RUNDELAY));
+        s.min_samples = 1;
+        ASSERT_EQ(effect_observe(&s, 5, 2, 1, 0.10), EFFECT_KEEP);
+}
+
+static void test_proxy(void) {
+        struct task hog = { .id = { .tid = 10 }, .have_rates = true, .util = 0.97, .nvcsw_per_s = 1 };
+        struct task ping = { .id = { .tid = 20 }, .have_rates = true, .util = 0.5, .nvcsw_per_s = 45000 };
+        struct task fresh = { .id = { .tid = 30 } };
+        struct wake_edge edges[] = { { .waker_tid = 20, .wakee_tid = 21, .wakeups_per_s = 45000 },
+                                     { .waker_tid = 10, .wakee_tid = 22, .wakeups_per_s = 3 } };
+        struct snapshot snap = { .edges = edges, .n_edges = 2 };
+
+        ASSERT_NEAR(effect_proxy(&hog, &snap), 0.97, 0);
+        ASSERT_NEAR(effect_proxy(&ping, &snap), 45000, 0);
+        ASSERT_TRUE(isnan(effect_proxy(&fresh, &snap)));
+        ASSERT_NEAR(effect_proxy_for(DETECT_PAIR, &hog), 1, 0);
+        ASSERT_NEAR(effect_proxy_for(DETECT_SPREAD, &ping), 0.5, 0);
+        ASSERT_EQ(effect_direction_for(DETECT_HOG), EFFECT_HIGHER_IS_BETTER);
+}
+
+int main(void) {
+        test_wait_for_samples();
+        test_keep_and_undo();
+        test_outliers();
+        test_lower_is_better();
+        test_floor_and_no_baseline();
+        test_loaded_machine_noise();
+        test_samples_ring();
+        test_observe();
+        test_proxy();
+        return 0;
+}

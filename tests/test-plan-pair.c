@@ -1,0 +1,492 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * plan_pairs() on struct literals, one call per interval the way plan_run()
+ * makes it: a split pair is co-located after Hysteresis= intervals onto the
+ * better of its members' CPUs; a stream is left alone; a hog's CPU and a
+ * busy thread's CPU are never chosen; a pinned pair is kept, moved off a
+ * hog's CPU, released when it goes quiet or a member exits; report-only
+ * policies, blocks and the action budget are honoured.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "plan.h"
+#include "test-util.h"
+
+#define ALL4 ((cpumask_t) { .bits = { 0xf } })
+
+/* 4 CPUs: two cores with two SMT siblings each, one LLC, one node. */
+static struct topo_cpu topo_cpus[4] = {
+        { .online = true, .core_id = 0, .llc_id = 0 },
+        { .online = true, .core_id = 1, .llc_id = 0 },
+        { .online = true, .core_id = 0, .llc_id = 0 },
+        { .online = true, .core_id = 1, .llc_id = 0 },
+};
+static struct topology topo = {
+        .n_cpus = 4, .cpus = topo_cpus, .online = ALL4, .self_allowed = ALL4,
+        .n_llcs = 1, .n_nodes = 1, .n_cores = 2,
+};
+
+static struct policy pair_policy = {
+        .name = (char *) "pairs",
+        .enabled = true,
+        .priority = 50,
+        .detector = DETECT_PAIR,
+        .action = ACTION_COLOCATE,
+        .match = { .kthreads = MATCH_ANY, .realtime = MATCH_ANY },
+        .util_min = -1, .migrations_min_per_s = -1, .wake_rate_min_per_s = -1,
+        .run_delay_min_ms_per_s = -1, .steal_min = -1, .group_util_max = -1,
+        .cpu_weight = -1,
+};
+
+static struct config config = {
+        .daemon = {
+                .interval_usec = USEC_PER_SEC,
+                .max_actions_per_interval = 4,
+                .hysteresis_intervals = 3,
+                .cooldown_usec = 30 * USEC_PER_SEC,
+        },
+        .policies = &pair_policy,
+        .n_policies = 1,
+};
+
+static struct task mktask(pid_t tid, double util, int cpu) {
+        struct task t = {
+                .id = { .pid = tid, .tid = tid, .start_time = 5000 + (uint64_t) tid },
+                .last_cpu = cpu,
+                .allowed = ALL4,
+                .have_rates = true,
+                .util = util,
+                .nvcsw_per_s = 45000,
+                .window_usec = USEC_PER_SEC,
+        };
+        snprintf(t.comm, sizeof(t.comm), "t%d", (int) tid);
+        return t;
+}
+
+static struct finding mkpair(const struct task *a, const struct task *b, double split, const char *note) {
+        struct finding f = {
+                .kind = DETECT_PAIR,
+                .policy = &pair_policy,
+                .members = { a->id, b->id },
+                .n_members = 2,
+                .util = (a->util + b->util) / 2,
+                .combined_util = a->util + b->util,
+                .wake_rate_per_s = 45000,
+                .split_fraction = split,
+                .last_cpu = -1,
+        };
+        snprintf(f.note, sizeof(f.note), "%s", note);
+        return f;
+}
+
+static struct managed mkmanaged(const struct task *t, int cpu) {
+        struct managed m = {
+                .type = ACT_AFFINITY,
+                .task = t->id,
+                .mask = cpumask_of(cpu),
+                .kind = DETECT_ALWAYS,       /* what the applier reports today */
+        };
+        snprintf(m.key, sizeof(m.key), "task:%d:%llu", (int) t->id.tid, (unsigned long long) t->id.start_time);
+        snprintf(m.policy, sizeof(m.policy), "pairs");
+        snprintf(m.reason, sizeof(m.reason), "pair: co-locate on CPU %d", cpu);
+        snprintf(m.original, sizeof(m.original), "0-3");
+        snprintf(m.current, sizeof(m.current), "%d", cpu);
+        return m;
+}
+
+struct world {
+        struct plan_state *state;
+        struct snapshot snap;
+        struct findings findings;
+        struct managed managed[8];
+        size_t n_managed;
+        int claim[4];
+        unsigned budget;
+        uint64_t now;
+        struct action_list out;
+};
+
+static void world_init(struct world *w, struct task *tasks, size_t n_tasks) {
+        *w = (struct world) {
+                .state = plan_state_new(),
+                .snap = { .window_usec = USEC_PER_SEC, .topo = &topo, .tasks = tasks, .n_tasks = n_tasks },
+                .budget = 4,
+                .now = 100 * USEC_PER_SEC,
+        };
+        ASSERT_TRUE(w->state);
+}
+
+static void world_done(struct world *w) {
+        plan_state_free(w->state);
+        findings_clear(&w->findings);
+        action_list_clear(&w->out);
+}
+
+/* One interval: what plan_run() does around plan_pairs(). */
+static void interval(struct world *w) {
+        struct plan_input in = {
+                .snap = &w->snap,
+                .config = &config,
+                .findings = &w->findings,
+                .managed = w->managed,
+                .n_managed = w->n_managed,
+                .now_usec = w->now,
+        };
+        struct plan_ctx ctx = {
+                .state = w->state,
+                .in = &in,
+                .out = &w->out,
+                .cpu_claim = w->claim,
+                .actions_left = w->budget,
+        };
+
+        w->state->generation++;
+        action_list_clear(&w->out);
+        ASSERT_OK(plan_pairs(&ctx));
+        w->now += USEC_PER_SEC;
+}
+
+static const struct plan_target_state *target(const struct world *w, pid_t a, pid_t b) {
+        char key[64];
+
+        snprintf(key, sizeof(key), "pair:%d:%d", (int) MIN(a, b), (int) MAX(a, b));
+        return plan_state_find(w->state, key);
+}
+
+/* Both members set to the same single CPU; returns it. */
+static int expect_colocated(const struct world *w, pid_t a, pid_t b) {
+        int cpu;
+
+        ASSERT_EQ(w->out.n, 2);
+        for (size_t i = 0; i < 2; i++) {
+                ASSERT_EQ(w->out.items[i].type, ACT_AFFINITY);
+                ASSERT_EQ(w->out.items[i].verb, VERB_SET);
+                ASSERT_EQ(cpumask_weight(&w->out.items[i].mask), 1);
+                ASSERT_TRUE(strncmp(w->out.items[i].reason, "pair", 4) == 0);
+                ASSERT_STREQ(w->out.items[i].policy, "pairs");
+        }
+        ASSERT_TRUE((w->out.items[0].task.tid == a && w->out.items[1].task.tid == b) ||
+                    (w->out.items[0].task.tid == b && w->out.items[1].task.tid == a));
+        ASSERT_TRUE(cpumask_equal(&w->out.items[0].mask, &w->out.items[1].mask));
+        cpu = cpumask_next(&w->out.items[0].mask, 0);
+        ASSERT_EQ(w->claim[cpu], 2);
+        return cpu;
+}
+
+static void test_split_pair_colocated(void) {
+        struct task tasks[] = { mktask(100, 0.6, 0), mktask(101, 0.5, 1), mktask(50, 0.3, 0) };
+        struct world w;
+        char state[32];
+        int cpu;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        /* a finding of another kind is not ours */
+        ASSERT_OK(findings_add(&w.findings, &(struct finding) { .kind = DETECT_HOG, .n_members = 1 }));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 0.95, "split pair");
+        ASSERT_OK(findings_add(&w.findings, &f));
+
+        /* Hysteresis=3: nothing for two intervals */
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 100, 101)->state, "watching");
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        interval(&w);
+        cpu = expect_colocated(&w, 100, 101);
+        /* CPU 0 has another 0.3 of load; CPU 1 (member 101's) is free */
+        ASSERT_EQ(cpu, 1);
+        snprintf(state, sizeof(state), "co-located on %d", cpu);
+        ASSERT_STREQ(target(&w, 100, 101)->state, state);
+        ASSERT_TRUE(target(&w, 100, 101)->cooldown_until_usec > w.now);
+        ASSERT_NEAR(w.out.items[0].evidence_before, 45000, 1e-9);
+
+        /* next interval: the applier reports both pinned; the pair is together now */
+        w.managed[0] = mkmanaged(&tasks[0], cpu);
+        w.managed[1] = mkmanaged(&tasks[1], cpu);
+        w.n_managed = 2;
+        tasks[0].allowed = tasks[1].allowed = cpumask_of(cpu);
+        tasks[0].last_cpu = cpu;
+        w.findings.items[1].split_fraction = 0.02;
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 100, 101)->state, state);
+        ASSERT_EQ(w.claim[cpu], 2);
+
+        world_done(&w);
+}
+
+static void test_prefers_member_cpu(void) {
+        /* both member CPUs equally free: stays on one of them, never moves to 2 or 3 */
+        struct task tasks[] = { mktask(110, 0.5, 2), mktask(111, 0.5, 3) };
+        struct world w;
+        int cpu;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 3; i++)
+                interval(&w);
+        cpu = expect_colocated(&w, 110, 111);
+        ASSERT_TRUE(cpu == 2 || cpu == 3);
+        world_done(&w);
+}
+
+static void test_stream_left_alone(void) {
+        struct task tasks[] = { mktask(200, 0.95, 0), mktask(201, 0.9, 1) };
+        struct world w;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 1.0, "stream: combined util 1.85 > 1.20");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 5; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        ASSERT_STREQ(target(&w, 200, 201)->state, "left alone: stream");
+        ASSERT_TRUE(strstr(target(&w, 200, 201)->why, "stream"));
+        world_done(&w);
+}
+
+static void test_not_on_hog_cpu(void) {
+        /* hogs pinned on CPUs 0, 1, 2 (plan_hogs ran first); the pair runs on 0 and 1 */
+        struct task tasks[] = { mktask(300, 0.5, 0), mktask(301, 0.5, 1) };
+        struct world w;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 0.9, "split pair");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        w.claim[0] = w.claim[1] = w.claim[2] = 1;
+        for (int i = 0; i < 3; i++) {
+                interval(&w);
+                if (i < 2)
+                        ASSERT_EQ(w.out.n, 0);
+                w.claim[0] = w.claim[1] = w.claim[2] = 1;
+                w.claim[3] = 0;
+        }
+        /* the third interval placed it: on the only CPU without a hog */
+        ASSERT_EQ(w.out.n, 2);
+        ASSERT_TRUE(cpumask_equal(&w.out.items[0].mask, &(cpumask_t) { .bits = { 0x8 } }));
+        world_done(&w);
+
+        /* every CPU a hog's: left alone, saying why */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 4; i++) {
+                for (int c = 0; c < 4; c++)
+                        w.claim[c] = 1;
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        ASSERT_STREQ(target(&w, 300, 301)->state, "left alone: hog's CPU");
+        ASSERT_TRUE(strstr(target(&w, 300, 301)->why, "hog"));
+        world_done(&w);
+}
+
+static void test_not_next_to_busy_thread(void) {
+        /* an unpinned busy thread on CPU 1 (util 0.9) and one on 2, 3: only CPU 0 */
+        struct task tasks[] = { mktask(310, 0.5, 0), mktask(311, 0.5, 1), mktask(60, 0.9, 1),
+                                mktask(61, 0.8, 2), mktask(62, 0.7, 3) };
+        struct world w;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 0.9, "split pair");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 3; i++)
+                interval(&w);
+        ASSERT_EQ(expect_colocated(&w, 310, 311), 0);
+        world_done(&w);
+
+        /* the members' allowed sets (and CPUs=) bound the choice */
+        tasks[2].util = 0.1;   /* CPU 1 is free now */
+        tasks[0].allowed = tasks[1].allowed = (cpumask_t) { .bits = { 0x6 } };   /* 1-2 */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 3; i++)
+                interval(&w);
+        ASSERT_EQ(expect_colocated(&w, 310, 311), 1);
+        world_done(&w);
+}
+
+static void test_pinned_pair_lifecycle(void) {
+        struct task tasks[] = { mktask(400, 0.5, 2), mktask(401, 0.5, 2) };
+        struct world w;
+
+        tasks[0].allowed = tasks[1].allowed = cpumask_of(2);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.managed[0] = mkmanaged(&tasks[0], 2);
+        w.managed[1] = mkmanaged(&tasks[1], 2);
+        w.n_managed = 2;
+        struct finding f = mkpair(&tasks[0], &tasks[1], 0.0, "pair together");
+        ASSERT_OK(findings_add(&w.findings, &f));
+
+        /* kept */
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 400, 401)->state, "co-located on 2");
+
+        /* a hog got pinned to CPU 2: the pair moves (SET on a managed task keeps its original) */
+        memset(w.claim, 0, sizeof(w.claim));
+        w.claim[2] = 1;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 2);
+        ASSERT_EQ(w.out.items[0].verb, VERB_SET);
+        ASSERT_TRUE(!cpumask_test(&w.out.items[0].mask, 2));
+        ASSERT_TRUE(cpumask_equal(&w.out.items[0].mask, &w.out.items[1].mask));
+
+        /* quiet: no finding; released after Hysteresis= intervals */
+        memset(w.claim, 0, sizeof(w.claim));
+        findings_clear(&w.findings);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_EQ(w.claim[2], 2);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 2);
+        ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
+        ASSERT_EQ(w.out.items[1].verb, VERB_RELEASE);
+        ASSERT_STREQ(target(&w, 400, 401)->state, "released");
+        ASSERT_TRUE(strstr(target(&w, 400, 401)->why, "quiet"));
+        world_done(&w);
+}
+
+static void test_pair_exits(void) {
+        struct task tasks[] = { mktask(500, 0.5, 1), mktask(501, 0.5, 1) };
+        struct world w;
+
+        tasks[0].allowed = tasks[1].allowed = cpumask_of(1);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.managed[0] = mkmanaged(&tasks[0], 1);
+        w.managed[1] = mkmanaged(&tasks[1], 1);
+        w.n_managed = 2;
+        struct finding f = mkpair(&tasks[0], &tasks[1], 0.0, "pair together");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+
+        /* 501 exits: the snapshot has only 500, no finding: release at once */
+        findings_clear(&w.findings);
+        w.snap.n_tasks = 1;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 2);
+        for (size_t i = 0; i < 2; i++) {
+                ASSERT_EQ(w.out.items[i].verb, VERB_RELEASE);
+                ASSERT_TRUE(cpumask_equal(&w.out.items[i].mask, &(cpumask_t) { .bits = { 0x2 } }));
+        }
+        ASSERT_STREQ(target(&w, 500, 501)->state, "released");
+        ASSERT_TRUE(strstr(target(&w, 500, 501)->why, "exited"));
+
+        /* both gone and no longer managed: nothing more */
+        w.n_managed = 0;
+        w.snap.n_tasks = 0;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        world_done(&w);
+}
+
+static void test_half_pair_released(void) {
+        /* the effect check undid 601's pin: 600's is released too */
+        struct task tasks[] = { mktask(600, 0.5, 1), mktask(601, 0.5, 0) };
+        struct world w;
+
+        tasks[0].allowed = cpumask_of(1);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.managed[0] = mkmanaged(&tasks[0], 1);
+        w.n_managed = 1;
+        interval(&w);   /* no finding (600 looks narrowed): the state does not know it yet → orphan */
+        ASSERT_EQ(w.out.n, 1);
+        ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
+        ASSERT_EQ(w.out.items[0].task.tid, 600);
+        world_done(&w);
+}
+
+static void test_policy_and_budget(void) {
+        struct task tasks[] = { mktask(700, 0.5, 0), mktask(701, 0.5, 1) };
+        struct world w;
+
+        /* Action=report: watched, never touched */
+        pair_policy.action = ACTION_REPORT;
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 4; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        ASSERT_STREQ(target(&w, 700, 701)->state, "watching");
+        pair_policy.action = ACTION_COLOCATE;
+        world_done(&w);
+
+        /* one action left: never half a pair */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(findings_add(&w.findings, &f));
+        w.budget = 1;
+        for (int i = 0; i < 4; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        w.budget = 2;
+        interval(&w);
+        expect_colocated(&w, 700, 701);
+        world_done(&w);
+
+        /* blocked by the effect check (action key of a member): not retried */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(findings_add(&w.findings, &f));
+        ASSERT_OK(plan_state_block(w.state, "task:701:5701", w.now + 600 * USEC_PER_SEC, "slower"));
+        for (int i = 0; i < 4; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        ASSERT_STREQ(target(&w, 700, 701)->state, "left alone: blocked");
+        world_done(&w);
+
+        /* together by itself: watched, not touched */
+        tasks[1].last_cpu = 0;
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        f = mkpair(&tasks[0], &tasks[1], 0.1, "pair together");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 4; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        ASSERT_STREQ(target(&w, 700, 701)->state, "watching");
+        world_done(&w);
+}
+
+static void test_shared_member(void) {
+        /* 800 talks to 801 (strong) and 802 (weaker): one pair only */
+        struct task tasks[] = { mktask(800, 0.4, 0), mktask(801, 0.3, 1), mktask(802, 0.3, 2) };
+        struct world w;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f1 = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        struct finding f2 = mkpair(&tasks[0], &tasks[2], 1.0, "split pair");
+        f2.wake_rate_per_s = 9000;
+        ASSERT_OK(findings_add(&w.findings, &f2));
+        ASSERT_OK(findings_add(&w.findings, &f1));
+        for (int i = 0; i < 3; i++) {
+                memset(w.claim, 0, sizeof(w.claim));
+                interval(&w);
+        }
+        expect_colocated(&w, 800, 801);
+        ASSERT_STREQ(target(&w, 800, 802)->state, "left alone: shared");
+        world_done(&w);
+}
+
+int main(void) {
+        test_split_pair_colocated();
+        test_prefers_member_cpu();
+        test_stream_left_alone();
+        test_not_on_hog_cpu();
+        test_not_next_to_busy_thread();
+        test_pinned_pair_lifecycle();
+        test_pair_exits();
+        test_half_pair_released();
+        test_policy_and_budget();
+        test_shared_member();
+        return 0;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The netlink proc connector with a real fork + exec + exit: all three
+ * events for our child must arrive within a deadline. Needs root
+ * (CAP_NET_ADMIN) and CONFIG_PROC_EVENTS; skips (77) with the reason
+ * otherwise.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "proc-connector.h"
+#include "test-util.h"
+
+struct seen {
+        pid_t child;
+        bool fork, exec, exit;
+        pid_t fork_parent;
+        unsigned total;
+};
+
+static int on_event(const struct proc_event *ev, void *userdata) {
+        struct seen *s = userdata;
+
+        s->total++;
+        if (ev->pid != s->child)
+                return 0;
+        switch (ev->what) {
+        case PROC_EVENT_FORK_:
+                ASSERT_EQ(ev->tid, s->child);
+                s->fork = true;
+                s->fork_parent = ev->parent_pid;
+                break;
+        case PROC_EVENT_EXEC_:
+                ASSERT_EQ(ev->tid, s->child);
+                s->exec = true;
+                break;
+        case PROC_EVENT_EXIT_:
+                if (ev->tid == s->child)
+                        s->exit = true;
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+/* A handler's error stops dispatching and comes back as is. */
+static int on_event_fail(const struct proc_event *ev, void *userdata) {
+        return -ECANCELED;
+}
+
+int main(void) {
+        struct proc_connector *pc = NULL;
+        struct seen seen = {};
+        uint64_t deadline;
+        int r, fd, status;
+        char reason[128];
+
+        r = proc_connector_new(&pc);
+        if (r == -EPERM || r == -EACCES || r == -EPROTONOSUPPORT || r == -ENOENT || r == -ETIMEDOUT ||
+            r == -EAFNOSUPPORT) {
+                snprintf(reason, sizeof(reason), "proc connector not available: %s%s", strerror(-r),
+                         geteuid() != 0 ? " (not root)" : "");
+                TEST_SKIP(reason);
+        }
+        ASSERT_OK(r);
+        fd = proc_connector_fd(pc);
+        ASSERT_TRUE(fd >= 0);
+
+        /* Nothing of ours queued yet: dispatch of an idle socket is not an error. */
+        r = proc_connector_dispatch(pc, on_event, &seen);
+        ASSERT_TRUE(r >= 0 || r == -ENOBUFS);
+
+        seen.child = fork();
+        ASSERT_TRUE(seen.child >= 0);
+        if (seen.child == 0) {
+                execl("/bin/true", "true", (char *) NULL);
+                _exit(127);
+        }
+        ASSERT_EQ(waitpid(seen.child, &status, 0), seen.child);
+        ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+
+        deadline = util_now_usec() + 5 * USEC_PER_SEC;
+        while (!(seen.fork && seen.exec && seen.exit)) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                uint64_t now = util_now_usec();
+
+                ASSERT_TRUE(now < deadline);
+                r = poll(&p, 1, (int) ((deadline - now) / 1000) + 1);
+                ASSERT_TRUE(r >= 0 || errno == EINTR);
+                r = proc_connector_dispatch(pc, on_event, &seen);
+                /* Other processes on the machine fork too; an overrun loses our events
+                 * only if it happened right then, so it fails the test loudly. */
+                ASSERT_TRUE(r >= 0);
+        }
+        ASSERT_EQ(seen.fork_parent, getpid());
+        fprintf(stderr, "fork/exec/exit of %d seen (%u events in all)\n", (int) seen.child, seen.total);
+
+        /* A handler error is returned. */
+        pid_t c = fork();
+        ASSERT_TRUE(c >= 0);
+        if (c == 0)
+                _exit(0);
+        ASSERT_EQ(waitpid(c, &status, 0), c);
+        deadline = util_now_usec() + 5 * USEC_PER_SEC;
+        for (;;) {
+                struct pollfd p = { .fd = fd, .events = POLLIN };
+                ASSERT_TRUE(util_now_usec() < deadline);
+                (void) poll(&p, 1, 100);
+                r = proc_connector_dispatch(pc, on_event_fail, NULL);
+                if (r != 0)
+                        break;
+        }
+        ASSERT_EQ(r, -ECANCELED);
+
+        struct proc_connector_stats st;
+        proc_connector_get_stats(pc, &st);
+        ASSERT_TRUE(st.events >= 3);
+        ASSERT_STREQ(proc_event_type_to_string(PROC_EVENT_EXEC_), "exec");
+
+        proc_connector_free(pc);
+        ASSERT_TRUE(proc_connector_free(NULL) == NULL);
+        return 0;
+}

@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * topology_load() on fixture trees (tests/fixtures/sample/: a 2-CPU VM and
+ * a 2-socket SMT machine with isolated and nohz_full CPUs), on variants of
+ * them written into a temporary copy (no cache info, no node directory,
+ * an offline CPU, "(null)" nohz_full, too many CPUs), on this machine's
+ * real /sys, and topology_new_synthetic().
+ */
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "test-util.h"
+#include "topology.h"
+
+static char tmp_root[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
+        return remove(path);
+}
+
+static void rm_tree(const char *path) {
+        (void) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void cleanup(void) {
+        if (tmp_root[0])
+                rm_tree(tmp_root);
+}
+
+/* Fresh copy of a fixture in tmp_root. */
+static const char *copy_fixture(const char *name) {
+        char src[PATH_MAX], cmd[3 * PATH_MAX];
+
+        cleanup();
+        snprintf(tmp_root, sizeof(tmp_root), "/tmp/test-topology.XXXXXX");
+        ASSERT_TRUE(mkdtemp(tmp_root));
+        test_fixture(src, sizeof(src), name);
+        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s/'", src, tmp_root);
+        ASSERT_EQ(system(cmd), 0);
+        return tmp_root;
+}
+
+static void write_at(const char *root, const char *rel, const char *content) {
+        char path[PATH_MAX];
+        FILE *f;
+
+        ASSERT_TRUE(util_path_at(path, sizeof(path), root, rel));
+        f = fopen(path, "we");
+        ASSERT_TRUE(f);
+        fputs(content, f);
+        ASSERT_EQ(fclose(f), 0);
+}
+
+static void remove_at(const char *root, const char *rel) {
+        char path[PATH_MAX];
+
+        ASSERT_TRUE(util_path_at(path, sizeof(path), root, rel));
+        rm_tree(path);
+}
+
+static cpumask_t mask(const char *list) {
+        cpumask_t m;
+        ASSERT_OK(cpumask_parse_list(list, &m));
+        return m;
+}
+
+static void test_smp2(void) {
+        char root[PATH_MAX];
+        struct topology *t = NULL;
+
+        ASSERT_OK(topology_load(test_fixture(root, sizeof(root), "sample/smp2"), &t));
+        ASSERT_EQ(t->n_cpus, 2);
+        ASSERT_TRUE(cpumask_equal(&t->online, &(cpumask_t) { .bits = { 3 } }));
+        for (int c = 0; c < 2; c++) {
+                ASSERT_TRUE(t->cpus[c].online);
+                ASSERT_EQ(t->cpus[c].core_id, c);      /* no SMT: every CPU its own core */
+                ASSERT_EQ(t->cpus[c].llc_id, 0);       /* index3 shared_cpu_list 0-1 */
+                ASSERT_EQ(t->cpus[c].package_id, 0);
+                ASSERT_EQ(t->cpus[c].node, 0);
+        }
+        ASSERT_EQ(t->n_cores, 2);
+        ASSERT_EQ(t->n_llcs, 1);
+        ASSERT_EQ(t->n_nodes, 1);
+        ASSERT_TRUE(cpumask_empty(&t->isolated));     /* empty file */
+        ASSERT_TRUE(cpumask_empty(&t->nohz_full));    /* absent file */
+        /* With a fixture root our own affinity says nothing: all online CPUs. */
+        ASSERT_TRUE(cpumask_equal(&t->self_allowed, &t->online));
+        cpumask_t u = topology_usable(t);
+        ASSERT_TRUE(cpumask_equal(&u, &t->online));
+        topology_free(t);
+}
+
+static void test_smt(void) {
+        char root[PATH_MAX];
+        struct topology *t = NULL;
+        /* CPU:                  0  1  2  3  4  5  6  7 */
+        static const int core[] = { 0, 1, 2, 3, 0, 1, 2, 3 };
+        static const int pkg[] = { 0, 0, 1, 1, 0, 0, 1, 1 };
+        static const int llc[] = { 0, 0, 2, 2, 0, 0, 2, 2 };
+
+        ASSERT_OK(topology_load(test_fixture(root, sizeof(root), "sample/smt2x2x2"), &t));
+        ASSERT_EQ(t->n_cpus, 8);
+        for (int c = 0; c < 8; c++) {
+                ASSERT_EQ(t->cpus[c].core_id, core[c]);
+                ASSERT_EQ(t->cpus[c].package_id, pkg[c]);
+                ASSERT_EQ(t->cpus[c].llc_id, llc[c]);
+                ASSERT_EQ(t->cpus[c].node, pkg[c]);
+        }
+        ASSERT_EQ(t->n_cores, 4);
+        ASSERT_EQ(t->n_llcs, 2);
+        ASSERT_EQ(t->n_nodes, 2);
+        cpumask_t iso = mask("6-7"), nohz = mask("7"), usable = mask("0-5");
+        ASSERT_TRUE(cpumask_equal(&t->isolated, &iso));
+        ASSERT_TRUE(cpumask_equal(&t->nohz_full, &nohz));
+        cpumask_t u = topology_usable(t);
+        ASSERT_TRUE(cpumask_equal(&u, &usable));
+        topology_free(t);
+}
+
+static void test_variants(void) {
+        struct topology *t = NULL;
+        const char *root;
+        char rel[128];
+
+        /* An offline CPU has no topology or cache directory. */
+        root = copy_fixture("sample/smt2x2x2");
+        write_at(root, "/sys/devices/system/cpu/online", "0-6\n");
+        remove_at(root, "/sys/devices/system/cpu/cpu7/topology");
+        remove_at(root, "/sys/devices/system/cpu/cpu7/cache");
+        write_at(root, "/sys/devices/system/cpu/nohz_full", "(null)\n");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(t->n_cpus, 8);
+        ASSERT_TRUE(!t->cpus[7].online);
+        ASSERT_TRUE(!cpumask_test(&t->online, 7));
+        ASSERT_EQ(t->cpus[7].core_id, 7);
+        ASSERT_TRUE(cpumask_empty(&t->nohz_full));
+        ASSERT_EQ(t->n_cores, 4);   /* counted over online CPUs */
+        topology_free(t);
+
+        /* No cache info and no node directory: LLC = package, node 0. */
+        root = copy_fixture("sample/smt2x2x2");
+        for (int c = 0; c < 8; c++) {
+                snprintf(rel, sizeof(rel), "/sys/devices/system/cpu/cpu%d/cache", c);
+                remove_at(root, rel);
+        }
+        remove_at(root, "/sys/devices/system/node");
+        ASSERT_OK(topology_load(root, &t));
+        for (int c = 0; c < 8; c++) {
+                ASSERT_EQ(t->cpus[c].node, 0);
+                ASSERT_EQ(t->cpus[c].llc_id, t->cpus[c].package_id == 0 ? 0 : 2);
+        }
+        ASSERT_EQ(t->n_llcs, 2);
+        ASSERT_EQ(t->n_nodes, 1);
+        topology_free(t);
+
+        /* No "possible": falls back to present, then online. */
+        root = copy_fixture("sample/smp2");
+        remove_at(root, "/sys/devices/system/cpu/possible");
+        remove_at(root, "/sys/devices/system/cpu/present");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(t->n_cpus, 2);
+        topology_free(t);
+
+        /* More CPUs than cpumask_t holds: refused, not truncated. */
+        write_at(root, "/sys/devices/system/cpu/online", "0-2047\n");
+        ASSERT_EQ(topology_load(root, &t), -E2BIG);
+
+        /* A malformed list is an error, not a guess. */
+        write_at(root, "/sys/devices/system/cpu/online", "0-1\n");
+        write_at(root, "/sys/devices/system/cpu/isolated", "1-x\n");
+        ASSERT_EQ(topology_load(root, &t), -EINVAL);
+
+        /* Nothing there at all. */
+        ASSERT_EQ(topology_load("/nonexistent-root", &t), -ENOENT);
+}
+
+static void test_real(void) {
+        struct topology *t = NULL;
+        cpu_set_t set;
+        cpumask_t self;
+
+        ASSERT_OK(topology_load("/", &t));
+        ASSERT_TRUE(t->n_cpus >= 1);
+        ASSERT_TRUE(cpumask_weight(&t->online) >= 1);
+        ASSERT_EQ((long) cpumask_weight(&t->online), sysconf(_SC_NPROCESSORS_ONLN));
+        ASSERT_TRUE(t->n_cores >= 1 && t->n_llcs >= 1 && t->n_nodes >= 1);
+        ASSERT_OK(sched_getaffinity(0, sizeof(set), &set));
+        cpumask_from_cpu_set(&set, &self);
+        ASSERT_TRUE(cpumask_equal(&t->self_allowed, &self));
+        CPUMASK_FOREACH(c, &t->online) {
+                ASSERT_TRUE(t->cpus[c].online);
+                ASSERT_TRUE(t->cpus[c].core_id <= c);   /* first CPU of its sibling list */
+                ASSERT_TRUE(t->cpus[c].llc_id <= c);
+        }
+        fprintf(stderr, "this machine: %d CPUs, %d cores, %d LLCs, %d nodes\n", t->n_cpus, t->n_cores,
+                t->n_llcs, t->n_nodes);
+        topology_free(t);
+        /* NULL and "" mean the real root too. */
+        ASSERT_OK(topology_load(NULL, &t));
+        topology_free(t);
+}
+
+static void test_synthetic(void) {
+        const struct topo_cpu cpus[4] = {
+                { .core_id = 0, .llc_id = 0, .package_id = 0, .node = 0 },
+                { .core_id = 0, .llc_id = 0, .package_id = 0, .node = 0 },
+                { .core_id = 2, .llc_id = 2, .package_id = 1, .node = 1 },
+                { .core_id = 2, .llc_id = 2, .package_id = 1, .node = 1 },
+        };
+        struct topology *t = topology_new_synthetic(4, cpus);
+
+        ASSERT_TRUE(t);
+        ASSERT_EQ(t->n_cpus, 4);
+        ASSERT_EQ(cpumask_weight(&t->online), 4);
+        ASSERT_TRUE(t->cpus[3].online);
+        ASSERT_EQ(t->n_cores, 2);
+        ASSERT_EQ(t->n_llcs, 2);
+        ASSERT_EQ(t->n_nodes, 2);
+        ASSERT_TRUE(cpumask_equal(&t->self_allowed, &t->online));
+        ASSERT_TRUE(cpumask_empty(&t->isolated));
+        topology_free(t);
+        ASSERT_TRUE(topology_new_synthetic(0, cpus) == NULL);
+        ASSERT_TRUE(topology_free(NULL) == NULL);
+}
+
+int main(void) {
+        atexit(cleanup);
+        test_smp2();
+        test_smt();
+        test_variants();
+        test_real();
+        test_synthetic();
+        return 0;
+}

@@ -1,0 +1,524 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Tests of the wake sampler (daemon/wake*.c):
+ *  - the sched_waking format parser, on the text of 6.18 and on a layout
+ *    with other offsets (nothing may be hard-coded);
+ *  - the decayed edge table (rates, decay, pruning, the cap);
+ *  - the fallback on a made-up /proc (pipes shared by two processes, unix
+ *    socket peers from a table);
+ *  - live, on this machine: a pipe ping-pong forked here must show up as
+ *    edges both ways above 1000/s, through perf and through the fallback
+ *    (perf disabled), and a unix-socket ping-pong through the fallback
+ *    (sock_diag). The perf part is skipped (77) if perf_event_open is not
+ *    permitted.
+ *
+ * `test-wake --bench SECONDS [--fixed]` is not a test: it runs the sampler
+ * the way the daemon does (drain on watermark/interval, edges every second)
+ * and prints events/s, samples/s, lost, period and its own CPU per second,
+ * to measure the adaptive period under a wake-up storm (hackbench).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "test-util.h"
+#include "wake-internal.h"
+#include "wake.h"
+
+/* ---- format parsing ---- */
+
+static const char format_618[] =
+        "name: sched_waking\n"
+        "ID: 375\n"
+        "format:\n"
+        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+        "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+        "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+        "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+        "\n"
+        "\tfield:char comm[16];\toffset:8;\tsize:16;\tsigned:0;\n"
+        "\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n"
+        "\tfield:int prio;\toffset:28;\tsize:4;\tsigned:1;\n"
+        "\tfield:int target_cpu;\toffset:32;\tsize:4;\tsigned:1;\n"
+        "\n"
+        "print fmt: \"comm=%s pid=%d prio=%d target_cpu=%03d\", REC->comm, REC->pid, REC->prio, REC->target_cpu\n";
+
+/* An older/other layout: extra common field, comm elsewhere, no target_cpu. */
+static const char format_other[] =
+        "name: sched_waking\n"
+        "ID: 1234\n"
+        "format:\n"
+        "\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n"
+        "\tfield:unsigned char common_flags;\toffset:2;\tsize:1;\tsigned:0;\n"
+        "\tfield:unsigned char common_preempt_count;\toffset:3;\tsize:1;\tsigned:0;\n"
+        "\tfield:int common_pid;\toffset:4;\tsize:4;\tsigned:1;\n"
+        "\tfield:int common_padding;\toffset:8;\tsize:4;\tsigned:1;\n"
+        "\n"
+        "\tfield:pid_t pid;\toffset:12;\tsize:4;\tsigned:1;\n"
+        "\tfield:char comm[16];\toffset:16;\tsize:16;\tsigned:0;\n"
+        "\tfield:int prio;\toffset:32;\tsize:4;\tsigned:1;\n";
+
+static void test_format(void) {
+        struct wake_tp_format f;
+
+        ASSERT_OK(wake_tp_format_parse(format_618, &f));
+        ASSERT_EQ(f.id, 375);
+        ASSERT_EQ(f.pid_offset, 24);
+        ASSERT_EQ(f.target_cpu_offset, 32);
+        ASSERT_EQ(f.flags_offset, 2);
+        ASSERT_EQ(f.min_size, 36);
+
+        ASSERT_OK(wake_tp_format_parse(format_other, &f));
+        ASSERT_EQ(f.id, 1234);
+        ASSERT_EQ(f.pid_offset, 12);
+        ASSERT_EQ(f.target_cpu_offset, -1);
+        ASSERT_EQ(f.min_size, 16);
+
+        ASSERT_EQ(wake_tp_format_parse("name: x\nID: 3\nformat:\n", &f), -EBADMSG);
+        ASSERT_EQ(wake_tp_format_parse("\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n", &f), -EBADMSG);
+}
+
+/* ---- the edge table ---- */
+
+static const struct wake_edge *find_edge(const struct wake_edge *e, size_t n, pid_t a, pid_t b) {
+        for (size_t i = 0; i < n; i++)
+                if (e[i].waker_tid == a && e[i].wakee_tid == b)
+                        return &e[i];
+        return NULL;
+}
+
+static void test_edge_table(void) {
+        struct wake_edge_table t;
+        struct wake_edge *out = NULL;
+        size_t alloc = 0, n = 0;
+        const struct wake_edge *e;
+
+        wake_edge_table_init(&t, 4);
+        /* 1 s window: 10000 wake-ups 1→2, all split; 5000 2→1, none split */
+        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, true, 0, 1));
+        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 4000, 0, true, 1, 1));
+        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 1000, 0, true, 1, 1));
+        ASSERT_EQ(wake_edge_table_add(&t, 0, 1, 1, 0, false, -1, -1), -EINVAL);
+        ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_EQ(n, 2);
+        /* sorted by waker */
+        ASSERT_EQ(out[0].waker_tid, 1);
+        e = find_edge(out, n, 1, 2);
+        ASSERT_TRUE(e);
+        /* EWMA from 0 with tau = window: 1 - 1/e of the rate */
+        ASSERT_NEAR(e->wakeups_per_s, 10000 * 0.63212, 1);
+#ifdef WAKE_EDGE_HAVE_SPLIT
+        ASSERT_NEAR(e->split_fraction, 1.0, 1e-9);
+        ASSERT_EQ(e->waker_cpu, 0);
+        ASSERT_EQ(e->wakee_cpu, 1);
+        ASSERT_NEAR(find_edge(out, n, 2, 1)->split_fraction, 0.0, 1e-9);
+#endif
+        ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 5000 * 0.63212, 1);
+
+        /* A steady rate converges. */
+        for (int i = 0; i < 20; i++) {
+                ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 0, true, 0, 0));
+                ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
+        }
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        e = find_edge(out, n, 1, 2);
+        ASSERT_NEAR(e->wakeups_per_s, 10000, 1);
+#ifdef WAKE_EDGE_HAVE_SPLIT
+        ASSERT_TRUE(e->split_fraction < 0.01);
+#endif
+        /* 2→1 went quiet 20 windows ago: decayed below 1/s and pruned */
+        ASSERT_TRUE(find_edge(out, n, 2, 1) == NULL);
+        ASSERT_EQ(n, 1);
+
+        /* The cap: 4 edges, the 5th is counted and dropped. */
+        for (pid_t w = 10; w < 13; w++)   /* 1→2 is there: 3 more make 4 */
+                (void) wake_edge_table_add(&t, w, 99, 100, 0, false, -1, -1);
+        ASSERT_EQ(t.n, 4);
+        ASSERT_EQ(wake_edge_table_add(&t, 50, 51, 100, 0, false, -1, -1), -ENOSPC);
+        ASSERT_EQ(t.dropped, 1);
+        /* existing ones are still counted */
+        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 100, 0, false, -1, -1));
+
+        wake_edge_table_done(&t);
+        free(out);
+}
+
+/* ---- fallback on a made-up /proc ---- */
+
+static void mk(const char *root, const char *rel) {
+        char p[4096];
+        snprintf(p, sizeof(p), "%s%s", root, rel);
+        ASSERT_TRUE(mkdir(p, 0755) == 0 || errno == EEXIST);
+}
+
+static void ln(const char *root, const char *target, const char *rel) {
+        char p[4096];
+        snprintf(p, sizeof(p), "%s%s", root, rel);
+        ASSERT_TRUE(symlink(target, p) == 0);
+}
+
+static struct task mktask(pid_t pid, pid_t tid, double nvcsw_per_s, int cpu) {
+        return (struct task) {
+                .id = { .pid = pid, .tid = tid, .start_time = 1 },
+                .last_cpu = cpu,
+                .have_rates = true,
+                .nvcsw_per_s = nvcsw_per_s,
+                .util = 0.5,
+        };
+}
+
+static void test_fallback_fixture(void) {
+        char root[] = "/tmp/test-wake-XXXXXX";
+        struct wake_fallback *fb = NULL;
+        struct wake_edge_table t;
+        struct wake_edge *out = NULL;
+        size_t alloc = 0, n = 0;
+        static const uint32_t peers[][2] = { { 7001, 7002 }, { 7002, 7001 } };
+
+        ASSERT_TRUE(mkdtemp(root));
+        mk(root, "/proc");
+        /* 100 and 200 share pipe 555 (a ping-pong); 300 and 400 hold the two
+         * ends of unix socket pair 7001/7002; 500 shares nothing; 600 has a
+         * pipe with 100 but switches 10x less (no match). */
+        for (const char *p = "100\0" "200\0" "300\0" "400\0" "500\0" "600\0"; *p; p += strlen(p) + 1) {
+                char d[64];
+                snprintf(d, sizeof(d), "/proc/%s", p);
+                mk(root, d);
+                snprintf(d, sizeof(d), "/proc/%s/fd", p);
+                mk(root, d);
+        }
+        ln(root, "pipe:[555]", "/proc/100/fd/3");
+        ln(root, "pipe:[556]", "/proc/100/fd/4");
+        ln(root, "/dev/null", "/proc/100/fd/0");
+        ln(root, "pipe:[555]", "/proc/200/fd/5");
+        ln(root, "socket:[7001]", "/proc/300/fd/3");
+        ln(root, "socket:[7002]", "/proc/400/fd/7");
+        ln(root, "socket:[9999]", "/proc/500/fd/3");
+        ln(root, "pipe:[556]", "/proc/600/fd/3");
+
+        struct task tasks[] = {
+                mktask(100, 100, 50, 0),        /* not a candidate: too slow */
+                mktask(100, 101, 40000, 0),
+                mktask(200, 200, 41000, 1),
+                mktask(300, 300, 20000, 0),
+                mktask(400, 401, 19000, 1),
+                mktask(500, 500, 30000, 1),
+                mktask(600, 600, 4000, 0),
+        };
+
+        ASSERT_OK(wake_fallback_new(root, &fb));
+        wake_fallback_set_peers(fb, peers, ELEMENTSOF(peers));
+        wake_edge_table_init(&t, 0);
+        ASSERT_EQ(wake_fallback_scan(fb, tasks, ELEMENTSOF(tasks), USEC_PER_SEC, &t), 2);
+        ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, 1));  /* tiny tau: rate = this window's */
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_EQ(n, 4);
+        ASSERT_NEAR(find_edge(out, n, 101, 200)->wakeups_per_s, 40000, 1);
+        ASSERT_NEAR(find_edge(out, n, 200, 101)->wakeups_per_s, 40000, 1);
+        ASSERT_NEAR(find_edge(out, n, 300, 401)->wakeups_per_s, 19000, 1);
+        ASSERT_TRUE(find_edge(out, n, 401, 300));
+#ifdef WAKE_EDGE_HAVE_SPLIT
+        ASSERT_NEAR(find_edge(out, n, 101, 200)->split_fraction, -1, 1e-9);
+        ASSERT_EQ(find_edge(out, n, 101, 200)->waker_cpu, 0);
+        ASSERT_EQ(find_edge(out, n, 101, 200)->wakee_cpu, 1);
+#endif
+        ASSERT_TRUE(find_edge(out, n, 101, 600) == NULL);
+
+        wake_edge_table_done(&t);
+        wake_fallback_free(fb);
+        free(out);
+        {
+                char cmd[256];
+                snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+                ASSERT_EQ(system(cmd), 0);
+        }
+}
+
+/* ---- live ---- */
+
+struct pingpong {
+        pid_t a, b;
+};
+
+static void pp_side(int in, int out, bool first) {
+        char c = 'x';
+
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (first && write(out, &c, 1) != 1)
+                _exit(1);
+        for (;;) {
+                if (read(in, &c, 1) != 1)
+                        _exit(0);
+                if (write(out, &c, 1) != 1)
+                        _exit(0);
+        }
+}
+
+/* Two processes bouncing a byte: over two pipes, or over a unix socketpair. */
+static int pingpong_start(struct pingpong *pp, bool unix_socket) {
+        int ab[2], ba[2];
+
+        if (unix_socket) {
+                int sv[2];
+                if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
+                        return -errno;
+                ab[0] = sv[1], ab[1] = sv[0];   /* a writes sv[0], b reads sv[1] */
+                ba[0] = sv[0], ba[1] = sv[1];
+        } else if (pipe2(ab, O_CLOEXEC) < 0 || pipe2(ba, O_CLOEXEC) < 0)
+                return -errno;
+        pp->a = fork();
+        if (pp->a < 0)
+                return -errno;
+        if (pp->a == 0)
+                pp_side(ba[0], ab[1], true);
+        pp->b = fork();
+        if (pp->b < 0)
+                return -errno;
+        if (pp->b == 0)
+                pp_side(ab[0], ba[1], false);
+        close(ab[0]);
+        close(ab[1]);
+        if (!unix_socket) {
+                close(ba[0]);
+                close(ba[1]);
+        }
+        return 0;
+}
+
+static void pingpong_stop(struct pingpong *pp) {
+        if (pp->a > 0)
+                kill(pp->a, SIGKILL);
+        if (pp->b > 0)
+                kill(pp->b, SIGKILL);
+        if (pp->a > 0)
+                waitpid(pp->a, NULL, 0);
+        if (pp->b > 0)
+                waitpid(pp->b, NULL, 0);
+        pp->a = pp->b = 0;
+}
+
+static int online_topology(struct topology *t) {
+        char buf[256];
+        long n = sysconf(_SC_NPROCESSORS_CONF);
+
+        if (util_read_file_at(NULL, "/sys/devices/system/cpu/online", buf, sizeof(buf)) < 0 ||
+            cpumask_parse_list(util_strip(buf), &t->online) < 0)
+                return -EIO;
+        t->n_cpus = (int) MAX(n, 1L);
+        return 0;
+}
+
+/* The fallback's input, read here the way the task sampler does: voluntary switches/s. */
+static int read_nvcsw(pid_t pid, uint64_t *ret) {
+        char path[64], buf[4096], *p;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        if (util_read_file_at(NULL, path, buf, sizeof(buf)) < 0)
+                return -ESRCH;
+        p = strstr(buf, "\nvoluntary_ctxt_switches:");
+        if (!p)
+                return -EIO;
+        *ret = strtoull(p + strlen("\nvoluntary_ctxt_switches:"), NULL, 10);
+        return 0;
+}
+
+/* Run the loop the way the daemon does (ring buffers drained at their watermark) for usec. */
+static void run_loop(sd_event *e, uint64_t usec) {
+        uint64_t end = util_now_usec() + usec;
+
+        for (uint64_t now = util_now_usec(); now < end; now = util_now_usec())
+                ASSERT_TRUE(sd_event_run(e, end - now) >= 0);
+}
+
+static double wait_for_edges(struct wake_sampler *ws, sd_event *ev, const struct pingpong *pp, bool feed_tasks,
+                             double want, const char *what) {
+        uint64_t deadline = util_now_usec() + 15 * USEC_PER_SEC;
+        uint64_t prev[2] = {}, prev_t = 0;
+        double ab = 0, ba = 0;
+
+        while (util_now_usec() < deadline) {
+                struct wake_edge *e;
+                size_t n;
+                uint64_t now;
+                struct task tasks[2];
+
+                run_loop(ev, 250 * USEC_PER_MSEC);
+                now = util_now_usec();
+                if (feed_tasks) {
+                        uint64_t cur[2];
+                        if (read_nvcsw(pp->a, &cur[0]) < 0 || read_nvcsw(pp->b, &cur[1]) < 0)
+                                return -1;
+                        if (prev_t) {
+                                double dt = (double) (now - prev_t) / 1e6;
+                                tasks[0] = mktask(pp->a, pp->a, (double) (cur[0] - prev[0]) / dt, -1);
+                                tasks[1] = mktask(pp->b, pp->b, (double) (cur[1] - prev[1]) / dt, -1);
+                                wake_sampler_set_tasks(ws, tasks, 2);
+                        }
+                        memcpy(prev, cur, sizeof(prev));
+                        prev_t = now;
+                }
+                ASSERT_TRUE(wake_sampler_edges(ws, now, &e, &n) >= 0);
+                ab = find_edge(e, n, pp->a, pp->b) ? find_edge(e, n, pp->a, pp->b)->wakeups_per_s : 0;
+                ba = find_edge(e, n, pp->b, pp->a) ? find_edge(e, n, pp->b, pp->a)->wakeups_per_s : 0;
+                if (ab > want && ba > want) {
+                        struct wake_status st;
+                        wake_sampler_status(ws, &st);
+                        fprintf(stderr, "%s: %d→%d %.0f/s, %d→%d %.0f/s (source %s, period %llu, %zu edges, "
+                                "%.0f events/s, %.0f samples/s, lost %llu, drain %.2f%% CPU)\n",
+                                what, (int) pp->a, (int) pp->b, ab, (int) pp->b, (int) pp->a, ba, st.source,
+                                (unsigned long long) st.period, n, st.events_per_s, st.samples_per_s,
+                                (unsigned long long) st.lost, st.drain_cpu_frac * 100);
+#ifdef WAKE_EDGE_HAVE_SPLIT
+                        fprintf(stderr, "%s: split %.2f / %.2f\n", what,
+                                find_edge(e, n, pp->a, pp->b)->split_fraction,
+                                find_edge(e, n, pp->b, pp->a)->split_fraction);
+#endif
+                        return MIN(ab, ba);
+                }
+        }
+        fprintf(stderr, "%s: no edges above %.0f/s within the deadline: %.0f / %.0f\n", what, want, ab, ba);
+        return -1;
+}
+
+static int test_live(void) {
+        struct topology topo = {};
+        struct wake_sampler *ws = NULL;
+        struct pingpong pp = {};
+        struct wake_status st;
+        sd_event *ev = NULL;
+        bool perf;
+
+        ASSERT_OK(online_topology(&topo));
+        ASSERT_OK(sd_event_new(&ev));
+
+        /* Fallback, forced: pipes, then a unix socket (sock_diag). */
+        ASSERT_OK(wake_sampler_new("/", &topo, 1, 200000, &ws));
+        ASSERT_OK(wake_sampler_disable_perf(ws, "disabled by test"));
+        ASSERT_TRUE(strncmp(wake_sampler_source(ws), "fallback:", 9) == 0);
+        wake_sampler_status(ws, &st);
+        ASSERT_STREQ(st.perf_error, "disabled by test");
+        ASSERT_OK(pingpong_start(&pp, false));
+        ASSERT_TRUE(wait_for_edges(ws, ev, &pp, true, 1000, "fallback, pipes") > 0);
+        pingpong_stop(&pp);
+        if (strstr(wake_sampler_source(ws), "unix-sockets")) {
+                ASSERT_OK(pingpong_start(&pp, true));
+                ASSERT_TRUE(wait_for_edges(ws, ev, &pp, true, 1000, "fallback, unix socket") > 0);
+                pingpong_stop(&pp);
+        } else
+                fprintf(stderr, "fallback: no sock_diag here (%s), unix sockets not tested\n",
+                        wake_sampler_source(ws));
+        ws = wake_sampler_free(ws);
+
+        /* perf */
+        ASSERT_OK(wake_sampler_new("/", &topo, 1, 200000, &ws));
+        wake_sampler_status(ws, &st);
+        perf = st.perf;
+        if (!perf) {
+                fprintf(stderr, "SKIP: perf wake sampling not available: %s (%s)\n", st.perf_error, st.source);
+                wake_sampler_free(ws);
+                sd_event_unref(ev);
+                return 77;
+        }
+        ASSERT_STREQ(wake_sampler_source(ws), "perf");
+        ASSERT_OK(wake_sampler_attach(ws, ev));
+        ASSERT_OK(pingpong_start(&pp, false));
+        ASSERT_TRUE(wait_for_edges(ws, ev, &pp, false, 1000, "perf") > 0);
+        pingpong_stop(&pp);
+        wake_sampler_status(ws, &st);
+        ASSERT_TRUE(st.samples > 0);
+        wake_sampler_free(ws);
+        sd_event_unref(ev);
+        return 0;
+}
+
+/* ---- bench ---- */
+
+static uint64_t self_cpu_usec(void) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return (uint64_t) ru.ru_utime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_utime.tv_usec +
+               (uint64_t) ru.ru_stime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_stime.tv_usec;
+}
+
+static int bench(double seconds, bool fixed, uint64_t max_per_s) {
+        struct topology topo = {};
+        struct wake_sampler *ws = NULL;
+        sd_event *e = NULL;
+        uint64_t end, next, cpu0, t0;
+        double sum_events = 0, sum_samples = 0, sum_cpu = 0;
+        unsigned n = 0;
+
+        ASSERT_OK(online_topology(&topo));
+        ASSERT_OK(wake_sampler_new("/", &topo, 1, max_per_s, &ws));
+        if (!strstr(wake_sampler_source(ws), "perf")) {
+                fprintf(stderr, "no perf: %s\n", wake_sampler_source(ws));
+                return 77;
+        }
+        wake_sampler_set_adaptive(ws, !fixed);
+        ASSERT_OK(sd_event_default(&e));
+        ASSERT_OK(wake_sampler_attach(ws, e));
+        printf("# mode=%s max_samples_per_s=%llu\n", fixed ? "fixed-period-1" : "adaptive",
+               (unsigned long long) max_per_s);
+        printf("# t events_per_s samples_per_s lost period edges drain_cpu%% self_cpu%%\n");
+        t0 = util_now_usec();
+        end = t0 + (uint64_t) (seconds * 1e6);
+        next = t0 + USEC_PER_SEC;
+        cpu0 = self_cpu_usec();
+        while (util_now_usec() < end) {
+                uint64_t now = util_now_usec();
+                if (now >= next) {
+                        struct wake_edge *edges;
+                        struct wake_status st;
+                        size_t ne;
+                        uint64_t cpu = self_cpu_usec();
+
+                        ASSERT_TRUE(wake_sampler_edges(ws, now, &edges, &ne) >= 0);
+                        wake_sampler_status(ws, &st);
+                        double self = (double) (cpu - cpu0) / (double) (now - (next - USEC_PER_SEC));
+                        printf("%.1f %.0f %.0f %llu %llu %zu %.2f %.2f\n", (double) (now - t0) / 1e6,
+                               st.events_per_s, st.samples_per_s, (unsigned long long) st.lost,
+                               (unsigned long long) st.period, ne, st.drain_cpu_frac * 100, self * 100);
+                        fflush(stdout);
+                        if (now - t0 > 2 * USEC_PER_SEC) {   /* skip the ramp-up */
+                                sum_events += st.events_per_s;
+                                sum_samples += st.samples_per_s;
+                                sum_cpu += self;
+                                n++;
+                        }
+                        cpu0 = cpu;
+                        next += USEC_PER_SEC;
+                }
+                ASSERT_TRUE(sd_event_run(e, MIN(next - MIN(now, next), (uint64_t) USEC_PER_SEC)) >= 0);
+        }
+        if (n)
+                printf("mean: events_per_s=%.0f samples_per_s=%.0f self_cpu=%.2f%%\n", sum_events / n,
+                       sum_samples / n, sum_cpu / n * 100);
+        wake_sampler_free(ws);
+        sd_event_unref(e);
+        return 0;
+}
+
+int main(int argc, char **argv) {
+        if (argc >= 3 && streq(argv[1], "--bench")) {
+                bool fixed = argc >= 4 && streq(argv[3], "--fixed");
+                uint64_t max = argc >= 5 ? strtoull(argv[4], NULL, 10) : 200000;
+                return bench(strtod(argv[2], NULL), fixed, max);
+        }
+        test_format();
+        test_edge_table();
+        test_fallback_fixture();
+        return test_live();
+}
