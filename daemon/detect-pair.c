@@ -81,7 +81,7 @@ static const struct task *find_task(const struct task **index, size_t n, pid_t t
 
 static double edge_split(const struct wake_edge *e) {
 #ifdef WAKE_EDGE_HAVE_SPLIT
-        return e->split_fraction;
+        return e->have_split ? e->split_fraction : -1;
 #else
         (void) e;
         return -1;

@@ -110,6 +110,7 @@ bool policy_matches(const struct policy *p, const struct task *t);
  * daemon itself: self_pid). Returns NULL if the task must not be touched;
  * ret_why (may be NULL) gets a static string saying why not.
  */
+/* ret_why may point into the config ("excluded by policy X"): valid while it lives. */
 const struct policy *detect_policy_for(const struct config *c, const struct snapshot *s,
                                        const struct task *t, enum detector kind,
                                        pid_t self_pid, const char **ret_why);

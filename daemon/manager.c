@@ -381,6 +381,17 @@ static int manager_pass(struct manager *m) {
 
         effect_check(m);
 
+        /* Tasks whose mask we set are not "narrowed by someone else". */
+        if (applier_list(m->applier, &managed, &n_managed) >= 0)
+                for (size_t i = 0; i < n_managed; i++) {
+                        struct task *t;
+                        if (managed[i].type != ACT_AFFINITY)
+                                continue;
+                        t = (struct task *) snapshot_find_task(m->snap, managed[i].task.tid);
+                        if (t && t->id.start_time == managed[i].task.start_time)
+                                t->affinity_ours = true;
+                }
+
         findings_clear(&m->findings);
         r = detect_all(m->snap, m->config, getpid(), &m->findings);
         if (r < 0)

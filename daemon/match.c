@@ -132,7 +132,8 @@ const struct policy *match_policy_for(const struct config *c, const struct snaps
                 why = "real-time task";
                 goto none;
         }
-        if (!(flags & MATCH_AFFINITY_OURS) && !best->allow_narrowed && match_affinity_narrowed(s, t)) {
+        if (!(flags & MATCH_AFFINITY_OURS) && !t->affinity_ours && !best->allow_narrowed &&
+            match_affinity_narrowed(s, t)) {
                 why = "affinity narrowed by someone else";
                 goto none;
         }

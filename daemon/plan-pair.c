@@ -9,8 +9,8 @@
  * pipelined stream pair co-located loses ~25 %. So:
  *
  *  1. co-locate a pair only when its finding (detect-pair.c) says it was
- *     split for most of the window, Hysteresis= intervals in a row; the
- *     target state's `seen` counts those intervals;
+ *     split for most of the window, for Hysteresis= intervals more than it
+ *     was together; the target state's `seen` counts that;
  *  2. never a stream (the finding's note starts with "stream");
  *  3. the CPU: in both members' allowed sets (before our change), usable
  *     (online, not isolated, not nohz_full) and in the policy's CPUs=;
@@ -214,6 +214,8 @@ static int collect(struct pair_plan *pp) {
                 pinned = it->m[0] && it->m[1];
                 if (pinned && cpumask_equal(&it->m[0]->mask, &it->m[1]->mask))
                         it->pin_cpu = single_cpu(&it->m[0]->mask);
+                if (it->pin_cpu >= pp->n_cpus)     /* the topology shrank under it */
+                        it->pin_cpu = -1;
 
                 if (pair_key(it->id, key, sizeof(key)) < 0)
                         return -ENAMETOOLONG;
@@ -409,6 +411,14 @@ static int release(struct pair_plan *pp, struct pair_item *it, const char *state
         return 0;
 }
 
+/* Half a pair is ours (the effect check undid one pin, someone changed it,
+ * or the CPU went away): let go of the rest. */
+static int release_half(struct pair_plan *pp, struct pair_item *it) {
+        if (!it->m[0] || !it->m[1])
+                return release(pp, it, "released", "pair: released: only one member still co-located");
+        return release(pp, it, "released", "pair: released: members no longer on one usable CPU");
+}
+
 static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
         const struct finding *f = it->f;
         cpumask_t one = cpumask_of(cpu);
@@ -498,21 +508,16 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                                   st->last.wake_rate_per_s);
                         return 0;
                 }
-                /* Half a pair: the other's pin was undone or changed by someone else. */
                 if (!it->m[0] || !it->m[1] || it->pin_cpu < 0)
-                        return release(pp, it, "released", "pair: released: only one member still co-located");
+                        return release_half(pp, it);
                 if (st->absent >= hyst || !it->p)
                         return release(pp, it, "released", "pair: released: quiet for %u intervals%s",
                                        st->absent, it->p ? "" : " (policy gone)");
                 /* keep it for now: hysteresis */
-                if (it->pin_cpu >= 0) {
-                        pp->ctx->cpu_claim[it->pin_cpu] = 2;
-                        (void) use(pp, it);
-                }
+                pp->ctx->cpu_claim[it->pin_cpu] = 2;
                 set_state(st, "co-located", "quiet for %u of %u intervals", st->absent, hyst);
-                if (it->pin_cpu >= 0)
-                        set_colocated_state(st, it->pin_cpu);
-                return 0;
+                set_colocated_state(st, it->pin_cpu);
+                return use(pp, it);
         }
 
         if (strncmp(f->note, "stream", 6) == 0) {
@@ -553,9 +558,8 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 return -ENAMETOOLONG;
 
         if (ours) {
-                /* Half a pair (the effect check undid one pin, or someone changed it): let go. */
                 if (!it->m[0] || !it->m[1] || it->pin_cpu < 0)
-                        return release(pp, it, "released", "pair: released: only one member still co-located");
+                        return release_half(pp, it);
                 cpu = it->pin_cpu;
                 if (cpu < pp->n_cpus && pp->ctx->cpu_claim[cpu] != 1 && cpumask_test(&pp->usable, cpu)) {
                         cpumask_t cand = candidates(pp, it);
@@ -564,7 +568,6 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                                 pp->ctx->cpu_claim[cpu] = 2;
                                 pp->load[cpu] += f->combined_util;
                                 st->cpu = cpu;
-                                st->seen++;
                                 set_state(st, "co-located", "%.0f wake-ups/s each way, util %.2f; %s",
                                           f->wake_rate_per_s, f->combined_util,
                                           it->m[0]->reason);
@@ -582,9 +585,16 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 return place(pp, it, cpu, "moved");
         }
 
-        /* Not ours: co-locate once it has been split Hysteresis= intervals in a row. */
+        /*
+         * Not ours: co-locate once it has been split for Hysteresis= intervals
+         * more than it was together: a together interval takes one off
+         * rather than starting over, because with the fallback source the
+         * split is one look at both members' last CPU, and one unlucky look
+         * must not restart the count of a pair that is split most of the time.
+         */
         if (f->split_fraction < DETECT_PAIR_SPLIT_MIN) {
-                st->seen = 0;
+                if (st->seen > 0)
+                        st->seen--;
                 set_state(st, "watching", "together (split %.0f%%), %.0f wake-ups/s each way",
                           f->split_fraction * 100, f->wake_rate_per_s);
                 return 0;

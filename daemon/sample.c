@@ -35,13 +35,14 @@
 /* A thread that ran stays "hot" (read every pass its process is active) for
  * 3 passes: a pair or a hog that pauses for one window is not lost. */
 #define DEFAULT_HOT_PASSES 3
-/* A process with at least 256 threads that stayed idle for 2 checks is
- * checked only every 4th pass: the process clock walks all its threads
- * (0.6-2.3 ms for 10,000 here, a third of the whole pass). It cannot hide
- * activity, only report it up to 4 passes late, averaged over the passes
- * it was not looked at. */
+/* The process clock walks all threads of a process: 0.6 ms for 10,000 idle
+ * threads on a quiet VM, 3 ms on the busy shared one (cache misses), more
+ * than everything else in a pass. A process with at least 256 threads that
+ * stays idle is checked every 2, 4, 8, then 16 passes. Nothing is lost:
+ * the clock covers the whole gap, so activity in it is seen at the next
+ * check (at most 16 s late at 1 s), its rates averaged over the gap. */
 #define DEFAULT_BIG_PROCESS_THREADS 256
-#define DEFAULT_IDLE_GATE_EVERY 4
+#define DEFAULT_IDLE_GATE_MAX 16
 /* With fork/exec/exit events (proc connector) new processes are visited from
  * the events and /proc itself is listed every 10 passes only: listing walks
  * every PID in the kernel, threads included (~1.5 ms with 10,000 threads). */
@@ -65,33 +66,49 @@
 #define BIG_BUF_MIN 65536
 #define BIG_BUF_MAX (4 * 1024 * 1024)
 
+#define NO_SLOT UINT32_MAX
+
 enum proc_mode {
-        MODE_SKIP,      /* not checked this pass (idle big process): threads left as they are */
-        MODE_CARRY,     /* nothing ran: carry every thread */
+        MODE_SKIP,      /* not checked this pass (big, idle): its threads stay as they are */
+        MODE_CARRY,     /* checked, nothing ran: its threads are carried */
         MODE_ACCOUNT,   /* read hot threads; carry the cold if the clock delta is explained */
         MODE_FULL,      /* read every thread */
 };
 
+/*
+ * "Known up to": each counter group of a thread has the time at which its
+ * cumulative values were last known to be what the record holds; a rate
+ * is the delta over now minus that time. A process checked unchanged makes
+ * every counter that was known when it was last active known up to the
+ * check, without touching its threads: the effective time of a counter is
+ *
+ *      upto >= p->active_usec ? p->known_usec : upto
+ *
+ * and is written back (materialized) only when the process is active again.
+ */
 struct proc_rec {
         struct proc_info info;        /* what tasks point to (task->proc) */
         uint32_t slot;                /* index in s->procs */
         uint32_t generation;          /* bumped on PID reuse: older thread records are dropped */
         uint64_t seen_pass;
 
+        uint32_t first;               /* its thread records: a list through thread_priv.next/prev */
+        unsigned n_threads;
+
         uint64_t gate_value;          /* clock ns, or utime+stime ticks */
         unsigned gate_threads;        /* stat gate: num_threads */
         bool gate_valid;
         uint64_t gate_delta;          /* this pass, MODE_ACCOUNT: clock ns delta */
-        uint64_t check_usec;          /* when the gate was last checked */
-        uint64_t prev_check_usec;     /* the check before that: known idle from here on if unchanged */
-        unsigned idle_checks;         /* consecutive checks without change */
-        uint64_t next_check_pass;     /* big idle processes: next pass the gate is checked */
+
+        uint64_t active_usec;         /* last check that found it active (or first seen) */
+        uint64_t known_usec;          /* last check */
+        unsigned idle_checks;         /* checks without change since */
+        uint64_t next_check_pass;     /* big and idle: next pass the gate is checked */
 
         enum proc_mode mode;          /* this pass */
         bool list;                    /* list /proc/P/task this pass */
         bool info_valid, exec_noted, dirty, untracked;
         uint64_t next_list_pass;
-        unsigned n_threads;           /* thread records */
 
         struct stat_fields leader;    /* this pass (active processes) */
         uint64_t explained_ns;        /* Σ schedstat run deltas of threads read this pass */
@@ -100,6 +117,7 @@ struct proc_rec {
 
 struct thread_priv {
         struct proc_rec *proc;
+        uint32_t next, prev;          /* in proc->first's list */
         uint32_t generation;
         uint64_t seen_pass;           /* read this pass */
         uint64_t listed_pass;
@@ -107,8 +125,6 @@ struct thread_priv {
         uint64_t carried_pass;
         uint64_t remove_pass;
         uint64_t last_ran_pass;
-        /* "known up to": time (µs) at which the cumulative counters were last
-         * known to have their current values; rates are deltas over now - upto */
         uint64_t stat_upto, status_upto, schedstat_upto, sched_upto;
         uint64_t next_status_pass, next_expensive_pass;
         int16_t cpu_hist[CPUS_SEEN_WINDOWS];
@@ -133,6 +149,8 @@ struct sampler {
         size_t n_tasks, allocated;
         struct sample_table tids;
         size_t refresh_cursor;
+        uint32_t *doomed;             /* records to drop at the end of the pass ("allocated" entries) */
+        size_t n_doomed;
 
         /* processes: records allocated one by one (task->proc pointers stay valid) */
         struct proc_rec **procs;
@@ -252,8 +270,8 @@ int sampler_set_options(struct sampler *s, const struct sampler_options *o) {
                 d.hot_passes = DEFAULT_HOT_PASSES;
         if (!d.big_process_threads)
                 d.big_process_threads = DEFAULT_BIG_PROCESS_THREADS;
-        if (!d.idle_gate_every_passes)
-                d.idle_gate_every_passes = DEFAULT_IDLE_GATE_EVERY;
+        if (!d.idle_gate_max_passes)
+                d.idle_gate_max_passes = DEFAULT_IDLE_GATE_MAX;
         if (!d.list_proc_every_passes)
                 d.list_proc_every_passes = DEFAULT_LIST_PROC_EVERY;
 
@@ -326,6 +344,7 @@ struct sampler *sampler_free(struct sampler *s) {
         free(s->big);
         free(s->pending);
         free(s->visit);
+        free(s->doomed);
         free(s->root);
         free(s);
         return NULL;
@@ -536,29 +555,62 @@ static void cpu_hist_push(struct thread_priv *q, struct task *t, int cpu) {
                         cpumask_set(&t->cpus_seen, q->cpu_hist[i]);
 }
 
-static void thread_attach(struct sampler *s, size_t i, struct proc_rec *p) {
+static void list_add(struct sampler *s, struct proc_rec *p, uint32_t i) {
         struct thread_priv *q = &s->priv[i];
 
-        if (q->proc)
-                q->proc->n_threads--;
         q->proc = p;
-        q->generation = p->generation;
+        q->prev = NO_SLOT;
+        q->next = p->first;
+        if (p->first != NO_SLOT)
+                s->priv[p->first].prev = i;
+        p->first = i;
         p->n_threads++;
 }
 
-/* Make record i a new thread of p (new TID, or a reused one): no history. */
-static void thread_reset(struct sampler *s, size_t i, struct proc_rec *p, pid_t tid) {
+static void list_del(struct sampler *s, uint32_t i) {
         struct thread_priv *q = &s->priv[i];
-        struct proc_rec *old = q->proc;
+        struct proc_rec *p = q->proc;
 
-        s->tasks[i] = (struct task) { .id.tid = tid, .last_cpu = -1 };
-        *q = (struct thread_priv) { .proc = old };
-        for (unsigned k = 0; k < CPUS_SEEN_WINDOWS; k++)
-                q->cpu_hist[k] = -1;
-        thread_attach(s, i, p);
+        if (!p)
+                return;
+        if (q->prev != NO_SLOT)
+                s->priv[q->prev].next = q->next;
+        else
+                p->first = q->next;
+        if (q->next != NO_SLOT)
+                s->priv[q->next].prev = q->prev;
+        p->n_threads--;
+        q->proc = NULL;
 }
 
-static int thread_append(struct sampler *s, struct proc_rec *p, pid_t tid, size_t *ret) {
+/* Record i now lives at slot to (swap-remove): fix the links that point at it. */
+static void list_moved(struct sampler *s, uint32_t to) {
+        struct thread_priv *q = &s->priv[to];
+
+        if (q->prev != NO_SLOT)
+                s->priv[q->prev].next = to;
+        else if (q->proc)
+                q->proc->first = to;
+        if (q->next != NO_SLOT)
+                s->priv[q->next].prev = to;
+}
+
+/* Make record i a new thread of p (new TID, or a reused one): no history. */
+static void thread_reset(struct sampler *s, uint32_t i, struct proc_rec *p, pid_t tid) {
+        struct thread_priv *q = &s->priv[i];
+
+        if (q->proc != p) {
+                list_del(s, i);
+                list_add(s, p, i);
+        }
+        s->tasks[i] = (struct task) { .id.tid = tid, .last_cpu = -1 };
+        *q = (struct thread_priv) { .proc = p, .next = q->next, .prev = q->prev, .generation = p->generation };
+        for (unsigned k = 0; k < CPUS_SEEN_WINDOWS; k++)
+                q->cpu_hist[k] = -1;
+}
+
+static int thread_append(struct sampler *s, struct proc_rec *p, pid_t tid, uint32_t *ret) {
+        uint32_t i;
         int r;
 
         if (s->n_tasks >= s->max_threads)
@@ -573,33 +625,77 @@ static int thread_append(struct sampler *s, struct proc_rec *p, pid_t tid, size_
                 if (!q)
                         return -ENOMEM;
                 s->priv = q;
+                /* room to doom every record: removal never fails for lack of memory */
+                uint32_t *d = realloc(s->doomed, na * sizeof(*d));
+                if (!d)
+                        return -ENOMEM;
+                s->doomed = d;
                 s->allocated = na;
         }
-        r = sample_table_put(&s->tids, tid, (uint32_t) s->n_tasks);
+        i = (uint32_t) s->n_tasks;
+        r = sample_table_put(&s->tids, tid, i);
         if (r < 0)
                 return r;
-        s->priv[s->n_tasks] = (struct thread_priv) {};
-        thread_reset(s, s->n_tasks, p, tid);
-        *ret = s->n_tasks++;
+        s->priv[i] = (struct thread_priv) {};
+        s->n_tasks++;
+        thread_reset(s, i, p, tid);
+        *ret = i;
         return 0;
 }
 
-static void thread_remove(struct sampler *s, size_t i) {
-        size_t last = s->n_tasks - 1;
+static void thread_remove(struct sampler *s, uint32_t i) {
+        uint32_t last = (uint32_t) s->n_tasks - 1;
 
         sample_table_remove(&s->tids, s->tasks[i].id.tid);
-        if (s->priv[i].proc)
-                s->priv[i].proc->n_threads--;
+        list_del(s, i);
         if (i != last) {
                 s->tasks[i] = s->tasks[last];
                 s->priv[i] = s->priv[last];
-                (void) sample_table_put(&s->tids, s->tasks[i].id.tid, (uint32_t) i);
+                list_moved(s, i);
+                (void) sample_table_put(&s->tids, s->tasks[i].id.tid, i);
         }
         s->n_tasks--;
 }
 
+static void doom(struct sampler *s, uint32_t i) {
+        if (s->priv[i].remove_pass == s->pass)
+                return;
+        s->priv[i].remove_pass = s->pass;
+        s->doomed[s->n_doomed++] = i;
+}
+
+static int cmp_desc(const void *a, const void *b) {
+        uint32_t x = *(const uint32_t *) a, y = *(const uint32_t *) b;
+        return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Highest index first: a swap-remove only ever moves a record that is kept. */
+static void remove_doomed(struct sampler *s) {
+        qsort(s->doomed, s->n_doomed, sizeof(*s->doomed), cmp_desc);
+        for (size_t k = 0; k < s->n_doomed; k++) {
+                thread_remove(s, s->doomed[k]);
+                s->stats.threads_gone++;
+        }
+        s->n_doomed = 0;
+}
+
 static bool thread_is_hot(const struct sampler *s, const struct thread_priv *q) {
         return q->last_ran_pass && q->last_ran_pass + s->opt.hot_passes > s->pass;
+}
+
+static uint64_t effective_upto(const struct proc_rec *p, uint64_t upto) {
+        return upto && upto >= p->active_usec ? MAX(upto, p->known_usec) : upto;
+}
+
+/* The process is active again: write the lazily advanced times into its threads. */
+static void materialize(struct sampler *s, struct proc_rec *p) {
+        for (uint32_t i = p->first; i != NO_SLOT; i = s->priv[i].next) {
+                struct thread_priv *q = &s->priv[i];
+                q->stat_upto = effective_upto(p, q->stat_upto);
+                q->status_upto = effective_upto(p, q->status_upto);
+                q->schedstat_upto = effective_upto(p, q->schedstat_upto);
+                q->sched_upto = effective_upto(p, q->sched_upto);
+        }
 }
 
 /* Read an optional expensive file of a thread. Returns length, 0 if the
@@ -638,8 +734,7 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
         struct thread_priv *q;
         struct task *t;
         char rel[96];
-        uint32_t slot;
-        size_t i;
+        uint32_t slot, i;
         ssize_t n;
 
         if (pre)
@@ -671,7 +766,8 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
         } else {
                 i = slot;
                 if (s->priv[i].proc != p || s->priv[i].generation != p->generation ||
-                    s->tasks[i].id.start_time != f.start_time || s->priv[i].seen_pass == 0) {
+                    s->tasks[i].id.start_time != f.start_time || s->priv[i].seen_pass == 0 ||
+                    s->priv[i].remove_pass == s->pass) {
                         thread_reset(s, i, p, tid);
                         fresh = true;
                 }
@@ -805,40 +901,45 @@ vanished:
         return 0;
 }
 
-/* Counters known unchanged since the process's previous check: rates 0,
- * "known up to" moves on. */
-static void thread_carry(struct sampler *s, size_t i, uint64_t now) {
+/*
+ * A thread not read this pass whose process is known idle since its last
+ * check (or, for a cold thread of an active process, whose share of the
+ * process clock is below the noise): rates 0 over the pass. window_usec 0
+ * means "the snapshot's window" (snapshot.h). Threads of a process carried
+ * this many times in a row are already in this state and are not touched.
+ */
+static void thread_carry(struct sampler *s, uint32_t i) {
         struct task *t = &s->tasks[i];
         struct thread_priv *q = &s->priv[i];
-        uint64_t since = q->proc->prev_check_usec;
 
-        /* Steady state (carried last pass too, rates already 0): only the window moves. */
-        if (q->carried_pass + 1 != s->pass || t->util != 0 || t->nvcsw_per_s != 0 || t->nivcsw_per_s != 0 ||
-            t->run_delay_ms_per_s != 0 || t->migrations_per_s != 0 || !t->have_rates) {
-                t->util = t->nvcsw_per_s = t->nivcsw_per_s = t->run_delay_ms_per_s = t->migrations_per_s = 0;
-                t->have_rates = true;
-        }
-        t->window_usec = now - s->last_usec;
-        /* Only a counter known as of the process's previous check is known as of
-         * now; one not read while its process was active keeps its older time,
-         * so its next rate averages over the whole unknown span. */
-        if (q->stat_upto >= since)
-                q->stat_upto = now;
-        if (q->status_upto >= since)
-                q->status_upto = now;
-        if (q->schedstat_upto >= since)
-                q->schedstat_upto = now;
-        if (q->sched_upto >= since)
-                q->sched_upto = now;
+        t->util = t->nvcsw_per_s = t->nivcsw_per_s = t->run_delay_ms_per_s = t->migrations_per_s = 0;
+        t->have_rates = true;
+        t->window_usec = 0;
         cpu_hist_push(q, t, t->last_cpu);
         q->carried_pass = s->pass;
 }
 
-/* Re-read a carried thread's attributes (stat + status): name, policy, nice,
- * last CPU, allowed CPUs can change without the thread running. */
-static void thread_refresh(struct sampler *s, size_t i) {
-        struct task *t = &s->tasks[i];
+/* A cold thread of an active process: carried, and since its process ran,
+ * its "known up to" times are moved by hand (only those known at the last check). */
+static void thread_carry_active(struct sampler *s, uint32_t i, uint64_t prev_known) {
         struct thread_priv *q = &s->priv[i];
+        uint64_t now = s->now_usec;
+
+        thread_carry(s, i);
+        if (q->stat_upto >= prev_known)
+                q->stat_upto = now;
+        if (q->status_upto >= prev_known)
+                q->status_upto = now;
+        if (q->schedstat_upto >= prev_known)
+                q->schedstat_upto = now;
+        if (q->sched_upto >= prev_known)
+                q->sched_upto = now;
+}
+
+/* Re-read a carried thread's attributes (stat + status): name, policy, nice,
+ * allowed CPUs can change without the thread running. */
+static void thread_refresh(struct sampler *s, uint32_t i) {
+        struct task *t = &s->tasks[i];
         struct stat_fields f;
         struct status_fields st;
         char rel[96];
@@ -848,14 +949,14 @@ static void thread_refresh(struct sampler *s, size_t i) {
         n = read_small(s, rel);
         s->stats.cheap_reads++;
         if (n < 0 || sample_parse_stat(s->buf, &f) < 0 || f.start_time != t->id.start_time) {
-                q->remove_pass = s->pass;
+                doom(s, i);
                 return;
         }
         snprintf(rel, sizeof(rel), "/proc/%d/task/%d/status", (int) t->id.pid, (int) t->id.tid);
         n = read_small(s, rel);
         s->stats.status_reads++;
         if (n < 0) {
-                q->remove_pass = s->pass;
+                doom(s, i);
                 return;
         }
         /* Attributes only. The counters stay as last read with their "known up
@@ -894,11 +995,13 @@ static struct proc_rec *proc_add(struct sampler *s, pid_t pid) {
                 return NULL;
         }
         p->info.pid = pid;
+        p->first = NO_SLOT;
         p->slot = (uint32_t) s->n_procs;
         s->procs[s->n_procs++] = p;
         return p;
 }
 
+/* Its threads must be gone already. */
 static void proc_remove(struct sampler *s, struct proc_rec *p) {
         size_t last = s->n_procs - 1, slot = p->slot;
 
@@ -913,7 +1016,7 @@ static void proc_remove(struct sampler *s, struct proc_rec *p) {
         free(p);
 }
 
-/* The gate: 1 if p (known) is unchanged since the last pass, 0 if active,
+/* The gate: 1 if p (known) is unchanged since its last check, 0 if active,
  * -ESRCH if the process is gone. *whole gets /proc/P/stat with the stat gate. */
 static int proc_gate(struct sampler *s, pid_t pid, struct proc_rec *p, uint64_t *ret_value,
                      unsigned *ret_threads, struct stat_fields *whole, bool *have_whole) {
@@ -955,11 +1058,17 @@ static int proc_gate(struct sampler *s, pid_t pid, struct proc_rec *p, uint64_t 
         return *ret_value == p->gate_value && *ret_threads == p->gate_threads;
 }
 
+/* Steady: carried so many times in a row that its threads' rates are 0 and
+ * their cpus_seen has decayed to one CPU; nothing per thread changes. */
+static bool proc_steady(const struct proc_rec *p) {
+        return p->idle_checks > CPUS_SEEN_WINDOWS;
+}
+
 static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
-        uint64_t value;
         struct proc_rec *p = proc_lookup(s, pid);
         struct stat_fields whole, leader;
         bool have_whole, fresh = false;
+        uint64_t value;
         unsigned threads;
         char rel[64];
         ssize_t n;
@@ -967,10 +1076,8 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
 
         if (p && p->seen_pass == s->pass)
                 return;   /* visited already (a pending pid that was also listed) */
-        if (p && p->gate_valid && !p->dirty && !p->exec_noted && p->n_threads >= s->opt.big_process_threads &&
-            s->pass < p->next_check_pass) {
-                /* Big and idle: not checked this pass. Only ENOENT below can tell it
-                 * exited, so an exit is noticed at the next check. */
+        if (p && p->gate_valid && !p->dirty && !p->exec_noted && s->pass < p->next_check_pass) {
+                /* Big and idle: not checked this pass. */
                 p->mode = MODE_SKIP;
                 p->list = false;
                 p->seen_pass = s->pass;
@@ -985,11 +1092,12 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
                 p->mode = MODE_CARRY;
                 p->list = false;
                 p->seen_pass = s->pass;
-                p->prev_check_usec = p->check_usec;
-                p->check_usec = s->now_usec;
+                p->known_usec = s->now_usec;
                 p->idle_checks++;
-                if (p->idle_checks >= 2 && p->n_threads >= s->opt.big_process_threads)
-                        p->next_check_pass = s->pass + s->opt.idle_gate_every_passes;
+                if (proc_steady(p) && p->n_threads >= s->opt.big_process_threads) {
+                        unsigned k = MIN(p->idle_checks - CPUS_SEEN_WINDOWS, 16u);
+                        p->next_check_pass = s->pass + MIN(1u << k, s->opt.idle_gate_max_passes);
+                }
                 return;
         }
 
@@ -1023,10 +1131,6 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         p->leader = leader;
         p->explained_ns = 0;
         p->explained_partial = false;
-        p->prev_check_usec = p->check_usec;
-        p->check_usec = s->now_usec;
-        p->idle_checks = 0;
-        p->next_check_pass = 0;
 
         if (!p->info_valid || p->exec_noted || !streq(p->info.comm, leader.comm)) {
                 /* New, exec'ed (connector), or renamed: exec changes the name, so
@@ -1060,6 +1164,14 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         p->gate_value = value;
         p->gate_threads = threads;
         p->gate_valid = true;
+
+        /* Bring the lazily advanced times of its threads up to date; from here on
+         * the pass sets them one by one. known_usec keeps the previous check for
+         * the cold-thread rule in the sweep. */
+        materialize(s, p);
+        p->active_usec = s->now_usec;
+        p->idle_checks = 0;
+        p->next_check_pass = 0;
         s->stats.processes_active++;
 }
 
@@ -1121,8 +1233,8 @@ static void task_visit(struct sampler *s, pid_t tid, void *userdata) {
                 s->priv[slot].listed_pass = s->pass;
 }
 
-/* Should record i be read now (its process is active)? */
-static bool want_read(struct sampler *s, size_t i) {
+/* Should record i (of an active process) be read now? */
+static bool want_read(struct sampler *s, uint32_t i) {
         const struct thread_priv *q = &s->priv[i];
         const struct proc_rec *p = q->proc;
         const struct task *t = &s->tasks[i];
@@ -1136,30 +1248,28 @@ static bool want_read(struct sampler *s, size_t i) {
         return false;
 }
 
-static bool alive(const struct sampler *s, size_t i) {
-        const struct thread_priv *q = &s->priv[i];
-        return q->proc && q->proc->seen_pass == s->pass && q->generation == q->proc->generation &&
-               q->failed_pass != s->pass;
-}
+/* The known threads of the active processes: hot ones (all with MODE_FULL);
+ * cold_only: the ones not read yet of processes that turned MODE_FULL. */
+static void read_active_threads(struct sampler *s, bool cold_only) {
+        for (size_t k = 0; k < s->n_procs; k++) {
+                struct proc_rec *p = s->procs[k];
+                uint32_t next;
 
-static void read_active_threads(struct sampler *s, uint64_t now, bool cold_only) {
-        /* Records appended while reading are new and already read. */
-        size_t n = s->n_tasks;
-
-        for (size_t i = 0; i < n; i++) {
-                struct thread_priv *q = &s->priv[i];
-                struct proc_rec *p = q->proc;
-                pid_t tid;
-
-                /* Most records belong to carried or skipped processes: decide from
-                 * the process before touching the task record. */
-                if (p->seen_pass != s->pass || p->mode <= MODE_CARRY || q->seen_pass == s->pass ||
-                    !alive(s, i))
+                if (p->seen_pass != s->pass || p->mode <= MODE_CARRY || (cold_only && p->mode != MODE_FULL))
                         continue;
-                if (cold_only ? p->mode != MODE_FULL : !want_read(s, i))
-                        continue;
-                tid = s->tasks[i].id.tid;
-                (void) thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, now);
+                /* thread_read() of a known record never moves it between lists. */
+                for (uint32_t i = p->first; i != NO_SLOT; i = next) {
+                        struct thread_priv *q = &s->priv[i];
+                        pid_t tid;
+
+                        next = q->next;
+                        if (q->seen_pass == s->pass || q->failed_pass == s->pass || q->generation != p->generation)
+                                continue;
+                        if (!cold_only && !want_read(s, i))
+                                continue;
+                        tid = s->tasks[i].id.tid;
+                        (void) thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, s->now_usec);
+                }
         }
 }
 
@@ -1203,50 +1313,66 @@ static unsigned account(struct sampler *s, uint64_t window_usec) {
         return full;
 }
 
-static void sweep(struct sampler *s, uint64_t now) {
-        size_t n = s->n_tasks, budget;
+/* End of pass: drop what is gone, carry what did not run, refresh a few. */
+static void sweep(struct sampler *s) {
+        size_t n, budget;
 
-        /* 1: classify; carry what is proven (or accounted) unchanged */
-        for (size_t i = 0; i < n; i++) {
-                struct thread_priv *q = &s->priv[i];
-                struct proc_rec *p = q->proc;
+        for (size_t k = 0; k < s->n_procs; k++) {
+                struct proc_rec *p = s->procs[k];
+                bool seen = p->seen_pass == s->pass;
 
-                if (!alive(s, i) || (p->list && q->listed_pass != s->pass))
-                        q->remove_pass = s->pass;
-                else if (q->seen_pass == s->pass)
+                if (seen && (p->mode == MODE_SKIP || (p->mode == MODE_CARRY && proc_steady(p)))) {
+                        /* nothing per thread: the lazy "known up to" covers them */
+                        s->stats.threads_carried += p->n_threads;
                         continue;
-                else if (p->mode == MODE_SKIP)
-                        s->stats.threads_carried++;   /* left as they were: rates of the last check */
-                else if (p->mode == MODE_FULL)
-                        q->remove_pass = s->pass;   /* read failed quietly */
-                else {
-                        thread_carry(s, i, now);
-                        s->stats.threads_carried++;
+                }
+                for (uint32_t i = p->first; i != NO_SLOT; i = s->priv[i].next) {
+                        struct thread_priv *q = &s->priv[i];
+
+                        if (!seen || q->generation != p->generation || q->failed_pass == s->pass ||
+                            (p->list && q->listed_pass != s->pass))
+                                doom(s, i);
+                        else if (q->seen_pass == s->pass)
+                                continue;
+                        else if (p->mode == MODE_CARRY) {
+                                thread_carry(s, i);
+                                s->stats.threads_carried++;
+                        } else if (p->mode == MODE_FULL)
+                                doom(s, i);   /* its read failed quietly */
+                        else {
+                                thread_carry_active(s, i, p->known_usec);
+                                s->stats.threads_carried++;
+                        }
                 }
         }
 
-        /* 2: refresh a slice of the carried threads, round-robin */
+        /* Refresh a slice of the threads that were not read, round-robin. */
+        n = s->n_tasks;
         budget = (n + s->opt.refresh_passes - 1) / s->opt.refresh_passes;
         for (size_t k = 0; k < budget && n > 0; k++) {
-                size_t i = (s->refresh_cursor + k) % n;
+                uint32_t i = (uint32_t) ((s->refresh_cursor + k) % n);
                 const struct thread_priv *q = &s->priv[i];
-                if (q->proc->mode <= MODE_CARRY && q->seen_pass != s->pass && q->remove_pass != s->pass)
+                if (q->proc && q->proc->seen_pass == s->pass && q->proc->mode <= MODE_CARRY &&
+                    q->seen_pass != s->pass && q->remove_pass != s->pass)
                         thread_refresh(s, i);
         }
         s->refresh_cursor = n ? (s->refresh_cursor + budget) % n : 0;
 
-        /* 3: drop the dead, from the end so swapped-in records were already looked at */
-        for (size_t i = n; i > 0; i--)
-                if (s->priv[i - 1].remove_pass == s->pass) {
-                        if (s->priv[i - 1].carried_pass == s->pass)
-                                s->stats.threads_carried--;   /* carried, then its refresh failed */
-                        thread_remove(s, i - 1);
-                        s->stats.threads_gone++;
-                }
+        for (size_t k = 0; k < s->n_doomed; k++)
+                if (s->priv[s->doomed[k]].carried_pass == s->pass)
+                        s->stats.threads_carried--;   /* carried, then its refresh failed */
+        remove_doomed(s);
 
-        for (size_t k = s->n_procs; k > 0; k--)
-                if (s->procs[k - 1]->seen_pass != s->pass)
-                        proc_remove(s, s->procs[k - 1]);
+        for (size_t k = s->n_procs; k > 0; k--) {
+                struct proc_rec *p = s->procs[k - 1];
+                if (p->seen_pass != s->pass) {
+                        /* its threads were doomed above */
+                        p->first = NO_SLOT;
+                        proc_remove(s, p);
+                } else if (p->mode >= MODE_ACCOUNT)
+                        /* cold threads were carried from the previous check to now */
+                        p->known_usec = s->now_usec;
+        }
 }
 
 /* CPU time of this thread. Not getrusage(RUSAGE_THREAD): that is scaled from
@@ -1278,12 +1404,13 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
         /* per-pass figures start from zero; totals and capabilities stay */
         st->window_usec = window;
         st->processes = st->processes_active = st->processes_listed = st->processes_full = 0;
-        st->threads = st->threads_read = st->threads_carried = st->threads_refreshed = 0;
-        st->threads_new = st->threads_gone = st->threads_vanished = st->threads_untracked = 0;
         st->processes_skipped = 0;
         st->proc_listed = false;
+        st->threads = st->threads_read = st->threads_carried = st->threads_refreshed = 0;
+        st->threads_new = st->threads_gone = st->threads_vanished = st->threads_untracked = 0;
         st->files_read = st->cheap_reads = st->status_reads = st->expensive_reads = 0;
         st->info_reads = st->gate_calls = st->errors = 0;
+
         sample_cpus(s, window);
 
         r = visit_processes(s);
@@ -1291,14 +1418,14 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
                 s->pass--;
                 return r;
         }
-        read_active_threads(s, now_usec, false);
+        read_active_threads(s, false);
         list_threads(s);
         if (account(s, window) > 0)
-                read_active_threads(s, now_usec, true);
-        sweep(s, now_usec);
+                read_active_threads(s, true);
+        sweep(s);
 
         for (size_t k = 0; k < s->n_procs; k++)
-                if (s->procs[k]->mode == MODE_FULL && s->procs[k]->seen_pass == s->pass)
+                if (s->procs[k]->mode == MODE_FULL)
                         st->processes_full++;
         st->processes = (unsigned) s->n_procs;
         st->threads = (unsigned) s->n_tasks;
@@ -1364,24 +1491,10 @@ void sampler_note_fork(struct sampler *s, pid_t pid, pid_t tid) {
                 note_new_process(s, pid);
 }
 
-void sampler_note_lost(struct sampler *s) {
-        if (s)
-                s->events_lost = true;
-}
-
-void sampler_set_process_events(struct sampler *s, bool on) {
-        if (!s)
-                return;
-        if (on && !s->events)
-                s->events_lost = true;   /* start from a full listing */
-        s->events = on;
-        s->n_pending = 0;
-}
-
 void sampler_note_exec(struct sampler *s, pid_t pid) {
         struct proc_rec *p;
 
-        if (!s)
+        if (!s || pid <= 0)
                 return;
         p = proc_lookup(s, pid);
         if (p) {
@@ -1394,13 +1507,27 @@ void sampler_note_exec(struct sampler *s, pid_t pid) {
 void sampler_note_exit(struct sampler *s, pid_t pid, pid_t tid) {
         struct proc_rec *p;
 
-        if (!s)
+        if (!s || pid <= 0)
                 return;
         p = proc_lookup(s, pid);
         if (p)
-                p->dirty = true;
+                p->dirty = true;   /* checked (not skipped) on the next pass */
         /* The snapshot handed out stays as it is until the next pass, which
          * drops the thread (its read fails or the listing lacks it). */
+}
+
+void sampler_note_lost(struct sampler *s) {
+        if (s)
+                s->events_lost = true;
+}
+
+void sampler_set_process_events(struct sampler *s, bool on) {
+        if (!s)
+                return;
+        if (on && !s->events)
+                s->events_lost = true;   /* start from a full listing */
+        s->events = on;
+        s->n_pending = 0;
 }
 
 /* ---- stats ------------------------------------------------------------ */

@@ -85,7 +85,7 @@ struct sampler_options {
         unsigned list_every_passes;       /* re-list /proc/P/task of an active process */
         unsigned hot_passes;              /* a thread stays "hot" this many passes after it ran */
         unsigned big_process_threads;     /* processes with this many threads back off when idle... */
-        unsigned idle_gate_every_passes;  /* ...to one gate check every this many passes */
+        unsigned idle_gate_max_passes;    /* ...to one gate check every 2, 4, ... up to this many passes */
         unsigned list_proc_every_passes;  /* with process events: list /proc this often */
 };
 

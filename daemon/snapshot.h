@@ -78,6 +78,10 @@ struct task {
         uint64_t nvcsw, nivcsw;             /* voluntary / involuntary switches */
         uint64_t nr_migrations;             /* se.nr_migrations; valid if have_migrations */
         bool have_schedstat, have_migrations;
+        /* The current mask is one affinityd set (the manager marks it from the
+         * applier's list before detection), so "narrowed" does not mean
+         * "narrowed by someone else" for it. */
+        bool affinity_ours;
 
         /* rates over the last window, from the previous sample; valid if have_rates */
         bool have_rates;
@@ -86,7 +90,8 @@ struct task {
         double nvcsw_per_s, nivcsw_per_s;
         double migrations_per_s;
         cpumask_t cpus_seen;        /* CPUs seen as last_cpu over the recent windows */
-        uint64_t window_usec;       /* length of the window the rates cover */
+        uint64_t window_usec;       /* length of the window the rates cover; 0: the snapshot's
+                                     * window_usec (threads carried unchanged, rates 0) */
 };
 
 struct cpu_sample {

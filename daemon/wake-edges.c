@@ -62,7 +62,7 @@ static int table_rebuild(struct wake_edge_table *t, size_t capacity) {
 }
 
 int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, double weight,
-                        double split, bool split_known, int waker_cpu, int wakee_cpu) {
+                        double split, bool split_known) {
         uint64_t key = edge_key(waker, wakee);
         struct wake_edge_slot *s;
         int r;
@@ -86,17 +86,13 @@ int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, dou
                         t->dropped++;
                         return -ENOSPC;
                 }
-                *s = (struct wake_edge_slot) { .key = key, .waker_cpu = -1, .wakee_cpu = -1 };
+                *s = (struct wake_edge_slot) { .key = key };
                 t->n++;
         }
         s->count += weight;
         s->split += split;
         if (split_known)
                 s->split_known = true;
-        if (waker_cpu >= 0)
-                s->waker_cpu = waker_cpu;
-        if (wakee_cpu >= 0)
-                s->wakee_cpu = wakee_cpu;
         return 0;
 }
 
@@ -174,10 +170,9 @@ int wake_edge_table_export(const struct wake_edge_table *t, struct wake_edge **b
                         .wakee_tid = (pid_t) (uint32_t) s->key,
                         .wakeups_per_s = s->rate_per_s,
 #ifdef WAKE_EDGE_HAVE_SPLIT
+                        .have_split = s->split_known && s->rate_per_s > 0,
                         .split_fraction = s->split_known && s->rate_per_s > 0
-                                ? MIN(1.0, s->split_per_s / s->rate_per_s) : -1.0,
-                        .waker_cpu = s->waker_cpu,
-                        .wakee_cpu = s->wakee_cpu,
+                                ? MIN(1.0, s->split_per_s / s->rate_per_s) : 0.0,
 #endif
                 };
                 n++;

@@ -54,7 +54,6 @@ struct wake_edge_slot {
         double split;            /* of which the waker ran on another CPU than the wakee's */
         double rate_per_s;       /* decayed */
         double split_per_s;      /* decayed */
-        int waker_cpu, wakee_cpu;/* at the last sample, -1 unknown */
         bool split_known;        /* target_cpu was available (perf) */
 };
 
@@ -77,7 +76,7 @@ void wake_edge_table_done(struct wake_edge_table *t);
 
 /* Count weight wake-ups waker→wakee (split of them across CPUs). -ENOMEM, -ENOSPC (full, counted). */
 int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, double weight,
-                        double split, bool split_known, int waker_cpu, int wakee_cpu);
+                        double split, bool split_known);
 
 /* Close a window of window_usec: fold counts into the decayed rates, prune. */
 int wake_edge_table_fold(struct wake_edge_table *t, uint64_t window_usec, uint64_t tau_usec);

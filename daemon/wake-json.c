@@ -72,7 +72,8 @@ static double edge_rate(const struct snapshot *s, pid_t waker, pid_t wakee, doub
         for (size_t i = 0; i < s->n_edges; i++)
                 if (s->edges[i].waker_tid == waker && s->edges[i].wakee_tid == wakee) {
 #ifdef WAKE_EDGE_HAVE_SPLIT
-                        *ret_split = s->edges[i].split_fraction;
+                        if (s->edges[i].have_split)
+                                *ret_split = s->edges[i].split_fraction;
 #endif
                         return s->edges[i].wakeups_per_s;
                 }

@@ -450,7 +450,7 @@ static void handle_sample(struct wake_sampler *ws, int cpu, const uint8_t *rec, 
                 return;
         split = target >= 0 && target != cpu;
         (void) wake_edge_table_add(&ws->table, (pid_t) pid_tid[1], wakee, (double) period,
-                                   split ? (double) period : 0.0, target >= 0, cpu, target);
+                                   split ? (double) period : 0.0, target >= 0);
 }
 
 static void handle_record(struct wake_sampler *ws, int cpu, const uint8_t *rec, size_t size) {

@@ -37,8 +37,6 @@ cat > "$cfg/policies.d/50-test-hogs.policy" <<INI
 Name=test-hogs
 Detector=hog
 Action=pin
-# the hogs run under taskset -c 0-1, which is "narrowed" on a machine with more CPUs
-AllowNarrowed=yes
 
 [Match]
 Cmdline=*$work/*
@@ -47,6 +45,10 @@ Cmdline=*$work/*
 Util=70%
 Migrations=0.1/s
 Window=10s
+
+[Action]
+# the hogs run under taskset -c 0-1, which is "narrowed" on a machine with more CPUs
+AllowNarrowed=yes
 INI
 
 cleanup_work() { rm -rf "$work"; }

@@ -10,7 +10,8 @@
  * Built twice: with tests/fuzz/fuzz-replay.c (plain main, replays
  * tests/fuzz/corpus/config under `make check`) and, with
  * ./configure --enable-fuzzer CC=clang, as a libFuzzer binary:
- *   tests/fuzz/fuzz-config-libfuzzer -max_len=4096 tests/fuzz/corpus/config
+ *   tests/fuzz/fuzz-config-libfuzzer -dict=tests/fuzz/fuzz-config.dict \
+ *       -max_len=1024 CORPUS_COPY tests/fuzz/corpus/config
  */
 #include <errno.h>
 #include <stdint.h>
