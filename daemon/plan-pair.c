@@ -111,7 +111,7 @@ static void set_state(struct plan_target_state *st, const char *state, const cha
         va_end(ap);
 }
 
-/* "co-located on N": the CPU number is bounded so it always fits state[24]. */
+/* "co-located on N": the CPU number is bounded so it always fits state[]. */
 static void set_colocated_state(struct plan_target_state *st, int cpu) {
         char n[16];
 

@@ -62,7 +62,7 @@ struct plan_target_state {
         unsigned absent;             /* consecutive intervals it was absent */
         uint64_t cooldown_until_usec;
         uint64_t no_retry_until_usec;
-        char state[24];              /* "watching", "pinned", "co-located", "left alone" */
+        char state[48];              /* "watching", "pinned", "co-located", "left alone" */
         char why[160];               /* last decision's reason (affctl hogs/pairs/explain) */
         struct finding last;         /* last evidence; last.policy is always NULL here */
 

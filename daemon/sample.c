@@ -25,8 +25,8 @@
  * only interesting once it runs, which re-reads them at once. */
 #define DEFAULT_STATUS_EVERY 30
 #define DEFAULT_EXPENSIVE_EVERY 60
-/* Carried threads re-read within 300 passes (5 min at 1 s): for 10,000 idle
- * threads that is ~34 stat+status reads, ~0.4 ms, per pass. */
+/* Carried threads' allowed CPUs re-read within 300 passes (5 min at 1 s): for
+ * 10,000 idle threads that is ~34 status reads, ~0.25 ms, per pass. */
 #define DEFAULT_REFRESH_PASSES 300
 /* Re-list /proc/P/task of an active process every 60 passes even if its
  * thread count looks unchanged (one exit + one clone in a window): 10 ms for
@@ -38,7 +38,8 @@
 /* The process clock walks all threads of a process: 0.6 ms for 10,000 idle
  * threads on a quiet VM, 3 ms on the busy shared one (cache misses), more
  * than everything else in a pass. A process with at least 256 threads that
- * stays idle is checked every 2, 4, 8, then 16 passes. Nothing is lost:
+ * stays idle for two checks is then checked every 2, 4, 8, then 16 passes
+ * (idle_gate_max_passes). Nothing is lost:
  * the clock covers the whole gap, so activity in it is seen at the next
  * check (at most 16 s late at 1 s), its rates averaged over the gap. */
 #define DEFAULT_BIG_PROCESS_THREADS 256
@@ -57,6 +58,12 @@
  * of a CPU is of no interest to any detector. */
 #define UNEXPLAINED_MIN_NS (5 * NSEC_PER_MSEC)
 #define UNEXPLAINED_WINDOW_FRACTION 0.01
+/* When they do not explain it, the cold threads are searched round-robin,
+ * least recently searched first, until the delta is explained or 1,000
+ * threads (~10-20 ms) were read in this pass; the search goes on from there
+ * next pass. Without the cap, a 10,000-thread pool where random threads
+ * wake now and then would cost ~250 ms per pass. */
+#define DEFAULT_MAX_SEARCH_READS 1000
 
 #define READ_BUF_SIZE 16384
 #define DENTS_MIN 32768
@@ -92,7 +99,7 @@ struct proc_rec {
         uint32_t generation;          /* bumped on PID reuse: older thread records are dropped */
         uint64_t seen_pass;
 
-        uint32_t first;               /* its thread records: a list through thread_priv.next/prev */
+        uint32_t first, last;         /* its thread records: a list through thread_priv.next/prev */
         unsigned n_threads;
 
         uint64_t gate_value;          /* clock ns, or utime+stime ticks */
@@ -113,6 +120,7 @@ struct proc_rec {
         struct stat_fields leader;    /* this pass (active processes) */
         uint64_t explained_ns;        /* Σ schedstat run deltas of threads read this pass */
         bool explained_partial;       /* a thread was read without schedstat */
+        bool unexplained;             /* MODE_ACCOUNT: the search ran out of budget */
 };
 
 struct thread_priv {
@@ -150,6 +158,7 @@ struct sampler {
         struct sample_table tids;
         size_t refresh_cursor;
         uint32_t *doomed;             /* records to drop at the end of the pass ("allocated" entries) */
+        unsigned search_budget;       /* cold-thread reads left in this pass */
         size_t n_doomed;
 
         /* processes: records allocated one by one (task->proc pointers stay valid) */
@@ -274,6 +283,8 @@ int sampler_set_options(struct sampler *s, const struct sampler_options *o) {
                 d.idle_gate_max_passes = DEFAULT_IDLE_GATE_MAX;
         if (!d.list_proc_every_passes)
                 d.list_proc_every_passes = DEFAULT_LIST_PROC_EVERY;
+        if (!d.max_search_reads)
+                d.max_search_reads = DEFAULT_MAX_SEARCH_READS;
 
         switch (d.gate) {
         case SAMPLER_GATE_AUTO:
@@ -555,6 +566,7 @@ static void cpu_hist_push(struct thread_priv *q, struct task *t, int cpu) {
                         cpumask_set(&t->cpus_seen, q->cpu_hist[i]);
 }
 
+/* New records go first: a search examines them before older ones. */
 static void list_add(struct sampler *s, struct proc_rec *p, uint32_t i) {
         struct thread_priv *q = &s->priv[i];
 
@@ -563,7 +575,23 @@ static void list_add(struct sampler *s, struct proc_rec *p, uint32_t i) {
         q->next = p->first;
         if (p->first != NO_SLOT)
                 s->priv[p->first].prev = i;
+        else
+                p->last = i;
         p->first = i;
+        p->n_threads++;
+}
+
+static void list_add_tail(struct sampler *s, struct proc_rec *p, uint32_t i) {
+        struct thread_priv *q = &s->priv[i];
+
+        q->proc = p;
+        q->next = NO_SLOT;
+        q->prev = p->last;
+        if (p->last != NO_SLOT)
+                s->priv[p->last].next = i;
+        else
+                p->first = i;
+        p->last = i;
         p->n_threads++;
 }
 
@@ -579,6 +607,8 @@ static void list_del(struct sampler *s, uint32_t i) {
                 p->first = q->next;
         if (q->next != NO_SLOT)
                 s->priv[q->next].prev = q->prev;
+        else
+                p->last = q->prev;
         p->n_threads--;
         q->proc = NULL;
 }
@@ -593,6 +623,8 @@ static void list_moved(struct sampler *s, uint32_t to) {
                 q->proc->first = to;
         if (q->next != NO_SLOT)
                 s->priv[q->next].prev = to;
+        else if (q->proc)
+                q->proc->last = to;
 }
 
 /* Make record i a new thread of p (new TID, or a reused one): no history. */
@@ -936,34 +968,24 @@ static void thread_carry_active(struct sampler *s, uint32_t i, uint64_t prev_kno
                 q->sched_upto = now;
 }
 
-/* Re-read a carried thread's attributes (stat + status): name, policy, nice,
- * allowed CPUs can change without the thread running. */
+/* Re-read a carried thread's allowed CPUs (status): someone may narrow them
+ * (taskset) without the thread running. Name, policy and nice are re-read
+ * from stat as soon as it runs; nothing acts on an idle thread. */
 static void thread_refresh(struct sampler *s, uint32_t i) {
         struct task *t = &s->tasks[i];
-        struct stat_fields f;
         struct status_fields st;
         char rel[96];
         ssize_t n;
 
-        snprintf(rel, sizeof(rel), "/proc/%d/task/%d/stat", (int) t->id.pid, (int) t->id.tid);
-        n = read_small(s, rel);
-        s->stats.cheap_reads++;
-        if (n < 0 || sample_parse_stat(s->buf, &f) < 0 || f.start_time != t->id.start_time) {
-                doom(s, i);
-                return;
-        }
         snprintf(rel, sizeof(rel), "/proc/%d/task/%d/status", (int) t->id.pid, (int) t->id.tid);
         n = read_small(s, rel);
         s->stats.status_reads++;
         if (n < 0) {
-                doom(s, i);
+                doom(s, i);   /* exited; a reused TID is found by its process's listing */
                 return;
         }
-        /* Attributes only. The counters stay as last read with their "known up
+        /* Allowed CPUs only. The counters stay as last read with their "known up
          * to" times, so whatever they moved by is counted when next read. */
-        memcpy(t->comm, f.comm, sizeof(t->comm));
-        t->policy = sample_policy_from_kernel(f.policy);
-        t->nice = f.nice;
         if (sample_parse_status(s->buf, &st) >= 0 && st.have_allowed)
                 t->allowed = st.allowed;
         s->stats.threads_refreshed++;
@@ -995,7 +1017,7 @@ static struct proc_rec *proc_add(struct sampler *s, pid_t pid) {
                 return NULL;
         }
         p->info.pid = pid;
-        p->first = NO_SLOT;
+        p->first = p->last = NO_SLOT;
         p->slot = (uint32_t) s->n_procs;
         s->procs[s->n_procs++] = p;
         return p;
@@ -1094,8 +1116,10 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
                 p->seen_pass = s->pass;
                 p->known_usec = s->now_usec;
                 p->idle_checks++;
-                if (proc_steady(p) && p->n_threads >= s->opt.big_process_threads) {
-                        unsigned k = MIN(p->idle_checks - CPUS_SEEN_WINDOWS, 16u);
+                /* Back off after two idle checks: 2, 4, 8, 16 passes. (cpus_seen of its
+                 * threads then decays per check, not per pass; they are idle.) */
+                if (p->idle_checks >= 2 && p->n_threads >= s->opt.big_process_threads) {
+                        unsigned k = MIN(p->idle_checks - 1, 16u);
                         p->next_check_pass = s->pass + MIN(1u << k, s->opt.idle_gate_max_passes);
                 }
                 return;
@@ -1131,6 +1155,7 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         p->leader = leader;
         p->explained_ns = 0;
         p->explained_partial = false;
+        p->unexplained = false;
 
         if (!p->info_valid || p->exec_noted || !streq(p->info.comm, leader.comm)) {
                 /* New, exec'ed (connector), or renamed: exec changes the name, so
@@ -1248,14 +1273,13 @@ static bool want_read(struct sampler *s, uint32_t i) {
         return false;
 }
 
-/* The known threads of the active processes: hot ones (all with MODE_FULL);
- * cold_only: the ones not read yet of processes that turned MODE_FULL. */
-static void read_active_threads(struct sampler *s, bool cold_only) {
+/* The known threads of the active processes: the hot ones (all with MODE_FULL). */
+static void read_active_threads(struct sampler *s) {
         for (size_t k = 0; k < s->n_procs; k++) {
                 struct proc_rec *p = s->procs[k];
                 uint32_t next;
 
-                if (p->seen_pass != s->pass || p->mode <= MODE_CARRY || (cold_only && p->mode != MODE_FULL))
+                if (p->seen_pass != s->pass || p->mode <= MODE_CARRY)
                         continue;
                 /* thread_read() of a known record never moves it between lists. */
                 for (uint32_t i = p->first; i != NO_SLOT; i = next) {
@@ -1265,7 +1289,7 @@ static void read_active_threads(struct sampler *s, bool cold_only) {
                         next = q->next;
                         if (q->seen_pass == s->pass || q->failed_pass == s->pass || q->generation != p->generation)
                                 continue;
-                        if (!cold_only && !want_read(s, i))
+                        if (!want_read(s, i))
                                 continue;
                         tid = s->tasks[i].id.tid;
                         (void) thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, s->now_usec);
@@ -1293,24 +1317,48 @@ static void list_threads(struct sampler *s) {
         }
 }
 
-/* MODE_ACCOUNT processes whose clock moved more than the hot threads explain
- * get every thread read (MODE_FULL for the rest of the pass). Returns how many. */
+/*
+ * MODE_ACCOUNT processes whose clock moved more than their hot threads
+ * explain: search the cold threads, least recently searched first (each
+ * one read goes to the end of the list), until the delta is explained or
+ * the pass's budget is spent. What is left unexplained stays unknown: the
+ * unread threads keep their "known up to" times (sweep), so their CPU time
+ * shows when they are read. Returns how many processes were searched.
+ */
 static unsigned account(struct sampler *s, uint64_t window_usec) {
         uint64_t threshold = MAX(UNEXPLAINED_MIN_NS,
                                  (uint64_t) ((double) window_usec * NSEC_PER_USEC * UNEXPLAINED_WINDOW_FRACTION));
-        unsigned full = 0;
+        unsigned searched = 0;
 
         for (size_t k = 0; k < s->n_procs; k++) {
                 struct proc_rec *p = s->procs[k];
+                unsigned n;
 
-                if (p->seen_pass != s->pass || p->mode != MODE_ACCOUNT)
+                if (p->seen_pass != s->pass || p->mode != MODE_ACCOUNT ||
+                    (!p->explained_partial && p->gate_delta <= p->explained_ns + threshold))
                         continue;
-                if (p->explained_partial || p->gate_delta > p->explained_ns + threshold) {
-                        p->mode = MODE_FULL;
-                        full++;
+                searched++;
+                n = p->n_threads;
+                for (unsigned j = 0; j < n; j++) {
+                        uint32_t i = p->first;
+                        struct thread_priv *q = &s->priv[i];
+                        pid_t tid;
+
+                        if (!p->explained_partial && p->gate_delta <= p->explained_ns + threshold)
+                                break;
+                        if (s->search_budget == 0)
+                                break;
+                        list_del(s, i);
+                        list_add_tail(s, p, i);
+                        if (q->seen_pass == s->pass || q->failed_pass == s->pass || q->generation != p->generation)
+                                continue;
+                        tid = s->tasks[i].id.tid;
+                        s->search_budget--;
+                        (void) thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, s->now_usec);
                 }
+                p->unexplained = p->explained_partial || p->gate_delta > p->explained_ns + threshold;
         }
-        return full;
+        return searched;
 }
 
 /* End of pass: drop what is gone, carry what did not run, refresh a few. */
@@ -1339,7 +1387,11 @@ static void sweep(struct sampler *s) {
                                 s->stats.threads_carried++;
                         } else if (p->mode == MODE_FULL)
                                 doom(s, i);   /* its read failed quietly */
-                        else {
+                        else if (p->unexplained) {
+                                /* not reached by the search: unknown, counted when read */
+                                thread_carry(s, i);
+                                s->stats.threads_carried++;
+                        } else {
                                 thread_carry_active(s, i, p->known_usec);
                                 s->stats.threads_carried++;
                         }
@@ -1404,7 +1456,7 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
         /* per-pass figures start from zero; totals and capabilities stay */
         st->window_usec = window;
         st->processes = st->processes_active = st->processes_listed = st->processes_full = 0;
-        st->processes_skipped = 0;
+        st->processes_skipped = st->processes_searched = 0;
         st->proc_listed = false;
         st->threads = st->threads_read = st->threads_carried = st->threads_refreshed = 0;
         st->threads_new = st->threads_gone = st->threads_vanished = st->threads_untracked = 0;
@@ -1418,10 +1470,10 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
                 s->pass--;
                 return r;
         }
-        read_active_threads(s, false);
+        read_active_threads(s);
         list_threads(s);
-        if (account(s, window) > 0)
-                read_active_threads(s, true);
+        s->search_budget = s->opt.max_search_reads;
+        st->processes_searched = account(s, window);
         sweep(s);
 
         for (size_t k = 0; k < s->n_procs; k++)
@@ -1580,6 +1632,7 @@ int sampler_stats_to_json(const struct sampler *s, struct json_object **ret) {
         ADD(last, "processes_listed", U(st.processes_listed));
         ADD(last, "processes_full", U(st.processes_full));
         ADD(last, "processes_skipped", U(st.processes_skipped));
+        ADD(last, "processes_searched", U(st.processes_searched));
         ADD(last, "proc_listed", json_object_new_boolean(st.proc_listed));
         ADD(last, "threads", U(st.threads));
         ADD(last, "threads_read", U(st.threads_read));

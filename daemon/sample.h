@@ -30,17 +30,24 @@
  *  2. Thread accounting. In a process that ran, threads that ran in the
  *     last few passes ("hot") are read; the others are carried if the
  *     process clock's delta is explained by the hot threads' schedstat
- *     run-time deltas (within SAMPLE_UNEXPLAINED_*), and all are read
- *     otherwise. So a 10,000-thread process with one busy thread costs a
- *     few reads, not 10,000.
+ *     run-time deltas (within 5 ms or 1 % of the window); otherwise cold
+ *     threads are searched, least recently searched first, until the delta
+ *     is explained or max_search_reads threads were read in the pass. So a
+ *     10,000-thread process with one busy thread costs a few reads, not
+ *     10,000, and no pass reads more than a bounded number of cold threads.
  *  3. Per thread: stat (cheap) every time a thread is read; status
  *     (allowed CPUs, context switches) when it ran or every
  *     status_every_passes; schedstat + sched (run delay, migrations: the
  *     "~40 µs per thread" of issue 9) when it ran or every
  *     expensive_every_passes, round-robin.
- *  4. Carried threads get a stat+status refresh (name, policy, nice,
- *     allowed CPUs, which other processes can change without the thread
- *     running) spread over refresh_passes passes.
+ *  4. Carried threads get their allowed CPUs re-read (status; taskset can
+ *     narrow them without the thread running) spread over refresh_passes
+ *     passes; name, policy and nice are re-read as soon as a thread runs.
+ *  5. A process with many threads that stays idle is checked every 2, 4,
+ *     8, 16 passes (the process clock walks all its threads); activity in
+ *     a gap shows at the next check, averaged over the gap. With process
+ *     events (sampler_set_process_events) /proc itself is listed only
+ *     every list_proc_every_passes.
  *
  * Rates are deltas over the actual time between the two readings of each
  * counter ("known up to" times advance when a thread is carried, because
@@ -87,6 +94,7 @@ struct sampler_options {
         unsigned big_process_threads;     /* processes with this many threads back off when idle... */
         unsigned idle_gate_max_passes;    /* ...to one gate check every 2, 4, ... up to this many passes */
         unsigned list_proc_every_passes;  /* with process events: list /proc this often */
+        unsigned max_search_reads;        /* cold threads read per pass to explain a clock delta */
 };
 
 /* Per-pass figures, for `affctl status` and bench/sample-cost. */
@@ -107,7 +115,8 @@ struct sampler_stats {
         unsigned processes;               /* processes in the snapshot */
         unsigned processes_active;        /* gate moved: some thread ran */
         unsigned processes_listed;        /* /proc/P/task listed */
-        unsigned processes_full;          /* every thread read (accounting not possible or failed) */
+        unsigned processes_full;          /* every thread read (no accounting: stat gate, no schedstat) */
+        unsigned processes_searched;      /* hot threads did not explain the clock: cold ones searched */
         unsigned processes_skipped;       /* big idle processes not checked this pass */
         bool proc_listed;                 /* /proc was listed (else: known + announced processes) */
         unsigned threads;                 /* threads in the snapshot */

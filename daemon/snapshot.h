@@ -106,9 +106,12 @@ struct cpu_sample {
         double run_delay_ms_per_s;
 };
 
+#define WAKE_EDGE_HAVE_SPLIT 1
 struct wake_edge {
         pid_t waker_tid, wakee_tid;
         double wakeups_per_s;        /* decayed rate estimate */
+        bool have_split;             /* false: the source cannot tell (fallback) */
+        double split_fraction;       /* 0..1: waker's CPU != wakee's target_cpu; valid if have_split */
 };
 
 struct snapshot {

@@ -8,7 +8,11 @@
 #  3. stopping the daemon puts a co-located pair's masks back;
 #  4. with --no-perf the fallback source finds the pair too (if the daemon
 #     wires the fallback; otherwise noted).
-# Needs root, jq, 2+ CPUs, and the built daemon; skips (77) otherwise.
+# Needs root, jq, 2+ CPUs, and the built daemon; skips (77) otherwise, and
+# also when the kernel kept every ping-pong together by itself (on a loaded
+# machine it does: then there is nothing to co-locate) after all the other
+# checks passed. It fails when a pair stays split for 4 s and the daemon
+# does nothing.
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
@@ -53,7 +57,7 @@ mean_rate() {   # mean_rate FILE 'awk condition'
         awk -v cond="$2" '
                 /^t=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                         t = v["t"] + 0; s = v["same_cpu"] + 0; r = v["rate"] + 0
-                        if ((cond == "split" && s < 0.1 && t < T) || (cond == "after" && t >= T)) { sum += r; n++ } }
+                        if ((cond == "split" && s < 0.5 && t < T) || (cond == "after" && t >= T)) { sum += r; n++ } }
                 END { if (n) printf "%.0f\n", sum / n; else print 0 }' T="$3" "$1"
 }
 last_t() { awk '/^t=/ { sub("t=", "", $1); t = $1 } END { print t + 0 }' "$1"; }
@@ -68,22 +72,45 @@ start_pingpong() {   # start_pingpong NAME → P1 P2 PPOUT
 }
 stop_pingpong() { kill -TERM "$PP" 2>/dev/null || true; wait "$PP" 2>/dev/null || true; }
 
-# Start a split ping-pong and wait for the daemon to co-locate it. The
-# kernel sometimes merges the pair by itself first (then there is nothing
-# to do); try a few times.
-colocate_pingpong() {   # colocate_pingpong NAME → 0 when co-located by the daemon
-        local try
+# Longest run of progress windows (250 ms) with both sides on different CPUs, in s.
+split_run_s() {
+        awk '/^t=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                     if (v["same_cpu"] + 0 < 0.1) { n++; if (n > m) m = n } else n = 0 }
+             END { printf "%.2f\n", m * 0.25 }' "$1"
+}
+
+# Start a split ping-pong and wait for the daemon to co-locate it. Returns
+# 0 when co-located; 1 when the pair stayed split for 4 s or more and the
+# daemon did nothing (a failure: Interval=500ms, Hysteresis=2 should act in
+# about 2-3 s); 2 when the kernel merged the pair by itself in every try
+# (on a loaded machine it often does: then there is nothing to co-locate).
+colocate_pingpong() {
+        local try run
         for try in 1 2 3; do
                 start_pingpong "$1-$try"
-                if wait_for 20 single_cpu_same "$P1" "$P2"; then
+                # Done when our daemon co-located it, or when 6 s passed without a
+                # split window, or with the pair pinned by someone else (on a
+                # shared machine another test's daemon may be running).
+                ours_colocated() { single_cpu_same "$P1" "$P2" && [[ $(pair_state "$P1" "$P2") == co-located* ]]; }
+                co_or_merged() {
+                        ours_colocated && return 0
+                        awk -v t="$(last_t "$PPOUT")" 'BEGIN { exit !(t >= 6) }' || return 1
+                        [ "$(split_run_s "$PPOUT")" = 0.00 ] || single_cpu_same "$P1" "$P2"
+                }
+                wait_for 20 co_or_merged || true
+                if ours_colocated; then
                         T_PIN=$(last_t "$PPOUT")
                         return 0
                 fi
-                echo "# try $try: not co-located; pair state: '$(pair_state "$P1" "$P2")'"
+                run=$(split_run_s "$PPOUT")
+                echo "# try $try: not co-located by us; longest split run ${run}s; masks $(allowed_of "$P1")/$(allowed_of "$P2"); pair state: '$(pair_state "$P1" "$P2")'"
+                # pinned by someone else: not a failure of ours
+                single_cpu_same "$P1" "$P2" && run=0
                 pairs_json | jq -c '.pairs[]?' || true
                 stop_pingpong
+                awk -v r="$run" 'BEGIN { exit !(r >= 4) }' && return 1
         done
-        return 1
+        return 2
 }
 
 start_daemon "$cfg" --interval 500
@@ -94,24 +121,49 @@ case $SRC in
         *) skip "no wake-up source in this environment: $SRC" ;;
 esac
 
+# What could not be checked because the kernel kept the pairs together by
+# itself; if set, the test ends with 77 after everything else passed.
+NOT_CHECKED=
+
 # 1. split pair → co-located, state says so, faster
-colocate_pingpong pp || fail "ping-pong pair never co-located (source $SRC)"
-state=$(pair_state "$P1" "$P2")
-echo "# co-located at t=${T_PIN}s: $(allowed_of "$P1") / state '$state'"
-[[ $state == co-located* ]] || fail "affctl pairs state '$state', want co-located"
-# wait ~3 s of progress after the pin, then compare with the split windows before it
-t_end=$(awk -v t="$T_PIN" 'BEGIN { print t + 3 }')
-after_pin() { awk -v a="$(last_t "$PPOUT")" -v b="$t_end" 'BEGIN { exit !(a >= b) }'; }
-wait_for 10 after_pin || fail "pingpong stopped reporting"
-before=$(mean_rate "$PPOUT" split "$T_PIN")
-after=$(mean_rate "$PPOUT" after "$(awk -v t="$T_PIN" 'BEGIN { print t + 1 }')")
-echo "# round trips/s: split ${before}, co-located ${after}"
-if [ "$before" -gt 0 ]; then
-        awk -v a="$after" -v b="$before" 'BEGIN { exit !(a > 1.3 * b) }' ||
-                fail "rate did not rise: split $before/s, co-located $after/s"
+if colocate_pingpong pp; then
+        state=$(pair_state "$P1" "$P2")
+        echo "# co-located at t=${T_PIN}s: $(allowed_of "$P1") / state '$state'"
+        [[ $state == co-located* ]] || fail "affctl pairs state '$state', want co-located"
+        # wait ~3 s of progress after the pin, then compare with the split windows before it
+        t_end=$(awk -v t="$T_PIN" 'BEGIN { print t + 3 }')
+        after_pin() { awk -v a="$(last_t "$PPOUT")" -v b="$t_end" 'BEGIN { exit !(a >= b) }'; }
+        wait_for 10 after_pin || fail "pingpong stopped reporting"
+        before=$(mean_rate "$PPOUT" split "$T_PIN")
+        after=$(mean_rate "$PPOUT" after "$(awk -v t="$T_PIN" 'BEGIN { print t + 1 }')")
+        echo "# round trips/s: split ${before}, co-located ${after}"
+        if [ "$before" -gt 0 ]; then
+                awk -v a="$after" -v b="$before" 'BEGIN { exit !(a > 1.3 * b) }' ||
+                        fail "rate did not rise: split $before/s, co-located $after/s"
 else
         echo "# no split window before the pin was recorded; rate check skipped"
 fi
+stop_pingpong
+else
+        [ $? -eq 2 ] || fail "ping-pong pair split but never co-located (source $SRC)"
+        NOT_CHECKED="co-location of a kernel-split pair and its rate"
+fi
+
+# 1b. a pair a user split on purpose (taskset-style narrowed masks) is respected
+rm -f "$work/held.pids"
+"$PINGPONG" --cpus 0,1 --hold --duration 30 --pid-file "$work/held.pids" >"$work/held.out" 2>&1 &
+PP=$!; CHILDREN+=("$PP")
+wait_for 10 test -s "$work/held.pids" || fail "held pingpong did not start"
+{ read -r H1; read -r H2; } < "$work/held.pids"
+until_t=$(( $(date +%s) + 4 ))    # 8 intervals: well past Hysteresis=2
+while [ "$(date +%s)" -lt "$until_t" ]; do
+        [ "$(allowed_of "$H1")" = 0 ] && [ "$(allowed_of "$H2")" = 1 ] ||
+                fail "a user's narrowed masks were changed: $(allowed_of "$H1") / $(allowed_of "$H2")"
+        sleep 0.2
+done
+state=$(pair_state "$H1" "$H2")
+[[ $state != co-located* ]] || fail "held pair shown as co-located"
+echo "# user-split pair left as set (state '${state:-not listed}')"
 stop_pingpong
 
 # 2. a stream pair (both sides busy) is left alone
@@ -144,11 +196,18 @@ fi
 kill -TERM "$ST" 2>/dev/null || true; wait "$ST" 2>/dev/null || true
 
 # 3. stop the daemon → the co-located pair's masks are restored
-colocate_pingpong stop || fail "second ping-pong pair never co-located"
-stop_daemon
-[ "$(allowed_of "$P1")" = "$ORIG" ] && [ "$(allowed_of "$P2")" = "$ORIG" ] ||
-        fail "masks not restored on stop: $(allowed_of "$P1") / $(allowed_of "$P2"), want $ORIG"
-stop_pingpong
+if colocate_pingpong stop; then
+        echo "# second pair co-located on $(allowed_of "$P1"); stopping the daemon"
+        stop_daemon
+        [ "$(allowed_of "$P1")" = "$ORIG" ] && [ "$(allowed_of "$P2")" = "$ORIG" ] ||
+                fail "masks not restored on stop: $(allowed_of "$P1") / $(allowed_of "$P2"), want $ORIG"
+        echo "# restored on stop: $(allowed_of "$P1") / $(allowed_of "$P2")"
+        stop_pingpong
+else
+        [ $? -eq 2 ] || fail "second ping-pong pair split but never co-located"
+        NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED, }restore on stop"
+        stop_daemon
+fi
 
 # 4. the fallback, if the daemon can be told to use it
 if "$AFFINITYD" --help 2>&1 | grep -q -- --no-perf; then
@@ -156,11 +215,17 @@ if "$AFFINITYD" --help 2>&1 | grep -q -- --no-perf; then
         SRC=$(ctl status --json | jq -r '.capabilities.wake_source // "?"')
         echo "# --no-perf wake source: $SRC"
         if [[ $SRC == fallback:* ]]; then
-                colocate_pingpong fb || fail "fallback source: ping-pong pair never co-located"
-                stop_pingpong
+                if colocate_pingpong fb; then
+                        echo "# fallback: co-located on $(allowed_of "$P1")"
+                        stop_pingpong
+                else
+                        [ $? -eq 2 ] || fail "fallback source: ping-pong pair split but never co-located"
+                        NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED, }co-location with the fallback source"
+                fi
         else
                 echo "# note: the daemon does not use the fallback with --no-perf ($SRC)"
         fi
         stop_daemon
 fi
+[ -z "$NOT_CHECKED" ] || skip "the kernel kept merging the ping-pong pairs by itself (a loaded machine does) or another daemon pinned them; not checked: $NOT_CHECKED"
 echo "# ok"

@@ -18,6 +18,12 @@ if [ "$(id -u)" = 0 ]; then
                 linux-perf rt-tests util-linux procps jq >/dev/null
 fi
 
+# perf tracepoints need tracefs; systemd mounts it at boot (sys-kernel-tracing.mount),
+# a bare container may not have it.
+if [ "$(id -u)" = 0 ] && ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
+        mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || echo "note: tracefs not mountable; perf tests will use the fallback"
+fi
+
 ./bootstrap.sh >/dev/null 2>&1 || ./bootstrap.sh
 build=${AFFINITYD_BUILD_DIR:-$top/build-ci}
 mkdir -p "$build"

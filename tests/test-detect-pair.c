@@ -64,8 +64,8 @@ static struct task mktask(pid_t tid, double util, int cpu) {
 static struct wake_edge mkedge(pid_t a, pid_t b, double rate, double split) {
         struct wake_edge e = { .waker_tid = a, .wakee_tid = b, .wakeups_per_s = rate };
 #ifdef WAKE_EDGE_HAVE_SPLIT
-        e.split_fraction = split;
-        e.waker_cpu = e.wakee_cpu = -1;
+        e.have_split = split >= 0;
+        e.split_fraction = split >= 0 ? split : 0;
 #else
         (void) split;
 #endif
