@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Helpers shared by the workload generators in tests/workloads/ (pingpong,
+ * stream, hog, duty, idlethreads). Header-only on purpose: each generator
+ * stays one standalone program that builds with a plain
+ * `cc -O2 -pthread x.c -lm`, so the VM test and bench/run.sh can compile
+ * them without the project's libraries.
+ *
+ * Output contract shared by all generators: progress lines go to stdout,
+ * line-buffered; the LAST line is a summary of space-separated key=value
+ * pairs (e.g. "rate=261234.5 unit=roundtrips/s ..."), so a test or the
+ * bench runner takes `tail -n1` and splits on spaces and '='.
+ *
+ * These programs read only their own /proc/self and /proc/<own child>
+ * entries, so they do not take a root prefix.
+ */
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE 1
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WL_NSEC_PER_SEC  INT64_C(1000000000)
+#define WL_NSEC_PER_MSEC INT64_C(1000000)
+#define WL_NSEC_PER_USEC INT64_C(1000)
+#define WL_MAX_CPUS 1024
+
+/*
+ * One work unit of hog/duty: a fixed number of spin iterations, so "units"
+ * are the same amount of computation in every run and every mode (a
+ * wall-clock spin would count time spent preempted as work done).
+ * About 10-20 µs on the development machine.
+ */
+#define WL_UNIT_LOOPS 10000
+
+/*
+ * Set from SIGTERM/SIGINT only. The one mutable global the generators have:
+ * a signal handler can do nothing else (CONVENTIONS: signal handlers only set
+ * flags).
+ */
+static volatile sig_atomic_t wl_stop_requested;
+
+static inline void wl_on_stop_signal(int sig) {
+        (void) sig;
+        wl_stop_requested = 1;
+}
+
+/* Install SIGTERM/SIGINT handlers without SA_RESTART, so a blocking read()
+ * returns EINTR and the generator can print its summary. SIGPIPE is
+ * ignored: a dead peer shows up as EPIPE. */
+static inline void wl_install_stop_handlers(void) {
+        struct sigaction sa = { .sa_handler = wl_on_stop_signal };
+
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGTERM, &sa, NULL);
+        sigaction(SIGINT, &sa, NULL);
+        signal(SIGPIPE, SIG_IGN);
+}
+
+static inline int64_t wl_clock_ns(clockid_t id) {
+        struct timespec ts;
+
+        clock_gettime(id, &ts);
+        return (int64_t) ts.tv_sec * WL_NSEC_PER_SEC + ts.tv_nsec;
+}
+
+static inline int64_t wl_now_ns(void) {
+        return wl_clock_ns(CLOCK_MONOTONIC);
+}
+
+static inline int64_t wl_thread_cpu_ns(void) {
+        return wl_clock_ns(CLOCK_THREAD_CPUTIME_ID);
+}
+
+static inline pid_t wl_gettid(void) {
+        return (pid_t) syscall(SYS_gettid);
+}
+
+/* Sleep until an absolute CLOCK_MONOTONIC time; returns early on a signal. */
+static inline void wl_sleep_until_ns(int64_t t) {
+        struct timespec ts = {
+                .tv_sec = t / WL_NSEC_PER_SEC,
+                .tv_nsec = t % WL_NSEC_PER_SEC,
+        };
+
+        (void) clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+/*
+ * Spin for a fixed number of iterations of a dependent xorshift chain. The
+ * empty asm keeps the compiler from folding the loop; the chain keeps the
+ * CPU from overlapping iterations, so the cost per loop is stable.
+ */
+static inline uint64_t wl_spin(uint64_t loops, uint64_t seed) {
+        uint64_t x = seed | 1;
+
+        for (uint64_t i = 0; i < loops; i++) {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                __asm__ volatile("" : "+r"(x));
+        }
+        return x;
+}
+
+/*
+ * Spin loops per microsecond of CPU time: best (fastest) of several short
+ * trials, measured with the thread CPU clock, so preemption by other
+ * tenants does not inflate it. Still varies a few % between machines and
+ * runs: the bench runner calibrates once and passes --loops-per-us to every
+ * run so all variants do the same work.
+ */
+static inline double wl_calibrate_loops_per_us(void) {
+        const uint64_t loops = 200000;
+        double best = 0;
+
+        (void) wl_spin(loops, 1); /* warm up: page in, let the clock ramp */
+        for (int i = 0; i < 9; i++) {
+                int64_t t0 = wl_thread_cpu_ns();
+                (void) wl_spin(loops, (uint64_t) i + 1);
+                int64_t dt = wl_thread_cpu_ns() - t0;
+                if (dt <= 0)
+                        continue;
+                double r = (double) loops * 1000.0 / (double) dt;
+                if (r > best)
+                        best = r;
+        }
+        return best > 0 ? best : 1000.0;
+}
+
+/* Strict number parsers for options: whole string, range checked. */
+static inline int wl_parse_long(const char *s, long min, long max, long *ret) {
+        char *end;
+        long v;
+
+        errno = 0;
+        v = strtol(s, &end, 10);
+        if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+static inline int wl_parse_double(const char *s, double min, double max, double *ret) {
+        char *end;
+        double v;
+
+        errno = 0;
+        v = strtod(s, &end);
+        if (errno != 0 || end == s || *end != '\0' || !(v >= min && v <= max))
+                return -EINVAL;
+        *ret = v;
+        return 0;
+}
+
+/*
+ * Parse "0,1" or "0-3,6" into a list of CPU numbers (order kept, so "1,0"
+ * means first task on CPU 1). Returns the count or -EINVAL.
+ */
+static inline int wl_parse_cpu_list(const char *s, int *ret_cpus, int max) {
+        int n = 0;
+        const char *p = s;
+
+        while (*p) {
+                char *end;
+                long a, b;
+
+                errno = 0;
+                a = strtol(p, &end, 10);
+                if (errno != 0 || end == p || a < 0 || a >= WL_MAX_CPUS)
+                        return -EINVAL;
+                b = a;
+                p = end;
+                if (*p == '-') {
+                        p++;
+                        b = strtol(p, &end, 10);
+                        if (errno != 0 || end == p || b < a || b >= WL_MAX_CPUS)
+                                return -EINVAL;
+                        p = end;
+                }
+                for (long c = a; c <= b; c++) {
+                        if (n >= max)
+                                return -E2BIG;
+                        ret_cpus[n++] = (int) c;
+                }
+                if (*p == ',')
+                        p++;
+                else if (*p != '\0')
+                        return -EINVAL;
+        }
+        return n > 0 ? n : -EINVAL;
+}
+
+static inline int wl_pin_to_cpu(pid_t pid, int cpu) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        return sched_setaffinity(pid, sizeof(set), &set) < 0 ? -errno : 0;
+}
+
+static inline int wl_set_affinity(pid_t pid, const cpu_set_t *set) {
+        return sched_setaffinity(pid, sizeof(*set), set) < 0 ? -errno : 0;
+}
+
+/* Write a list of task ids, one per line, atomically (tmp + rename): a
+ * test polling for the file never sees half of it. */
+static inline int wl_write_pid_file(const char *path, const pid_t *pids, int n) {
+        char tmp[PATH_MAX];
+        FILE *f;
+        int r = 0;
+
+        if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int) getpid()) >= (int) sizeof(tmp))
+                return -ENAMETOOLONG;
+        f = fopen(tmp, "we");
+        if (!f)
+                return -errno;
+        for (int i = 0; i < n; i++)
+                fprintf(f, "%d\n", (int) pids[i]);
+        if (fflush(f) != 0 || ferror(f))
+                r = -EIO;
+        if (fclose(f) != 0 && r == 0)
+                r = -errno;
+        if (r == 0 && rename(tmp, path) < 0)
+                r = -errno;
+        if (r < 0)
+                (void) unlink(tmp);
+        return r;
+}
+
+/*
+ * Read one "name : value" field of /proc/<pid>/task/<tid>/sched (needs
+ * CONFIG_SCHED_DEBUG, e.g. "se.nr_migrations", "nr_involuntary_switches").
+ * Returns 0 and the integer part of the value, or -errno.
+ */
+static inline int wl_read_sched_field(pid_t pid, pid_t tid, const char *field, long long *ret) {
+        char path[64], line[256];
+        size_t len = strlen(field);
+        FILE *f;
+        int r = -ENOENT;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/sched", (int) pid, (int) tid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof(line), f)) {
+                if (strncmp(line, field, len) != 0 || (line[len] != ' ' && line[len] != ':'))
+                        continue;
+                char *colon = strchr(line + len, ':');
+                if (!colon)
+                        break;
+                *ret = strtoll(colon + 1, NULL, 10);
+                r = 0;
+                break;
+        }
+        fclose(f);
+        return r;
+}
+
+/* Per-task CPU time, run-queue wait (both ns) and timeslices from
+ * /proc/<pid>/task/<tid>/schedstat (CONFIG_SCHED_INFO). */
+struct wl_schedstat {
+        long long run_ns;
+        long long wait_ns;
+        long long slices;
+};
+
+static inline int wl_read_schedstat(pid_t pid, pid_t tid, struct wl_schedstat *ret) {
+        char path[64];
+        FILE *f;
+        int r;
+
+        snprintf(path, sizeof(path), "/proc/%d/task/%d/schedstat", (int) pid, (int) tid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        r = fscanf(f, "%lld %lld %lld", &ret->run_ns, &ret->wait_ns, &ret->slices) == 3 ? 0 : -EIO;
+        fclose(f);
+        return r;
+}
+
+/* Format a bitmap of visited CPUs as "0,1,3" (or "-" when empty). */
+static inline void wl_format_cpu_bits(const uint64_t *bits, int nwords, char *buf, size_t size) {
+        size_t off = 0;
+
+        buf[0] = '\0';
+        for (int w = 0; w < nwords; w++)
+                for (int b = 0; b < 64; b++) {
+                        if (!(bits[w] & (UINT64_C(1) << b)))
+                                continue;
+                        int n = snprintf(buf + off, size - off, "%s%d", off ? "," : "", w * 64 + b);
+                        if (n < 0 || (size_t) n >= size - off)
+                                return;
+                        off += (size_t) n;
+                }
+        if (off == 0)
+                snprintf(buf, size, "-");
+}
+
+/* Make stdout line-buffered even into a file or pipe, so a test polling the
+ * output sees each progress line as soon as it is printed. */
+static inline void wl_stdout_line_buffered(void) {
+        setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+/*
+ * A time series of cumulative counters, one sample per window, so a
+ * generator can report the rate over the second half of its run (after a
+ * daemon had time to act) whatever the duration turns out to be.
+ */
+struct wl_sample {
+        int64_t t_ns;
+        uint64_t count;
+        uint64_t same;  /* events that happened with both sides on one CPU */
+};
+
+struct wl_series {
+        struct wl_sample *s;
+        size_t n, allocated;
+};
+
+static inline int wl_series_push(struct wl_series *ws, int64_t t_ns, uint64_t count, uint64_t same) {
+        if (ws->n == ws->allocated) {
+                size_t na = ws->allocated ? ws->allocated * 2 : 1024;
+                struct wl_sample *ns = realloc(ws->s, na * sizeof(*ns));
+                if (!ns)
+                        return -ENOMEM;
+                ws->s = ns;
+                ws->allocated = na;
+        }
+        ws->s[ws->n++] = (struct wl_sample) { t_ns, count, same };
+        return 0;
+}
+
+/* The last sample at or before t_ns (the first sample if none). */
+static inline const struct wl_sample *wl_series_at(const struct wl_series *ws, int64_t t_ns) {
+        size_t h = 0;
+
+        for (size_t i = 0; i < ws->n; i++)
+                if (ws->s[i].t_ns <= t_ns)
+                        h = i;
+        return &ws->s[h];
+}
+
+static inline double wl_frac(uint64_t a, uint64_t b) {
+        return b ? (double) a / (double) b : 0.0;
+}
