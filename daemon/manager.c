@@ -465,6 +465,9 @@ static int on_proc_event(const struct proc_event *ev, void *userdata) {
         struct manager *m = userdata;
 
         switch (ev->what) {
+        case PROC_EVENT_FORK_:
+                sampler_note_fork(m->sampler, ev->pid, ev->tid);
+                break;
         case PROC_EVENT_EXEC_:
                 sampler_note_exec(m->sampler, ev->pid);
                 break;
@@ -481,11 +484,15 @@ static int on_proc_connector(sd_event_source *s, int fd, uint32_t revents, void 
         struct manager *m = userdata;
         int r = proc_connector_dispatch(m->pc, on_proc_event, m);
 
+        if (r == -ENOBUFS)
+                sampler_note_lost(m->sampler);   /* events dropped: list /proc next pass */
+
         if (r < 0 && r != -EAGAIN && r != -ENOBUFS) {
                 /* Keep running on the periodic scan alone (issue 9: fallback). */
                 snprintf(m->pc_status, sizeof(m->pc_status), "failed: %s; periodic scan only", strerror(-r));
                 log_errno(&m->log, LOG_WARNING, r, "proc connector failed, using periodic scans only");
                 m->pc_source = sd_event_source_disable_unref(m->pc_source);
+                sampler_set_process_events(m->sampler, false);
         }
         return 0;
 }
@@ -631,8 +638,11 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 snprintf(m->pc_status, sizeof(m->pc_status), "unavailable: %s; periodic scan only",
                          strerror(-r));
                 log_errno(&m->log, LOG_NOTICE, r, "proc connector unavailable, using periodic scans only");
-        } else
+        } else {
                 snprintf(m->pc_status, sizeof(m->pc_status), "listening");
+                /* fork notes find new processes: /proc is listed every 10th pass only */
+                sampler_set_process_events(m->sampler, true);
+        }
 
         /* Never fails for lack of perf: it falls back and says why in its status. */
         r = wake_sampler_new(m->root, m->topo, m->config->daemon.wake_sample_period,

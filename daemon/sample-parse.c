@@ -2,6 +2,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -142,6 +143,15 @@ int sample_parse_status(const char *buf, struct status_fields *ret) {
                                 }
                         }
                         break;
+                case 'T':
+                        if ((v = status_value(line, "Tgid"))) {
+                                uint64_t tg;
+                                if (next_u64(&v, &tg) >= 0 && tg > 0 && tg <= INT32_MAX) {
+                                        f.tgid = (pid_t) tg;
+                                        f.have_tgid = true;
+                                }
+                        }
+                        break;
                 case 'v':
                         if ((v = status_value(line, "voluntary_ctxt_switches")))
                                 have_nv = next_u64(&v, &f.nvcsw) >= 0;
@@ -156,7 +166,7 @@ int sample_parse_status(const char *buf, struct status_fields *ret) {
         }
         f.have_ctxt = have_nv && have_niv;
         *ret = f;
-        return f.have_allowed || f.have_ctxt || f.have_uid ? 0 : -EINVAL;
+        return f.have_allowed || f.have_ctxt || f.have_uid || f.have_tgid ? 0 : -EINVAL;
 }
 
 int sample_parse_schedstat(const char *buf, uint64_t *ret_run_ns, uint64_t *ret_wait_ns, uint64_t *ret_slices) {

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,11 +45,22 @@
  * check (at most 16 s late at 1 s), its rates averaged over the gap. */
 #define DEFAULT_BIG_PROCESS_THREADS 256
 #define DEFAULT_IDLE_GATE_MAX 16
+/* The same cost for a big process that is busy: once its hot threads have
+ * explained its clock at two checks in a row, only they are read, and the
+ * clock is checked every 4th pass against the sum of their run-time deltas
+ * since the last check. A cold thread that starts running is found at the
+ * next check (at most 3 passes late, its rate averaged since its last read). */
+#define DEFAULT_ACCOUNT_EVERY 4
 /* With fork/exec/exit events (proc connector) new processes are visited from
  * the events and /proc itself is listed every 10 passes only: listing walks
  * every PID in the kernel, threads included (~1.5 ms with 10,000 threads). */
 #define DEFAULT_LIST_PROC_EVERY 10
 #define PENDING_MAX 4096
+/* Without events: /proc/loadavg's last field is the last PID the kernel
+ * handed out. Unchanged: nothing was created, /proc need not be listed.
+ * Moved by at most 128: those PIDs are probed one by one (status, ~7 µs
+ * each, < 1 ms), else /proc is listed. */
+#define PID_PROBE_MAX 128
 /* cpus_seen covers the last 4 windows. */
 #define CPUS_SEEN_WINDOWS 4
 /* Accounting: an active process's clock delta not explained by its hot
@@ -78,6 +90,7 @@
 enum proc_mode {
         MODE_SKIP,      /* not checked this pass (big, idle): its threads stay as they are */
         MODE_CARRY,     /* checked, nothing ran: its threads are carried */
+        MODE_TRUSTED,   /* not checked this pass (big, explained): its hot threads are read */
         MODE_ACCOUNT,   /* read hot threads; carry the cold if the clock delta is explained */
         MODE_FULL,      /* read every thread */
 };
@@ -111,6 +124,8 @@ struct proc_rec {
         uint64_t known_usec;          /* last check */
         unsigned idle_checks;         /* checks without change since */
         uint64_t next_check_pass;     /* big and idle: next pass the gate is checked */
+        unsigned explained_checks;    /* MODE_ACCOUNT checks in a row the hot threads explained */
+        uint64_t next_account_pass;   /* big and explained: next pass the gate is checked */
 
         enum proc_mode mode;          /* this pass */
         bool list;                    /* list /proc/P/task this pass */
@@ -118,8 +133,8 @@ struct proc_rec {
         uint64_t next_list_pass;
 
         struct stat_fields leader;    /* this pass (active processes) */
-        uint64_t explained_ns;        /* Σ schedstat run deltas of threads read this pass */
-        bool explained_partial;       /* a thread was read without schedstat */
+        uint64_t explained_ns;        /* Σ schedstat run deltas of threads read since the last check */
+        bool explained_partial;       /* a thread was read without schedstat since then */
         bool unexplained;             /* MODE_ACCOUNT: the search ran out of budget */
 };
 
@@ -181,6 +196,9 @@ struct sampler {
         size_t n_pending;
         pid_t *visit;                 /* pids to visit when /proc is not listed */
         size_t allocated_visit;
+        bool pid_probe;               /* no events: follow /proc/loadavg's last PID instead of listing */
+        bool last_pid_valid;
+        unsigned last_pid, pid_max;
 
         struct snapshot snap;
         struct sampler_stats stats;
@@ -285,6 +303,14 @@ int sampler_set_options(struct sampler *s, const struct sampler_options *o) {
                 d.list_proc_every_passes = DEFAULT_LIST_PROC_EVERY;
         if (!d.max_search_reads)
                 d.max_search_reads = DEFAULT_MAX_SEARCH_READS;
+        if (!d.account_every_passes)
+                d.account_every_passes = DEFAULT_ACCOUNT_EVERY;
+
+        /* loadavg's last PID is in the reader's PID namespace: only where /proc is ours
+         * (the clock gate's condition), unless a test asks for it on a fixture. */
+        s->pid_probe = d.pid_probe == SAMPLER_PID_PROBE_ON ||
+                       (d.pid_probe == SAMPLER_PID_PROBE_AUTO && clock_gate_usable(s->root));
+        s->last_pid_valid = false;
 
         switch (d.gate) {
         case SAMPLER_GATE_AUTO:
@@ -316,6 +342,14 @@ int sampler_new(const char *root, const struct topology *topo, size_t max_thread
         if (!s->root) {
                 free(s);
                 return -ENOMEM;
+        }
+        {
+                char b[32];
+                int v;
+                s->pid_max = util_read_file_at(s->root, "/proc/sys/kernel/pid_max", b, sizeof(b)) > 0 &&
+                                             util_parse_int(util_strip(b), &v) >= 0 && v > 0
+                                     ? (unsigned) v
+                                     : 4194304;   /* the kernel's limit for pid_max */
         }
         s->topo = topo;
         s->max_threads = max_threads ? max_threads : DEFAULT_MAX_THREADS;
@@ -812,7 +846,8 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
         need_status = fresh || ran || s->pass >= q->next_status_pass;
         /* MODE_ACCOUNT needs every read thread's run time to judge the cold ones. */
         need_schedstat = s->cap_task_schedstat &&
-                         (fresh || ran || p->mode == MODE_ACCOUNT || s->pass >= q->next_expensive_pass);
+                         (fresh || ran || p->mode == MODE_ACCOUNT || p->mode == MODE_TRUSTED ||
+                          s->pass >= q->next_expensive_pass);
         need_sched = s->cap_task_sched && (fresh || ran || s->pass >= q->next_expensive_pass);
 
         if (need_status) {
@@ -919,8 +954,20 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
         t->stime_ticks = f.stime;
         t->have_rates = !fresh;
         q->stat_upto = now;
-        if (ran)
+        /* At first sight, a thread that has used CPU before (1 ms, or a tick) is
+         * treated as recently active: in a big pool it is the likely one to run. */
+        if (fresh && (got_schedstat ? run_ns >= NSEC_PER_MSEC : f.utime + f.stime > 0))
+                ran = true;
+        if (ran) {
                 q->last_ran_pass = s->pass;
+                /* Most recently active first: a search for unexplained CPU time finds
+                 * a thread that was busy a while ago before the ones that never ran.
+                 * (Callers that walk this list saved their next already.) */
+                if (p->first != i) {
+                        list_del(s, i);
+                        list_add(s, p, i);
+                }
+        }
         cpu_hist_push(q, t, f.processor);
         q->seen_pass = s->pass;
         if (fresh)
@@ -982,6 +1029,7 @@ static void thread_refresh(struct sampler *s, uint32_t i) {
         s->stats.status_reads++;
         if (n < 0) {
                 doom(s, i);   /* exited; a reused TID is found by its process's listing */
+                s->stats.threads_carried--;   /* it was counted as carried */
                 return;
         }
         /* Allowed CPUs only. The counters stay as last read with their "known up
@@ -1098,9 +1146,22 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
 
         if (p && p->seen_pass == s->pass)
                 return;   /* visited already (a pending pid that was also listed) */
+        /* Skipping the gate must not keep an exited process: with the clock gate
+         * PIDs are ours, and kill(pid, 0) tells cheaply that it is gone. */
+        if (p && s->gate == SAMPLER_GATE_CLOCK && (s->pass < p->next_check_pass || s->pass < p->next_account_pass) &&
+            kill(pid, 0) < 0 && errno == ESRCH)
+                return;
         if (p && p->gate_valid && !p->dirty && !p->exec_noted && s->pass < p->next_check_pass) {
                 /* Big and idle: not checked this pass. */
                 p->mode = MODE_SKIP;
+                p->list = false;
+                p->seen_pass = s->pass;
+                s->stats.processes_skipped++;
+                return;
+        }
+        if (p && p->gate_valid && !p->dirty && !p->exec_noted && s->pass < p->next_account_pass) {
+                /* Big and busy, its hot threads explain it: read them, check later. */
+                p->mode = MODE_TRUSTED;
                 p->list = false;
                 p->seen_pass = s->pass;
                 s->stats.processes_skipped++;
@@ -1116,6 +1177,10 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
                 p->seen_pass = s->pass;
                 p->known_usec = s->now_usec;
                 p->idle_checks++;
+                p->explained_checks = 0;
+                p->next_account_pass = 0;
+                p->explained_ns = 0;
+                p->explained_partial = false;
                 /* Back off after two idle checks: 2, 4, 8, 16 passes. (cpus_seen of its
                  * threads then decays per check, not per pass; they are idle.) */
                 if (p->idle_checks >= 2 && p->n_threads >= s->opt.big_process_threads) {
@@ -1153,9 +1218,8 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         }
         p->seen_pass = s->pass;
         p->leader = leader;
-        p->explained_ns = 0;
-        p->explained_partial = false;
         p->unexplained = false;
+        p->next_account_pass = 0;
 
         if (!p->info_valid || p->exec_noted || !streq(p->info.comm, leader.comm)) {
                 /* New, exec'ed (connector), or renamed: exec changes the name, so
@@ -1177,8 +1241,11 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         if (s->gate == SAMPLER_GATE_CLOCK && s->cap_task_schedstat && p->gate_valid && !fresh) {
                 p->mode = MODE_ACCOUNT;
                 p->gate_delta = value >= p->gate_value ? value - p->gate_value : 0;
-        } else
+        } else {
                 p->mode = MODE_FULL;
+                p->explained_ns = 0;
+                p->explained_partial = false;
+        }
 
         p->list = p->mode == MODE_FULL || p->dirty || s->pass >= p->next_list_pass ||
                   (!p->untracked && leader.num_threads != p->n_threads);
@@ -1200,15 +1267,78 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         s->stats.processes_active++;
 }
 
+static void note_new_process(struct sampler *s, pid_t pid);
+
+/* The last PID handed out, from /proc/loadavg ("0.20 0.18 0.12 1/80 11206"). */
+static int read_last_pid(struct sampler *s, unsigned *ret) {
+        const char *p;
+        ssize_t n;
+        int v;
+
+        n = read_small(s, "/proc/loadavg");
+        s->stats.cheap_reads++;
+        if (n < 0)
+                return (int) n;
+        util_strip(s->buf);
+        p = strrchr(s->buf, ' ');
+        if (!p || util_parse_int(p + 1, &v) < 0 || v < 0)
+                return -EINVAL;
+        *ret = (unsigned) v;
+        return 0;
+}
+
+/* PIDs handed out since the last pass: the processes among them (not threads) are new. */
+static void probe_pids(struct sampler *s, unsigned from, unsigned to) {
+        unsigned pid = from;
+
+        for (unsigned k = 0; k <= PID_PROBE_MAX && pid != to; k++) {
+                struct status_fields st;
+                char rel[64];
+
+                pid = pid + 1 >= s->pid_max ? 300 : pid + 1;   /* the kernel wraps to 300 (RESERVED_PIDS) */
+                if (proc_lookup(s, (pid_t) pid))
+                        continue;
+                snprintf(rel, sizeof(rel), "/proc/%u/status", pid);
+                if (read_small(s, rel) < 0)
+                        continue;   /* already gone */
+                s->stats.status_reads++;
+                /* /proc/TID of a thread exists too (not listed): only thread group leaders */
+                if (sample_parse_status(s->buf, &st) >= 0 && st.have_tgid && st.tgid == (pid_t) pid)
+                        note_new_process(s, (pid_t) pid);
+        }
+}
+
 /*
- * Visit every process: list /proc, or, when fork events tell us about new
- * processes, visit the known ones and the announced ones, and list /proc
- * only every list_proc_every_passes (or after lost events).
+ * Visit every process. /proc is listed (which walks every PID in the kernel,
+ * threads included) unless we know of every new process another way: fork
+ * events, or the last PID handed out (pid_probe). Either way it is listed
+ * every list_proc_every_passes, and after lost events.
  */
 static int visit_processes(struct sampler *s) {
+        bool list = true, have_last = false;
+        unsigned last = 0;
         size_t n = 0;
 
-        if (!s->events || s->events_lost || s->pass >= s->next_proc_list_pass) {
+        if (s->pid_probe && !s->events)
+                have_last = read_last_pid(s, &last) >= 0;
+        if (!s->events_lost && s->pass < s->next_proc_list_pass) {
+                if (s->events)
+                        list = false;
+                else if (have_last && s->last_pid_valid) {
+                        /* after pid_max the kernel goes on from 300 (RESERVED_PIDS) */
+                        unsigned d = last >= s->last_pid ? last - s->last_pid
+                                                         : s->pid_max - s->last_pid + (last > 300 ? last - 300 : 0);
+                        if (d <= PID_PROBE_MAX) {
+                                probe_pids(s, s->last_pid, last);
+                                list = false;
+                        }
+                }
+        }
+        /* Read before listing: a PID handed out during the listing is probed next pass. */
+        s->last_pid = last;
+        s->last_pid_valid = have_last;
+
+        if (list) {
                 int r = for_each_pid_entry(s, "/proc", proc_visit, NULL);
                 if (r < 0)
                         return r;
@@ -1266,6 +1396,8 @@ static bool want_read(struct sampler *s, uint32_t i) {
 
         if (p->mode == MODE_FULL || thread_is_hot(s, q))
                 return true;
+        if (p->mode == MODE_TRUSTED)
+                return false;   /* the leader's stat was not read this pass */
         if (t->id.tid == p->info.pid)
                 /* The leader's stat is already here: read on if it shows activity. */
                 return p->leader.utime + p->leader.stime != t->utime_ticks + t->stime_ticks ||
@@ -1281,7 +1413,7 @@ static void read_active_threads(struct sampler *s) {
 
                 if (p->seen_pass != s->pass || p->mode <= MODE_CARRY)
                         continue;
-                /* thread_read() of a known record never moves it between lists. */
+                /* thread_read() may move the record to the head of this list; next is saved first. */
                 for (uint32_t i = p->first; i != NO_SLOT; i = next) {
                         struct thread_priv *q = &s->priv[i];
                         pid_t tid;
@@ -1319,24 +1451,34 @@ static void list_threads(struct sampler *s) {
 
 /*
  * MODE_ACCOUNT processes whose clock moved more than their hot threads
- * explain: search the cold threads, least recently searched first (each
- * one read goes to the end of the list), until the delta is explained or
+ * explain: search the cold threads in list order (most recently active
+ * first, see thread_read(); each one searched goes to the end, so the
+ * search goes round), until the delta is explained or
  * the pass's budget is spent. What is left unexplained stays unknown: the
  * unread threads keep their "known up to" times (sweep), so their CPU time
  * shows when they are read. Returns how many processes were searched.
  */
 static unsigned account(struct sampler *s, uint64_t window_usec) {
-        uint64_t threshold = MAX(UNEXPLAINED_MIN_NS,
-                                 (uint64_t) ((double) window_usec * NSEC_PER_USEC * UNEXPLAINED_WINDOW_FRACTION));
         unsigned searched = 0;
 
         for (size_t k = 0; k < s->n_procs; k++) {
                 struct proc_rec *p = s->procs[k];
+                /* the delta spans every pass since the last check */
+                uint64_t span = p->known_usec && s->now_usec > p->known_usec ? s->now_usec - p->known_usec : window_usec;
+                uint64_t threshold = MAX(UNEXPLAINED_MIN_NS,
+                                         (uint64_t) ((double) span * NSEC_PER_USEC * UNEXPLAINED_WINDOW_FRACTION));
                 unsigned n;
 
-                if (p->seen_pass != s->pass || p->mode != MODE_ACCOUNT ||
-                    (!p->explained_partial && p->gate_delta <= p->explained_ns + threshold))
+                if (p->seen_pass != s->pass || p->mode != MODE_ACCOUNT)
                         continue;
+                if (!p->explained_partial && p->gate_delta <= p->explained_ns + threshold) {
+                        /* explained: a big process is trusted for a few passes after two in a row */
+                        if (++p->explained_checks >= 2 && p->n_threads >= s->opt.big_process_threads)
+                                p->next_account_pass = s->pass + s->opt.account_every_passes;
+                        p->explained_ns = 0;
+                        continue;
+                }
+                p->explained_checks = 0;
                 searched++;
                 n = p->n_threads;
                 for (unsigned j = 0; j < n; j++) {
@@ -1357,6 +1499,8 @@ static unsigned account(struct sampler *s, uint64_t window_usec) {
                         (void) thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, s->now_usec);
                 }
                 p->unexplained = p->explained_partial || p->gate_delta > p->explained_ns + threshold;
+                p->explained_ns = 0;
+                p->explained_partial = false;
         }
         return searched;
 }
@@ -1378,10 +1522,15 @@ static void sweep(struct sampler *s) {
                         struct thread_priv *q = &s->priv[i];
 
                         if (!seen || q->generation != p->generation || q->failed_pass == s->pass ||
-                            (p->list && q->listed_pass != s->pass))
+                            (p->list && q->listed_pass != s->pass)) {
                                 doom(s, i);
+                                if (p->mode == MODE_TRUSTED)
+                                        p->dirty = true;   /* a thread went away: check it next pass */
+                        }
                         else if (q->seen_pass == s->pass)
                                 continue;
+                        else if (p->mode == MODE_TRUSTED)
+                                s->stats.threads_carried++;   /* cold: left as they were until the check */
                         else if (p->mode == MODE_CARRY) {
                                 thread_carry(s, i);
                                 s->stats.threads_carried++;
@@ -1410,9 +1559,6 @@ static void sweep(struct sampler *s) {
         }
         s->refresh_cursor = n ? (s->refresh_cursor + budget) % n : 0;
 
-        for (size_t k = 0; k < s->n_doomed; k++)
-                if (s->priv[s->doomed[k]].carried_pass == s->pass)
-                        s->stats.threads_carried--;   /* carried, then its refresh failed */
         remove_doomed(s);
 
         for (size_t k = s->n_procs; k > 0; k--) {
@@ -1515,7 +1661,7 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
 /* ---- connector hints -------------------------------------------------- */
 
 static void note_new_process(struct sampler *s, pid_t pid) {
-        if (!s->events)
+        if (!s->events && !s->pid_probe)
                 return;   /* /proc is listed every pass anyway */
         if (!s->pending) {
                 s->pending = malloc(PENDING_MAX * sizeof(*s->pending));

@@ -15,7 +15,9 @@
  *                                   .../sched      ~5-9 µs
  *   getdents of /proc/P/task, 10,000 threads      ~7-12 ms (kernel instantiates a dentry per entry)
  *   /proc/P/stat of a 10,000-thread process        ~1.2 ms (walks every thread, twice)
- *   clock_gettime(process CPU clock), 10,000 thr.  ~0.6 ms; 1 thread ~0.2 µs
+ *   clock_gettime(process CPU clock), 10,000 thr.  ~0.6 ms quiet, 3-6 ms when other work
+ *                                                  thrashes the caches; 1 thread ~0.2 µs
+ *   getdents of /proc, with 10,000 threads         ~1.5-5 ms (walks every PID, threads too)
  *
  * Reading even one file per thread per pass costs ~50 ms for 10,000 threads
  * (5 % of a CPU), so the sampler does not read what it can prove unchanged:
@@ -31,8 +33,10 @@
  *     last few passes ("hot") are read; the others are carried if the
  *     process clock's delta is explained by the hot threads' schedstat
  *     run-time deltas (within 5 ms or 1 % of the window); otherwise cold
- *     threads are searched, least recently searched first, until the delta
- *     is explained or max_search_reads threads were read in the pass. So a
+ *     threads are searched, most recently active first, then round-robin,
+ *     until the delta is explained or max_search_reads threads were read in
+ *     the pass; the ones not reached keep their old readings, so their CPU
+ *     time is counted when they are read. So a
  *     10,000-thread process with one busy thread costs a few reads, not
  *     10,000, and no pass reads more than a bounded number of cold threads.
  *  3. Per thread: stat (cheap) every time a thread is read; status
@@ -45,15 +49,23 @@
  *     passes; name, policy and nice are re-read as soon as a thread runs.
  *  5. A process with many threads that stays idle is checked every 2, 4,
  *     8, 16 passes (the process clock walks all its threads); activity in
- *     a gap shows at the next check, averaged over the gap. With process
- *     events (sampler_set_process_events) /proc itself is listed only
- *     every list_proc_every_passes.
+ *     a gap shows at the next check, averaged over the gap. One that is
+ *     busy but explained by its hot threads has only those read, and its
+ *     clock checked every account_every_passes against their sum.
+ *  6. Listing /proc walks every PID in the kernel, threads included (2-5 ms
+ *     with 10,000 threads here). With process events
+ *     (sampler_set_process_events) new processes come from fork notes;
+ *     without, from the PIDs handed out since the last pass (/proc/loadavg's
+ *     last PID, probed one by one when few). /proc is then listed only every
+ *     list_proc_every_passes.
  *
  * Rates are deltas over the actual time between the two readings of each
- * counter ("known up to" times advance when a thread is carried, because
- * its counters are then known unchanged). A thread's first window after it
- * becomes active may therefore span more than one pass for the status and
- * sched counters (diluted rate); util always covers the last pass.
+ * counter ("known up to" times advance while a thread is carried, because
+ * its counters are then known unchanged). task->window_usec is the window
+ * of util: the last pass, or the gap since its process was last checked
+ * (5.), and 0 for a carried thread, meaning the snapshot's window. The
+ * status and sched counters of a thread that just became active may span
+ * more than one pass (a diluted first rate).
  *
  * Identity: a thread is (tid, start_time). A reused TID starts a new record
  * with no rates. A thread or process that disappears between the directory
@@ -83,9 +95,18 @@ enum sampler_gate {
         _SAMPLER_GATE_MAX,
 };
 
+/* Finding new processes without listing /proc and without process events:
+ * follow the last PID the kernel handed out (/proc/loadavg). */
+enum sampler_pid_probe {
+        SAMPLER_PID_PROBE_AUTO,   /* where /proc is our PID namespace (the clock gate's condition) */
+        SAMPLER_PID_PROBE_ON,     /* also below a fixture root (tests) */
+        SAMPLER_PID_PROBE_OFF,
+};
+
 /* Tunables; 0 means "default". Defaults are in sample.c with their reasons. */
 struct sampler_options {
         enum sampler_gate gate;
+        enum sampler_pid_probe pid_probe;
         unsigned status_every_passes;     /* status of an idle thread in an active process */
         unsigned expensive_every_passes;  /* schedstat+sched of an idle thread in an active process */
         unsigned refresh_passes;          /* every carried thread re-read within this many passes */
@@ -93,8 +114,9 @@ struct sampler_options {
         unsigned hot_passes;              /* a thread stays "hot" this many passes after it ran */
         unsigned big_process_threads;     /* processes with this many threads back off when idle... */
         unsigned idle_gate_max_passes;    /* ...to one gate check every 2, 4, ... up to this many passes */
-        unsigned list_proc_every_passes;  /* with process events: list /proc this often */
+        unsigned list_proc_every_passes;  /* with process events or the PID probe: list /proc this often */
         unsigned max_search_reads;        /* cold threads read per pass to explain a clock delta */
+        unsigned account_every_passes;    /* big process its hot threads explain: clock checked this often */
 };
 
 /* Per-pass figures, for `affctl status` and bench/sample-cost. */
@@ -117,7 +139,7 @@ struct sampler_stats {
         unsigned processes_listed;        /* /proc/P/task listed */
         unsigned processes_full;          /* every thread read (no accounting: stat gate, no schedstat) */
         unsigned processes_searched;      /* hot threads did not explain the clock: cold ones searched */
-        unsigned processes_skipped;       /* big idle processes not checked this pass */
+        unsigned processes_skipped;       /* big processes not checked this pass (idle, or explained) */
         bool proc_listed;                 /* /proc was listed (else: known + announced processes) */
         unsigned threads;                 /* threads in the snapshot */
         unsigned threads_read;            /* stat read this pass */
