@@ -1,0 +1,211 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# check-vm.sh <abs_srcdir> <abs_builddir> - `make check-vm`: install the built
+# tree into a Debian 12 + systemd VM and run the end-to-end checks (e2e.sh).
+#
+#  1. build-image.sh: builds or reuses the cached image (needs root the first time)
+#  2. make install DESTDIR=<share>/stage from the build tree (prefix /usr,
+#     sysconfdir /etc, localstatedir /var: what a distribution package does;
+#     a tree configured otherwise is rebuilt in <builddir>/vm-build)
+#  3. the project's test workloads (tests/workloads/{pingpong,hog}), when
+#     built, go to <stage>/usr/lib/affinityd/tests/
+#  4. run-in-vm.sh: the guest unpacks the stage into /, reloads systemd and
+#     runs e2e.sh; the affinityd journal comes back through the share
+#  5. prints one PASS/FAIL/SKIP line per check and "N passed, N failed, N skipped"
+#
+# Exit: 0 only if every check passed (skips allowed); 1 otherwise.
+# On failure: the last 100 journal lines of affinityd.service and the VM
+# console tail are printed.
+#
+# Env knobs: AFFINITYD_VM_CACHE (see build-image.sh), AFFINITYD_VM_KEEP=1 (keep
+# the share dir with stage/, out/journal-*.txt), AFFINITYD_VM_TIMEOUT (VM
+# lifetime, default 720 s), E2E_BUDGET (default 540 s) and the other E2E_*
+# knobs of e2e.sh, which are passed into the guest.
+set -euo pipefail
+
+T0=$(date +%s.%N)
+log() { printf 'check-vm: %s\n' "$*" >&2; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
+
+[ $# -eq 2 ] || { echo "usage: $0 <abs_srcdir> <abs_builddir>" >&2; exit 2; }
+SRCDIR=$(cd "$1" && pwd)
+BUILDDIR=$(cd "$2" && pwd)
+HERE=$SRCDIR/tests/vm
+CACHE=${AFFINITYD_VM_CACHE:-/var/tmp/affinityd-vmtest}
+export AFFINITYD_VM_CACHE=$CACHE
+VM_TIMEOUT=${AFFINITYD_VM_TIMEOUT:-720}
+E2E_BUDGET=${E2E_BUDGET:-540}
+
+SHARE=
+cleanup() {
+    if [ -n "$SHARE" ]; then
+        if [ -n "${AFFINITYD_VM_KEEP:-}" ]; then log "share dir kept: $SHARE"; else rm -rf "$SHARE"; fi
+    fi
+}
+trap cleanup EXIT
+
+# ---- 1. image
+t=$(date +%s.%N)
+IMG=$(bash "$HERE/build-image.sh") || { log "build-image.sh failed"; exit 1; }
+T_IMAGE=$(elapsed "$t")
+log "image $IMG ready in $T_IMAGE s"
+
+# ---- 2. install into the stage
+mkdir -p "$CACHE/runs"
+SHARE=$(mktemp -d "$CACHE/runs/share.XXXXXX")
+chmod 755 "$SHARE"
+mkdir -p "$SHARE/stage" "$SHARE/out" "$SHARE/e2e"
+t=$(date +%s.%N)
+
+# The value of a make variable as configured in a build tree's Makefile.
+makevar() { sed -n "s/^$2 = //p" "$1/Makefile" | head -n1; }
+configured_for_vm() {
+    [ -f "$1/Makefile" ] &&
+        [ "$(makevar "$1" prefix)" = /usr ] &&
+        [ "$(makevar "$1" sysconfdir)" = /etc ] &&
+        [ "$(makevar "$1" localstatedir)" = /var ]
+}
+
+BUILD=$BUILDDIR
+if ! configured_for_vm "$BUILD"; then
+    # Paths are compiled in (SYSCONFDIR, VENDORDIR): the VM needs the same
+    # layout a package would have, so configure a separate tree for it.
+    BUILD=$BUILDDIR/vm-build
+    log "$BUILDDIR is not configured with --prefix=/usr --sysconfdir=/etc --localstatedir=/var; building $BUILD"
+    if ! configured_for_vm "$BUILD"; then
+        mkdir -p "$BUILD"
+        (cd "$BUILD" && "$SRCDIR/configure" -q --prefix=/usr --sysconfdir=/etc --localstatedir=/var) \
+            > "$SHARE/out/configure.log" 2>&1 || {
+            tail -n 30 "$SHARE/out/configure.log" >&2
+            log "configure for the VM failed (an in-tree configured srcdir cannot host a VPATH build: configure with --prefix=/usr --sysconfdir=/etc --localstatedir=/var instead)"
+            exit 1
+        }
+    fi
+fi
+if ! make -C "$BUILD" -j"$(nproc)" install DESTDIR="$SHARE/stage" > "$SHARE/out/install.log" 2>&1; then
+    tail -n 40 "$SHARE/out/install.log" >&2
+    log "make install DESTDIR=... failed in $BUILD"
+    exit 1
+fi
+
+# Test workloads: built on demand when the tree has rules for them (they may
+# be check_PROGRAMS, which `make all` skips); absent ones make e2e.sh fall
+# back to stress-ng / perf bench or skip.
+for w in pingpong hog; do
+    make -C "$BUILD" -s "tests/workloads/$w" > /dev/null 2>&1 || true
+    if [ -x "$BUILD/tests/workloads/$w" ] && [ -f "$BUILD/tests/workloads/$w" ]; then
+        install -D -m 0755 "$BUILD/tests/workloads/$w" "$SHARE/stage/usr/lib/affinityd/tests/$w"
+        log "workload $w: included"
+    else
+        log "workload $w: not built (e2e.sh uses a stock workload or skips)"
+    fi
+done
+cp "$HERE/e2e.sh" "$SHARE/e2e/"
+cp -r "$HERE/policies" "$SHARE/e2e/"
+T_INSTALL=$(elapsed "$t")
+log "staged $(find "$SHARE/stage" -type f | wc -l) files in $T_INSTALL s"
+
+# ---- 3. the guest side
+# Every exported E2E_* knob is passed through to e2e.sh in the guest.
+{
+    echo '#!/bin/bash'
+    echo '# Written by check-vm.sh; runs as root in the VM, cwd = the share.'
+    for v in $(compgen -e | grep '^E2E_' | grep -vx E2E_BUDGET || true); do
+        printf 'export %s=%q\n' "$v" "${!v}"
+    done
+    printf 'export E2E_BUDGET=%q\n' "$E2E_BUDGET"
+    cat <<'EOF'
+set -uo pipefail
+S=$AFFINITYD_VM_SHARE
+echo "=== guest: installing the staged tree"
+# tar, not `cp -a stage/. /`: Debian 12 is merged-/usr, so / has symlinks
+# lib -> usr/lib etc., and cp refuses to copy stage/lib (a directory from
+# systemdsystemunitdir=/lib/systemd/system) over the /lib symlink.
+# --keep-directory-symlink follows them; --no-overwrite-dir keeps the modes of
+# existing system directories; --owner/--group: files as root, whoever built.
+tar -C "$S/stage" --owner=0 --group=0 -cf - . |
+    tar -C / --keep-directory-symlink --no-overwrite-dir -xf - || { echo "guest: unpacking the stage failed"; exit 1; }
+ldconfig
+# What a package's maintainer scripts would do for these file types.
+if ls "$S"/stage/usr/lib/sysusers.d/*.conf >/dev/null 2>&1; then systemd-sysusers; fi
+for f in "$S"/stage/usr/lib/tmpfiles.d/*.conf; do
+    [ -e "$f" ] && systemd-tmpfiles --create "/usr/lib/tmpfiles.d/${f##*/}"
+done
+systemctl daemon-reload
+# dbus-daemon must see a newly installed bus policy (org.affinityd1.conf).
+systemctl is-active -q dbus && systemctl reload dbus
+rm -f "$S/out/results"
+E2E_RESULTS=$S/out/results timeout -k 10 $((E2E_BUDGET + 60)) bash "$S/e2e/e2e.sh"
+rc=$?
+[ "$rc" = 124 ] && echo "guest: e2e.sh hit its overall timeout"
+journalctl -u affinityd --no-pager > "$S/out/journal-affinityd.txt" 2>&1
+journalctl -b --no-pager -o short-monotonic | tail -n 400 > "$S/out/journal-boot-tail.txt" 2>&1
+exit "$rc"
+EOF
+} > "$SHARE/guest.sh"
+
+# ---- 4. run
+t=$(date +%s.%N)
+set +e
+AFFINITYD_VM_IMAGE=$IMG AFFINITYD_VM_TIMEOUT=$VM_TIMEOUT \
+    bash "$HERE/run-in-vm.sh" "$SHARE" 'bash ./guest.sh'
+VMRC=$?
+set -e
+T_VM=$(elapsed "$t")
+
+# ---- 5. summary
+RESULTS=$SHARE/out/results
+PASSED=0 FAILED=0 SKIPPED=0
+echo
+echo "=== affinityd VM end-to-end results"
+if [ -s "$RESULTS" ]; then
+    while IFS=$'\t' read -r st name secs reason; do
+        case $st in
+            PASS) PASSED=$((PASSED + 1)) ;;
+            FAIL) FAILED=$((FAILED + 1)) ;;
+            SKIP) SKIPPED=$((SKIPPED + 1)) ;;
+            INFO) printf 'INFO %s: %s\n' "$name" "$reason"; continue ;;
+        esac
+        printf '%s %s (%s s)%s\n' "$st" "$name" "$secs" "${reason:+: $reason}"
+    done < "$RESULTS"
+fi
+# A run that died before every check reported is a failure of its own.
+case $VMRC in
+    0|1) ;;
+    124) FAILED=$((FAILED + 1)); echo "FAIL vm: timed out after $VM_TIMEOUT s" ;;
+    125) FAILED=$((FAILED + 1)); echo "FAIL vm: harness failure (no exit code from the guest)" ;;
+    *) FAILED=$((FAILED + 1)); echo "FAIL vm: guest command exited $VMRC" ;;
+esac
+if [ "$PASSED$FAILED" = 00 ]; then
+    FAILED=1
+    echo "FAIL vm: no check reported a result"
+fi
+if [ "$VMRC" = 1 ] && [ "$FAILED" = 0 ]; then
+    FAILED=1
+    echo "FAIL vm: e2e.sh failed without a failed check (see output above)"
+fi
+
+if [ "$FAILED" != 0 ]; then
+    echo
+    echo "=== journalctl -u affinityd --no-pager | tail -100 (guest)"
+    if [ -s "$SHARE/out/journal-affinityd.txt" ]; then
+        tail -n 100 "$SHARE/out/journal-affinityd.txt"
+    else
+        echo "(no journal came back)"
+    fi
+    # run-in-vm.sh already printed the console tail for a failed guest
+    # command; the boot journal tail shows systemd's side.
+    if [ -s "$SHARE/out/journal-boot-tail.txt" ]; then
+        echo "=== guest boot journal, last 40 lines"
+        tail -n 40 "$SHARE/out/journal-boot-tail.txt"
+    fi
+fi
+
+echo "check-vm: wall time $(elapsed "$T0") s (image $T_IMAGE s, install $T_INSTALL s, VM $T_VM s)"
+if [ "$SKIPPED" != 0 ]; then
+    echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
+else
+    echo "$PASSED passed, $FAILED failed"
+fi
+[ "$FAILED" = 0 ]

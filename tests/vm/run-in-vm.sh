@@ -1,0 +1,145 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# run-in-vm.sh <share-dir> <command...> - run a command as root inside the
+# affinityd test VM (Debian 12, systemd 252 as PID 1, cgroup v2, kernel 6.1,
+# 2 vCPUs under TCG) and exit with its exit code.
+#
+#   tests/vm/run-in-vm.sh /tmp/share 'uname -r; systemctl is-system-running'
+#
+# - <share-dir> is shared read-write over 9p and mounted at /mnt/share in the
+#   guest; the command runs with bash there, cwd /mnt/share, env
+#   AFFINITYD_VM_SHARE=/mnt/share. Its stdout+stderr are streamed here live.
+#   The arguments are joined with spaces ("$*"): pass one quoted string for
+#   pipelines and &&.
+# - The root disk is booted snapshot=on: every run starts from the pristine
+#   image; only files written under /mnt/share survive the run.
+# - Exit code: the command's own; 124 = AFFINITYD_VM_TIMEOUT hit; 125 = harness
+#   failure (no exit code came back). On 124/125 the console log tail is
+#   printed.
+#
+# The image comes from build-image.sh (called here; a no-op when cached).
+#
+# Env knobs:
+#   AFFINITYD_VM_IMAGE=dir    use this image dir, skip build-image.sh
+#   AFFINITYD_VM_CACHE=dir    cache dir (see build-image.sh); run dirs go in <cache>/runs
+#   AFFINITYD_VM_TIMEOUT=900  seconds for the whole VM lifetime
+#   AFFINITYD_VM_SMP=2 AFFINITYD_VM_MEM=2G
+#   AFFINITYD_VM_APPEND=...   extra kernel command line
+#   AFFINITYD_VM_KEEP=1       keep the run dir (cmd, output, rc, console.log, boot-info)
+#   Debug a hung run by hand: the serial console is a socket (root, no password):
+#     socat -,raw,echo=0 UNIX-CONNECT:<rundir>/console.sock
+#
+# Measured here (2-CPU host, TCG): the command starts ~20 s after qemu starts;
+# CPU-bound code runs ~10x slower than on the host, so test function, not speed.
+set -euo pipefail
+
+log() { printf 'run-in-vm: %s\n' "$*" >&2; }
+
+[ $# -ge 2 ] || { echo "usage: $0 <share-dir> <command...>" >&2; exit 2; }
+SHARE=$(cd "$1" && pwd) || { log "no such dir: $1"; exit 125; }
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+CACHE=${AFFINITYD_VM_CACHE:-/var/tmp/affinityd-vmtest}
+
+if [ -n "${AFFINITYD_VM_IMAGE:-}" ]; then
+    IMG=$AFFINITYD_VM_IMAGE
+else
+    IMG=$(bash "$HERE/build-image.sh") || { log "build-image.sh failed"; exit 125; }
+fi
+for f in rootfs.img vmlinuz initrd.img complete; do
+    [ -e "$IMG/$f" ] || { log "incomplete image dir $IMG (no $f)"; exit 125; }
+done
+command -v qemu-system-x86_64 >/dev/null || { log "qemu-system-x86_64 missing: run build-image.sh as root"; exit 125; }
+
+# Per-run dir, shared with the guest as the control dir (9p tag "affctl").
+# The console socket lives in it and sun_path holds at most 107 bytes: with a
+# long cache path, fall back to a short dir in /tmp.
+mkdir -p "$CACHE/runs"
+RUN=$(mktemp -d "$CACHE/runs/run.XXXXXX")
+if [ ${#RUN} -gt 80 ]; then
+    rmdir "$RUN"
+    RUN=$(mktemp -d /tmp/affvm.XXXXXX)
+fi
+chmod 755 "$RUN"
+printf '%s\n' "$*" > "$RUN/cmd"
+: > "$RUN/output"
+# snapshot=on puts its temporary overlay in $TMPDIR: keep it in the run dir
+# so it goes away with it.
+export TMPDIR=$RUN
+
+QPID='' TAILPID=''
+cleanup() {
+    [ -n "$QPID" ] && kill "$QPID" 2>/dev/null
+    [ -n "$TAILPID" ] && kill "$TAILPID" 2>/dev/null
+    if [ -n "${AFFINITYD_VM_KEEP:-}" ]; then
+        log "run dir kept: $RUN"
+    else
+        rm -rf "$RUN"
+    fi
+}
+trap cleanup EXIT
+trap 'log "interrupted"; exit 125' INT TERM
+
+# Kernel command line:
+#   affvm=1                             enables affvm-runner.service in the image
+#   systemd.unified_cgroup_hierarchy=1  pure cgroup v2 (the daemon's cpu.weight path)
+#   quiet loglevel=4                    each console byte is slow under TCG
+#   panic=-1 (+ -no-reboot)             a guest panic ends qemu instead of hanging
+# Booting via SeaBIOS (no EFI Secure Boot) leaves the kernel unlocked, so
+# /sys/kernel/debug/sched/features is writable.
+APPEND="root=/dev/vda rw console=ttyS0 affvm=1 systemd.unified_cgroup_hierarchy=1 quiet loglevel=4 panic=-1 ${AFFINITYD_VM_APPEND:-}"
+
+# /dev/kvm on these hosts is paravirtual (no VMX); a stock kernel does not
+# run well on it, so always TCG. thread=multi: one host thread per vCPU;
+# -cpu max: every feature TCG can emulate.
+# shellcheck disable=SC2054 # commas separate qemu sub-options, not array items
+QEMU=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
+    -accel tcg,thread=multi -cpu max
+    -smp "${AFFINITYD_VM_SMP:-2}" -m "${AFFINITYD_VM_MEM:-2G}"
+    -kernel "$IMG/vmlinuz" -initrd "$IMG/initrd.img" -append "$APPEND"
+    -drive "file=$IMG/rootfs.img,if=virtio,format=raw,snapshot=on"
+    -virtfs "local,path=$RUN,mount_tag=affctl,security_model=none,id=affctl"
+    -virtfs "local,path=$SHARE,mount_tag=affshare,security_model=none,id=affshare"
+    -chardev "socket,id=ser0,path=$RUN/console.sock,server=on,wait=off,logfile=$RUN/console.log"
+    -serial chardev:ser0)
+
+# Live output: the guest writes $RUN/output over 9p with cache=none.
+tail -n +1 -F "$RUN/output" 2>/dev/null &
+TAILPID=$!
+
+START=$(date +%s.%N)
+set +e
+timeout -k 10 "${AFFINITYD_VM_TIMEOUT:-900}" "${QEMU[@]}" < /dev/null &
+QPID=$!
+wait "$QPID"
+QRC=$?
+set -e
+QPID=
+END=$(date +%s.%N)
+# Let tail print the last lines it has not yet shown.
+sleep 0.5
+kill "$TAILPID" 2>/dev/null || true
+wait "$TAILPID" 2>/dev/null || true
+TAILPID=
+
+log "qemu exit $QRC, VM wall time $(awk -v a="$START" -v b="$END" 'BEGIN { printf "%.1f", b - a }') s"
+[ -s "$RUN/boot-info" ] && sed 's/^/run-in-vm: guest: /' "$RUN/boot-info" >&2
+
+console_tail() {
+    log "console log tail ($RUN/console.log):"
+    tail -n "${1:-40}" "$RUN/console.log" 2>/dev/null | sed 's/^/  console| /' >&2 || true
+}
+if [ "$QRC" = 124 ] || [ "$QRC" = 137 ]; then
+    RC=124
+    log "TIMEOUT after ${AFFINITYD_VM_TIMEOUT:-900} s"
+    console_tail
+elif [ -s "$RUN/rc" ]; then
+    RC=$(cat "$RUN/rc")
+    [ "$RC" = 0 ] || console_tail 25
+else
+    RC=125
+    log "no exit code came back from the guest (harness failure)"
+    console_tail
+fi
+exit "$RC"
