@@ -15,6 +15,9 @@
 #include "log.h"
 #include "manager.h"
 
+/* sysexits.h EX_CONFIG: the configuration is invalid. */
+#define EXIT_CONFIG 78
+
 static void usage(FILE *f) {
         fprintf(f,
                 "Usage: affinityd [OPTIONS]\n"
@@ -156,7 +159,9 @@ int main(int argc, char **argv) {
         r = manager_new(&o, &m);
         if (r < 0) {
                 fprintf(stderr, "affinityd: cannot start: %s\n", strerror(-r));
-                return EXIT_FAILURE;
+                /* A broken configuration stays broken on restart: the unit's
+                 * RestartPreventExitStatus= stops systemd from looping. */
+                return r == -EINVAL ? EXIT_CONFIG : EXIT_FAILURE;
         }
         r = manager_run(m);
         manager_free(m);

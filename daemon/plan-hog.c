@@ -212,13 +212,6 @@ static void judge(struct hog_plan *hp, struct hog_item *it) {
 
         /* A pinned hog cannot migrate; it stays ours as long as it still wants a CPU. */
         it->present = it->busy && (it->m || it->migrating);
-        if (it->present) {
-                st->seen = MIN(st->seen + 1, 1000000u);
-                st->absent = 0;
-        } else {
-                st->absent = MIN(st->absent + 1, 1000000u);
-                st->seen = 0;
-        }
 
         /* evidence for affctl hogs / explain, fresh every interval */
         if (it->f)
@@ -239,6 +232,45 @@ static void judge(struct hog_plan *hp, struct hog_item *it) {
         st->last.policy = NULL;
         st->last.demand = it->demand;
         st->last.last_cpu = t->last_cpu;
+}
+
+/*
+ * A hog set is handled as a whole: once one hog of a policy hops and is (or
+ * is being) pinned, its busy siblings that happen to sit still are pinned
+ * too. Left alone, a sibling can be moved onto the pinned hog's CPU by the
+ * balancer whenever noise arrives, which is the stacking the pins exist to
+ * prevent. Seen in tests/hogs-integration.sh here: with one of two hogs
+ * pinned to CPU 0, the other sat on CPU 1 without migrating and was never
+ * managed, so the set was half placed.
+ */
+static void companions(struct hog_plan *hp) {
+        for (size_t i = 0; i < hp->n_items; i++) {
+                struct hog_item *it = &hp->items[i];
+
+                if (!it->t || !it->busy || it->present || !it->p)
+                        continue;
+                for (size_t j = 0; j < hp->n_items; j++)
+                        if (j != i && hp->items[j].p == it->p && hp->items[j].present &&
+                            (hp->items[j].m || hp->items[j].migrating)) {
+                                it->present = true;
+                                break;
+                        }
+        }
+}
+
+/* Hysteresis counters, once presence is final for this interval. */
+static void count(struct hog_item *it) {
+        struct plan_target_state *st = it->st;
+
+        if (!it->t)
+                return;
+        if (it->present) {
+                st->seen = MIN(st->seen + 1, 1000000u);
+                st->absent = 0;
+        } else {
+                st->absent = MIN(st->absent + 1, 1000000u);
+                st->seen = 0;
+        }
 }
 
 static bool is_busy_thread(const struct hog_plan *hp, const struct task *t) {
@@ -755,6 +787,9 @@ int plan_hogs(struct plan_ctx *ctx) {
 
         for (size_t i = 0; i < hp.n_items; i++)
                 judge(&hp, &hp.items[i]);
+        companions(&hp);
+        for (size_t i = 0; i < hp.n_items; i++)
+                count(&hp.items[i]);
 
         overcommit(&hp);
         occupancy(&hp);
