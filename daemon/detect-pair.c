@@ -162,6 +162,7 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                 .combined_util = combined,
                 .wake_rate_per_s = MIN(it->lo_to_hi, it->hi_to_lo),
                 .split_fraction = MIN(MAX(split, 0.0), 1.0),
+                .split_measured = from_edges,
                 .cpus_seen = cpumask_or(&a->cpus_seen, &b->cpus_seen),
                 .last_cpu = -1,
         };

@@ -64,6 +64,8 @@ struct finding {
         cpumask_t cpus_seen;
         int last_cpu;                /* hog/rundelay: the thread's last CPU; else -1 */
         char comm[16];               /* hog/rundelay: thread name; group: first member's */
+        bool split_measured;         /* pair: split_fraction averages the window's wake-ups (perf),
+                                      * not one look at both members' last CPU (fallback) */
         char note[160];              /* short human text, e.g. "stream: combined util 1.7 > 1.2" */
 };
 

@@ -601,7 +601,16 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         }
         if (st->seen < UINT32_MAX)
                 st->seen++;
-        if (st->seen < hyst) {
+        /*
+         * The tracepoint's split fraction is already an average over every
+         * wake-up of the window (thousands per second for a pair over the
+         * threshold), which is the persistence Hysteresis= exists to
+         * establish; one look at two last CPUs (fallback) is not. Acting on
+         * the first measured interval is what makes the fix land within two
+         * intervals of the pair starting (issue 4's target); release still
+         * waits Hysteresis= intervals.
+         */
+        if (st->seen < (f->split_measured ? 1u : hyst)) {
                 set_state(st, "watching", "split %.0f%% for %u of %u intervals, %.0f wake-ups/s each way",
                           f->split_fraction * 100, st->seen, hyst, f->wake_rate_per_s);
                 return 0;
