@@ -308,45 +308,8 @@ static unsigned roles_for_file(const char *path) {
 }
 
 static int read_fd(int fd, char **ret, size_t *ret_size) {
-        _cleanup_free_ char *buf = NULL;
-        size_t have = 0, alloc = 0;
-
-        for (;;) {
-                ssize_t n;
-
-                if (alloc - have < 4096) {
-                        size_t na = alloc ? alloc * 2 : 8192;
-                        char *nb;
-
-                        if (alloc > CONFIG_FILE_MAX)
-                                return -EFBIG;
-                        nb = realloc(buf, na);
-                        if (!nb)
-                                return -ENOMEM;
-                        buf = nb;
-                        alloc = na;
-                }
-                n = read(fd, buf + have, alloc - have - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                have += (size_t) n;
-        }
-        if (have > CONFIG_FILE_MAX)
-                return -EFBIG;
-        if (!buf) {
-                buf = strdup("");
-                if (!buf)
-                        return -ENOMEM;
-        }
-        buf[have] = '\0';
-        *ret = TAKE_PTR(buf);
-        *ret_size = have;
-        return 0;
+        int r = util_read_fd(fd, CONFIG_FILE_MAX, ret, ret_size);
+        return r == -E2BIG ? -EFBIG : r;
 }
 
 /* Parse one file; errors reading it become messages. Returns 0 or -ENOMEM. */

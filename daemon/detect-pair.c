@@ -113,10 +113,6 @@ static double rate_floor(const struct config *c) {
         return floor;
 }
 
-static int single_cpu(const cpumask_t *m) {
-        return cpumask_weight(m) == 1 ? cpumask_next(m, 0) : -1;
-}
-
 /*
  * Both members must be ours to touch; if their policies differ, the one
  * that wins overlaps does. Two members pinned to the same one CPU are not
@@ -129,8 +125,8 @@ static int single_cpu(const cpumask_t *m) {
 static const struct policy *pair_policy(const struct config *c, const struct snapshot *s, const struct task *a,
                                         const struct task *b, pid_t self_pid) {
         const struct policy *pa, *pb;
-        int cpu = single_cpu(&a->allowed);
-        unsigned flags = cpu >= 0 && cpu == single_cpu(&b->allowed) ? MATCH_AFFINITY_OURS : 0;
+        int cpu = cpumask_single(&a->allowed);
+        unsigned flags = cpu >= 0 && cpu == cpumask_single(&b->allowed) ? MATCH_AFFINITY_OURS : 0;
 
         pa = match_policy_for(c, s, a, DETECT_PAIR, self_pid, flags, NULL);
         if (!pa || pa->detector != DETECT_PAIR)

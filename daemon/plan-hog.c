@@ -73,12 +73,6 @@ static bool pinnable(const struct policy *p) {
         return p && p->enabled && p->detector == DETECT_HOG && p->action == ACTION_PIN;
 }
 
-static const struct task *find_task(const struct snapshot *s, const struct task_id *id) {
-        const struct task *t = snapshot_find_task(s, id->tid);
-
-        return t && task_id_equal(&t->id, id) ? t : NULL;
-}
-
 static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, size_t cap) {
         for (size_t i = 0; i < hp->n_items; i++)
                 if (task_id_equal(&hp->items[i].id, id))
@@ -87,10 +81,6 @@ static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, 
                 return NULL;
         hp->items[hp->n_items] = (struct hog_item) { .id = *id, .pin_cpu = -1 };
         return &hp->items[hp->n_items++];
-}
-
-static int single_cpu(const cpumask_t *m) {
-        return cpumask_weight(m) == 1 ? cpumask_next(m, 0) : -1;
 }
 
 static int collect(struct hog_plan *hp) {
@@ -141,7 +131,7 @@ static int collect(struct hog_plan *hp) {
 
                 if (!hog_key(&it->id, key, sizeof(key)))
                         return -ENAMETOOLONG;
-                it->t = find_task(hp->snap, &it->id);
+                it->t = snapshot_find_id(hp->snap, &it->id);
                 /* plan_state_get marks it as looked at; exited, unmanaged ones are left to age out */
                 it->st = it->f || it->m || it->t ? plan_state_get(state, key) : plan_state_find(state, key);
                 if (!it->st)
@@ -177,7 +167,7 @@ static void judge(struct hog_plan *hp, struct hog_item *it) {
         it->mig_min = detect_migrations_min_per_s(it->p, DETECT_HOG);
 
         if (it->m) {
-                it->pin_cpu = single_cpu(&it->m->mask);
+                it->pin_cpu = cpumask_single(&it->m->mask);
                 if (!plan_managed_original(it->m, &it->base))
                         it->base = hp->topo->online;
         } else if (t)
@@ -342,7 +332,7 @@ static void occupancy(struct hog_plan *hp) {
                         continue; /* our hog pins are claimed by review_pins(), other pins counted below */
 
                 a = cpumask_and(&t->allowed, &hp->usable);
-                c = single_cpu(&a);
+                c = cpumask_single(&a);
                 if (c >= 0 && c < n) {
                         /* pinned by someone else (or a cpuset of one CPU): that CPU is taken */
                         hp->hard[c]++;
@@ -359,7 +349,7 @@ static void occupancy(struct hog_plan *hp) {
 
                 if (m->type != ACT_AFFINITY || m->kind == DETECT_HOG)
                         continue;
-                c = single_cpu(&m->mask);
+                c = cpumask_single(&m->mask);
                 if (c >= 0 && c < n)
                         hp->soft[c]++;
         }
@@ -487,17 +477,6 @@ static void fill_action(struct action *a, const struct hog_item *it, enum action
         snprintf(a->reason, sizeof(a->reason), "%s", reason);
 }
 
-static void set_state(struct plan_target_state *st, const char *state, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void set_state(struct plan_target_state *st, const char *state, const char *fmt, ...) {
-        va_list ap;
-
-        snprintf(st->state, sizeof(st->state), "%s", state);
-        va_start(ap, fmt);
-        vsnprintf(st->why, sizeof(st->why), fmt, ap);
-        va_end(ap);
-}
-
 static int release(struct hog_plan *hp, struct hog_item *it, bool move, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
 static int release(struct hog_plan *hp, struct hog_item *it, bool move, const char *fmt, ...) {
@@ -522,7 +501,7 @@ static int release(struct hog_plan *hp, struct hog_item *it, bool move, const ch
         if (!move)
                 /* no re-pin right after a release: that is how flapping starts */
                 it->st->cooldown_until_usec = ctx->in->now_usec + ctx->in->config->daemon.cooldown_usec;
-        set_state(it->st, "released", "%s", reason);
+        plan_set_state(it->st, "released", "%s", reason);
         return 0;
 }
 
@@ -622,10 +601,10 @@ static int review_pins(struct hog_plan *hp) {
                 it->st->cpu = c;
                 hp->ctx->cpu_claim[c] = 1;
                 if (it->st->absent > 0)
-                        set_state(it->st, "pinned", "pinned to %d (not a hog for %u/%u intervals)", c,
+                        plan_set_state(it->st, "pinned", "pinned to %d (not a hog for %u/%u intervals)", c,
                                   it->st->absent, hp->K);
                 else
-                        set_state(it->st, "pinned", "pinned to %d", c);
+                        plan_set_state(it->st, "pinned", "pinned to %d", c);
         }
         return 0;
 }
@@ -645,12 +624,12 @@ static void explain_idle(struct hog_plan *hp, struct hog_item *it) {
         uint64_t W = detect_window_usec(it->p, DETECT_HOG);
 
         if (!it->t)
-                set_state(it->st, "gone", "exited");
+                plan_set_state(it->st, "gone", "exited");
         else if (!it->busy)
-                set_state(it->st, "watching", "not a hog: demand %.0f%% < %.0f%%", it->demand * 100,
+                plan_set_state(it->st, "watching", "not a hog: demand %.0f%% < %.0f%%", it->demand * 100,
                           it->util_min * 100);
         else if (!it->migrating)
-                set_state(it->st, "watching", "not migrating: %.2f/s <= %.2f/s over %" PRIu64 "s",
+                plan_set_state(it->st, "watching", "not migrating: %.2f/s <= %.2f/s over %" PRIu64 "s",
                           it->mig_rate, it->mig_min, W / USEC_PER_SEC);
 }
 
@@ -690,16 +669,16 @@ static int place(struct hog_plan *hp) {
                 if (!it->t)
                         continue;
                 if (!pinnable(it->p)) {
-                        set_state(st, "report", "report only (policy %s)", st->policy[0] ? st->policy : "?");
+                        plan_set_state(st, "report", "report only (policy %s)", st->policy[0] ? st->policy : "?");
                         continue;
                 }
                 if (hp->overcommit_now) {
-                        set_state(st, "left alone", "left alone: %u hogs > %u usable CPUs", hp->overcommit_hogs,
+                        plan_set_state(st, "left alone", "left alone: %u hogs > %u usable CPUs", hp->overcommit_hogs,
                                   hp->overcommit_cpus);
                         continue;
                 }
                 if (!it->move && st->seen < hp->K) {
-                        set_state(st, "watching", "watching %u/%u", st->seen, hp->K);
+                        plan_set_state(st, "watching", "watching %u/%u", st->seen, hp->K);
                         continue;
                 }
                 snprintf(akey, sizeof(akey), "task:%d:%" PRIu64, (int) it->id.tid, it->id.start_time);
@@ -707,23 +686,23 @@ static int place(struct hog_plan *hp) {
                         char w[sizeof(st->why)];
 
                         snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
-                        set_state(st, "blocked", "%s", w);
+                        plan_set_state(st, "blocked", "%s", w);
                         continue;
                 }
                 if (!it->move && st->cooldown_until_usec > in->now_usec) {
-                        set_state(st, "cooldown", "cooldown: %" PRIu64 "s left",
+                        plan_set_state(st, "cooldown", "cooldown: %" PRIu64 "s left",
                                   (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
                         continue;
                 }
                 if (ctx->actions_left == 0) {
-                        set_state(st, "watching", "action budget used up (MaxActionsPerInterval=%u)",
+                        plan_set_state(st, "watching", "action budget used up (MaxActionsPerInterval=%u)",
                                   in->config->daemon.max_actions_per_interval);
                         continue;
                 }
 
                 c = pick_cpu(hp, it);
                 if (c < 0) {
-                        set_state(st, "left alone", "no free CPU in %s",
+                        plan_set_state(st, "left alone", "no free CPU in %s",
                                   cpumask_format_list(&it->cand, cpus, sizeof(cpus)) ?: "?");
                         continue;
                 }
@@ -746,7 +725,7 @@ static int place(struct hog_plan *hp) {
                 st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
                 if (it->t->last_cpu >= 0 && it->t->last_cpu < hp->topo->n_cpus && hp->soft[it->t->last_cpu] > 0)
                         hp->soft[it->t->last_cpu]--;
-                set_state(st, "pinning", "pinning to %d", c);
+                plan_set_state(st, "pinning", "pinning to %d", c);
         }
         return 0;
 }

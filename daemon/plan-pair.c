@@ -90,27 +90,6 @@ static bool is_ours(const struct managed *m) {
         return m->kind == DETECT_PAIR || strncmp(m->reason, "pair", 4) == 0;
 }
 
-static const struct task *find_task(const struct snapshot *s, const struct task_id *id) {
-        const struct task *t = snapshot_find_task(s, id->tid);
-
-        return t && task_id_equal(&t->id, id) ? t : NULL;
-}
-
-static int single_cpu(const cpumask_t *m) {
-        return cpumask_weight(m) == 1 ? cpumask_next(m, 0) : -1;
-}
-
-static void set_state(struct plan_target_state *st, const char *state, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void set_state(struct plan_target_state *st, const char *state, const char *fmt, ...) {
-        va_list ap;
-
-        snprintf(st->state, sizeof(st->state), "%s", state);
-        va_start(ap, fmt);
-        vsnprintf(st->why, sizeof(st->why), fmt, ap);
-        va_end(ap);
-}
-
 /* "co-located on N": the CPU number is bounded so it always fits state[]. */
 static void set_colocated_state(struct plan_target_state *st, int cpu) {
         char n[16];
@@ -200,7 +179,7 @@ static int collect(struct pair_plan *pp) {
                 bool pinned;
 
                 for (int k = 0; k < 2; k++) {
-                        it->t[k] = find_task(pp->snap, &it->id[k]);
+                        it->t[k] = snapshot_find_id(pp->snap, &it->id[k]);
                         for (size_t j = 0; j < in->n_managed; j++) {
                                 const struct managed *m = &in->managed[j];
                                 if (m->type != ACT_AFFINITY || !task_id_equal(&m->task, &it->id[k]))
@@ -213,7 +192,7 @@ static int collect(struct pair_plan *pp) {
                 }
                 pinned = it->m[0] && it->m[1];
                 if (pinned && cpumask_equal(&it->m[0]->mask, &it->m[1]->mask))
-                        it->pin_cpu = single_cpu(&it->m[0]->mask);
+                        it->pin_cpu = cpumask_single(&it->m[0]->mask);
                 if (it->pin_cpu >= pp->n_cpus)     /* the topology shrank under it */
                         it->pin_cpu = -1;
 
@@ -407,7 +386,7 @@ static int release(struct pair_plan *pp, struct pair_item *it, const char *state
         it->st->seen = 0;
         /* no co-location right after a release: that is how flapping starts */
         it->st->cooldown_until_usec = pp->ctx->in->now_usec + pp->ctx->in->config->daemon.cooldown_usec;
-        set_state(it->st, state, "%s", reason);
+        plan_set_state(it->st, state, "%s", reason);
         return 0;
 }
 
@@ -444,7 +423,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         r = use(pp, it);
         if (r < 0)
                 return r;
-        set_state(it->st, "co-located", "%s", reason);
+        plan_set_state(it->st, "co-located", "%s", reason);
         set_colocated_state(it->st, cpu);
         return 0;
 }
@@ -468,7 +447,7 @@ static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason
         /* seen is kept: still split, so it is placed as soon as a CPU frees up */
         if (it->m[0] || it->m[1])
                 return release(pp, it, state, "pair: released: %s (%s)", text, detail);
-        set_state(it->st, state, "%s (%s)", text, detail[0] ? detail : "-");
+        plan_set_state(it->st, state, "%s (%s)", text, detail[0] ? detail : "-");
         return 0;
 }
 
@@ -496,7 +475,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 st->seen = 0;
                 if (ours)
                         return release(pp, it, "released", "pair: released: member %d exited", (int) gone);
-                set_state(st, "gone", "member %d exited", (int) gone);
+                plan_set_state(st, "gone", "member %d exited", (int) gone);
                 return 0;
         }
 
@@ -504,7 +483,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         if (!f) {
                 st->seen = 0;
                 if (!ours) {
-                        set_state(st, "quiet", "wake rate below the policy's WakeRate= (last %.0f/s)",
+                        plan_set_state(st, "quiet", "wake rate below the policy's WakeRate= (last %.0f/s)",
                                   st->last.wake_rate_per_s);
                         return 0;
                 }
@@ -515,7 +494,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                                        st->absent, it->p ? "" : " (policy gone)");
                 /* keep it for now: hysteresis */
                 pp->ctx->cpu_claim[it->pin_cpu] = 2;
-                set_state(st, "co-located", "quiet for %u of %u intervals", st->absent, hyst);
+                plan_set_state(st, "co-located", "quiet for %u of %u intervals", st->absent, hyst);
                 set_colocated_state(st, it->pin_cpu);
                 return use(pp, it);
         }
@@ -524,7 +503,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 st->seen = 0;
                 if (ours)
                         return release(pp, it, "left alone: stream", "pair: released: %s", f->note);
-                set_state(st, "left alone: stream", "%s", f->note);
+                plan_set_state(st, "left alone: stream", "%s", f->note);
                 return 0;
         }
         if (!it->p || it->p->action != ACTION_COLOCATE) {
@@ -532,7 +511,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 if (ours)
                         return release(pp, it, "watching", "pair: released: policy %s does not co-locate",
                                        st->policy);
-                set_state(st, "watching", "policy %s: Action=%s (report only)", st->policy,
+                plan_set_state(st, "watching", "policy %s: Action=%s (report only)", st->policy,
                           it->p ? policy_action_to_string(it->p->action) : "?");
                 return 0;
         }
@@ -540,7 +519,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 st->seen = 0;
                 if (ours)
                         return release(pp, it, "left alone: shared", "pair: released: member in a stronger pair");
-                set_state(st, "left alone: shared", "a member is in a stronger pair");
+                plan_set_state(st, "left alone: shared", "a member is in a stronger pair");
                 return 0;
         }
         if (it->other[0] || it->other[1]) {
@@ -549,7 +528,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 if (ours)
                         return release(pp, it, "left alone: pinned", "pair: released: member pinned by %s",
                                        o->reason);
-                set_state(st, "left alone: pinned", "member %d already pinned: %s", (int) o->task.tid, o->reason);
+                plan_set_state(st, "left alone: pinned", "member %d already pinned: %s", (int) o->task.tid, o->reason);
                 return 0;
         }
 
@@ -568,7 +547,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                                 pp->ctx->cpu_claim[cpu] = 2;
                                 pp->load[cpu] += f->combined_util;
                                 st->cpu = cpu;
-                                set_state(st, "co-located", "%.0f wake-ups/s each way, util %.2f; %s",
+                                plan_set_state(st, "co-located", "%.0f wake-ups/s each way, util %.2f; %s",
                                           f->wake_rate_per_s, f->combined_util,
                                           it->m[0]->reason);
                                 set_colocated_state(st, cpu);
@@ -595,7 +574,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         if (f->split_fraction < DETECT_PAIR_SPLIT_MIN) {
                 if (st->seen > 0)
                         st->seen--;
-                set_state(st, "watching", "together (split %.0f%%), %.0f wake-ups/s each way",
+                plan_set_state(st, "watching", "together (split %.0f%%), %.0f wake-ups/s each way",
                           f->split_fraction * 100, f->wake_rate_per_s);
                 return 0;
         }
@@ -611,17 +590,17 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
          * waits Hysteresis= intervals.
          */
         if (st->seen < (f->split_measured ? 1u : hyst)) {
-                set_state(st, "watching", "split %.0f%% for %u of %u intervals, %.0f wake-ups/s each way",
+                plan_set_state(st, "watching", "split %.0f%% for %u of %u intervals, %.0f wake-ups/s each way",
                           f->split_fraction * 100, st->seen, hyst, f->wake_rate_per_s);
                 return 0;
         }
         if (plan_state_blocked(pp->ctx->state, st->key, akey[0], in->now_usec, &why) ||
             plan_state_blocked(pp->ctx->state, NULL, akey[1], in->now_usec, &why)) {
-                set_state(st, "left alone: blocked", "%s", why ?: "not retried yet");
+                plan_set_state(st, "left alone: blocked", "%s", why ?: "not retried yet");
                 return 0;
         }
         if (st->cooldown_until_usec > in->now_usec) {
-                set_state(st, "watching", "split, cool-down for %.0f s more",
+                plan_set_state(st, "watching", "split, cool-down for %.0f s more",
                           (double) (st->cooldown_until_usec - in->now_usec) / USEC_PER_SEC);
                 return 0;
         }
@@ -629,7 +608,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
         if (pp->ctx->actions_left < 2) {
-                set_state(st, "watching", "split; no action budget left this interval");
+                plan_set_state(st, "watching", "split; no action budget left this interval");
                 return 0;
         }
         st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;

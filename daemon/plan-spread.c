@@ -53,10 +53,6 @@ static bool spreadable(const struct policy *p) {
         return p && p->enabled && p->detector == DETECT_SPREAD && p->action == ACTION_SPREAD;
 }
 
-static int single_cpu(const cpumask_t *m) {
-        return cpumask_weight(m) == 1 ? cpumask_next(m, 0) : -1;
-}
-
 static struct member *member_get(struct group *g, const struct task_id *id) {
         for (size_t i = 0; i < g->n; i++)
                 if (task_id_equal(&g->members[i].id, id))
@@ -76,17 +72,6 @@ static struct group *group_get(struct group **groups, size_t *n, size_t cap, con
         memset(&(*groups)[*n], 0, sizeof(struct group));
         snprintf((*groups)[*n].name, sizeof((*groups)[*n].name), "%s", name);
         return &(*groups)[(*n)++];
-}
-
-static void set_state(struct plan_target_state *st, const char *state, const char *fmt, ...)
-        __attribute__((format(printf, 3, 4)));
-static void set_state(struct plan_target_state *st, const char *state, const char *fmt, ...) {
-        va_list ap;
-
-        snprintf(st->state, sizeof(st->state), "%s", state);
-        va_start(ap, fmt);
-        vsnprintf(st->why, sizeof(st->why), fmt, ap);
-        va_end(ap);
 }
 
 static int emit(struct plan_ctx *ctx, const struct group *g, const struct member *mb, enum action_verb verb,
@@ -238,7 +223,7 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
 
                 mb->t = t && task_id_equal(&t->id, &mb->id) ? t : NULL;
                 if (mb->m) {
-                        mb->pin_cpu = single_cpu(&mb->m->mask);
+                        mb->pin_cpu = cpumask_single(&mb->m->mask);
                         if (!plan_managed_original(mb->m, &base))
                                 base = topo->online;
                 } else
@@ -291,7 +276,7 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                 r = release_all(ctx, g, "policy no longer spreads");
                 if (r < 0)
                         return r;
-                set_state(st, "released", "policy %s no longer spreads", g->name);
+                plan_set_state(st, "released", "policy %s no longer spreads", g->name);
                 return 0;
         }
         if (managed && st->absent >= K) {
@@ -308,7 +293,7 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                 if (r < 0)
                         return r;
                 st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
-                set_state(st, "released", "%s", why);
+                plan_set_state(st, "released", "%s", why);
                 return 0;
         }
 
@@ -371,34 +356,34 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
 
         if (!present && !any_managed(g)) {
                 if (!g->p || !g->p->enabled)
-                        set_state(st, "gone", "policy %s is gone or disabled", g->name);
+                        plan_set_state(st, "gone", "policy %s is gone or disabled", g->name);
                 else if (!spreadable(g->p))
-                        set_state(st, "report", "report only (policy %s)", g->name);
+                        plan_set_state(st, "report", "report only (policy %s)", g->name);
                 else if (n_busy < 2)
-                        set_state(st, "watching", "%zu busy thread%s, spreading needs 2", n_busy, n_busy == 1 ? "" : "s");
+                        plan_set_state(st, "watching", "%zu busy thread%s, spreading needs 2", n_busy, n_busy == 1 ? "" : "s");
                 else if (busy_machine)
-                        set_state(st, "left alone", "machine busy: %.0f%% per CPU > %.0f%%", load_per_cpu * 100,
+                        plan_set_state(st, "left alone", "machine busy: %.0f%% per CPU > %.0f%%", load_per_cpu * 100,
                                   SPREAD_MACHINE_BUSY * 100);
                 else
-                        set_state(st, "watching", "not migrating: %.2f/s per thread <= %.2f/s", rate, mig_min);
+                        plan_set_state(st, "watching", "not migrating: %.2f/s per thread <= %.2f/s", rate, mig_min);
                 return 0;
         }
         if (!any_managed(g)) {
                 const char *why = NULL;
 
                 if (st->seen < K) {
-                        set_state(st, "watching", "watching %u/%u", st->seen, K);
+                        plan_set_state(st, "watching", "watching %u/%u", st->seen, K);
                         return 0;
                 }
                 if (plan_state_blocked(ctx->state, st->key, NULL, in->now_usec, &why)) {
                         char w[sizeof(st->why)];
 
                         snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
-                        set_state(st, "blocked", "%s", w);
+                        plan_set_state(st, "blocked", "%s", w);
                         return 0;
                 }
                 if (st->cooldown_until_usec > in->now_usec) {
-                        set_state(st, "cooldown", "cooldown: %" PRIu64 "s left",
+                        plan_set_state(st, "cooldown", "cooldown: %" PRIu64 "s left",
                                   (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
                         return 0;
                 }
@@ -433,7 +418,7 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                         r = release_all(ctx, g, "group no longer fits");
                         if (r < 0)
                                 return r;
-                        set_state(st, "left alone", "does not fit: %zu threads, %.0f%% together on %s",
+                        plan_set_state(st, "left alone", "does not fit: %zu threads, %.0f%% together on %s",
                                   n_busy, combined * 100, cpumask_format_list(&avail, cpus, sizeof(cpus)) ?: "?");
                         return 0;
                 }
@@ -472,13 +457,13 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                         if (!order[i]->keep)
                                 pending++;
                 if (pending > 0)
-                        set_state(st, "spreading", "%zu threads on %s, %zu waiting for the action budget",
+                        plan_set_state(st, "spreading", "%zu threads on %s, %zu waiting for the action budget",
                                   n_busy, cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?", pending);
                 else if (n_order > 0)
-                        set_state(st, "spreading", "spreading %zu threads over %s", n_busy,
+                        plan_set_state(st, "spreading", "spreading %zu threads over %s", n_busy,
                                   cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?");
                 else
-                        set_state(st, "spread", "%zu threads on %s", n_busy,
+                        plan_set_state(st, "spread", "%zu threads on %s", n_busy,
                                   cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?");
                 st->last.cpus_seen = used;
         }
@@ -575,7 +560,7 @@ int plan_spread(struct plan_ctx *ctx) {
                 if (!g->st)
                         return -ENOMEM;
                 if (!alive && !g->f) {
-                        set_state(g->st, "gone", "no members left");
+                        plan_set_state(g->st, "gone", "no members left");
                         continue;
                 }
                 snprintf(g->st->policy, sizeof(g->st->policy), "%s", g->name);

@@ -13,6 +13,7 @@
  * so a CPU a release frees is free when the next set lands.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -315,4 +316,13 @@ int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct 
 
         plan_state_gc(state, in->now_usec);
         return 0;
+}
+
+void plan_set_state(struct plan_target_state *st, const char *state, const char *fmt, ...) {
+        va_list ap;
+
+        snprintf(st->state, sizeof(st->state), "%s", state);
+        va_start(ap, fmt);
+        vsnprintf(st->why, sizeof(st->why), fmt, ap);
+        va_end(ap);
 }

@@ -144,6 +144,9 @@ int plan_levers(struct plan_ctx *ctx);
  * forgotten at the end of plan_run(). The pointer stays valid until then.
  */
 struct plan_target_state *plan_state_get(struct plan_state *s, const char *key);
+/* Record a target's state and why, for affctl hogs/pairs/explain. */
+void plan_set_state(struct plan_target_state *st, const char *state, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
 /* Find only; NULL if unknown. Does not mark it. */
 struct plan_target_state *plan_state_find(const struct plan_state *s, const char *key);
 

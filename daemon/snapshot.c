@@ -17,3 +17,9 @@ const struct task *snapshot_find_task(const struct snapshot *s, pid_t tid) {
                         return &s->tasks[i];
         return NULL;
 }
+
+const struct task *snapshot_find_id(const struct snapshot *s, const struct task_id *id) {
+        const struct task *t = snapshot_find_task(s, id->tid);
+
+        return t && task_id_equal(&t->id, id) ? t : NULL;
+}

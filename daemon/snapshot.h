@@ -136,3 +136,5 @@ struct snapshot {
 
 /* Lookup helpers for the pure stages (linear or hashed; O(n) is fine in tests). */
 const struct task *snapshot_find_task(const struct snapshot *s, pid_t tid);
+/* The same thread, not just the same TID: NULL if the TID now names another one. */
+const struct task *snapshot_find_id(const struct snapshot *s, const struct task_id *id);

@@ -14,6 +14,10 @@ cpumask_t cpumask_of(int cpu) {
         return m;
 }
 
+int cpumask_single(const cpumask_t *m) {
+        return cpumask_weight(m) == 1 ? cpumask_next(m, 0) : -1;
+}
+
 cpumask_t cpumask_first_n(int n) {
         cpumask_t m;
         cpumask_zero(&m);

@@ -37,6 +37,8 @@ static inline void cpumask_clear(cpumask_t *m, int cpu) {
 }
 
 cpumask_t cpumask_of(int cpu);
+/* The one CPU of a single-CPU mask (a pin), else -1. */
+int cpumask_single(const cpumask_t *m);
 /* Mask with CPUs [0, n). */
 cpumask_t cpumask_first_n(int n);
 unsigned cpumask_weight(const cpumask_t *m);

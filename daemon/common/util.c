@@ -60,19 +60,15 @@ ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t 
         return (ssize_t) have;
 }
 
-int util_read_full_file_at(const char *root, const char *path, char **ret, size_t *ret_size) {
-        _cleanup_close_ int fd = -1;
+int util_read_fd(int fd, size_t max, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t have = 0, alloc = 0;
 
-        fd = util_open_at(root, path, O_RDONLY);
-        if (fd < 0)
-                return fd;
         for (;;) {
                 if (alloc - have < 4096) {
                         size_t na = alloc ? alloc * 2 : 8192;
                         char *nb;
-                        if (na > 64u * 1024 * 1024)
+                        if (alloc > max)
                                 return -E2BIG;
                         nb = realloc(buf, na);
                         if (!nb)
@@ -90,6 +86,8 @@ int util_read_full_file_at(const char *root, const char *path, char **ret, size_
                         break;
                 have += (size_t) n;
         }
+        if (have > max)
+                return -E2BIG;
         if (!buf) {
                 buf = strdup("");
                 if (!buf)
@@ -100,6 +98,15 @@ int util_read_full_file_at(const char *root, const char *path, char **ret, size_
                 *ret_size = have;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int util_read_full_file_at(const char *root, const char *path, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = -1;
+
+        fd = util_open_at(root, path, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        return util_read_fd(fd, 64u * 1024 * 1024, ret, ret_size);
 }
 
 int util_write_file_at(const char *root, const char *path, const char *value) {

@@ -77,7 +77,10 @@ int util_open_at(const char *root, const char *path, int flags);
  */
 ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t size);
 
-/* Read a file below root into a malloc'ed, NUL-terminated string. */
+/* Read an fd to its end into a malloc'ed, NUL-terminated string; -E2BIG past max bytes. */
+int util_read_fd(int fd, size_t max, char **ret, size_t *ret_size);
+
+/* Read a file below root into a malloc'ed, NUL-terminated string (at most 64 MiB). */
 int util_read_full_file_at(const char *root, const char *path, char **ret, size_t *ret_size);
 
 /* Write a string to a file below root (no O_CREAT, no truncation). */
