@@ -41,7 +41,12 @@ if [ $status -ne 0 ]; then
         done
         exit $status
 fi
-make distcheck >/dev/null 2>&1 || { echo "make distcheck failed:"; make distcheck 2>&1 | tail -40; exit 1; }
+make distcheck >distcheck.log 2>&1 || {
+        echo "make distcheck failed:"; tail -60 distcheck.log
+        find . -path '*/_build/*' -name '*.log' -exec grep -l '^FAIL\|^ERROR' {} + 2>/dev/null |
+                while read -r f; do echo "===== $f"; tail -20 "$f"; done
+        exit 1
+}
 echo "make distcheck: ok"
 if [ -z "${AFFINITYD_SKIP_VM:-}" ]; then
         make check-vm

@@ -47,16 +47,40 @@ static void cleanup(void) {
         tmp_root[0] = '\0';
 }
 
+static const struct {
+        const char *fixture, *rel, *target;
+} fixture_links[] = {
+        { "sample/smp2", "/proc/1/exe", "/usr/lib/systemd/systemd" },
+        { "sample/smp2", "/proc/100/exe", "/usr/bin/worker" },
+        { "sample/smp2", "/proc/300/exe", "/usr/bin/dying" },
+        { "sample/smt2x2x2", "/proc/1/exe", "/sbin/init" },
+        { "sample/smt2x2x2", "/proc/50/exe", "/opt/app/bin/app" },
+};
+
 static const char *copy_fixture(const char *name) {
-        char src[PATH_MAX], cmd[3 * PATH_MAX];
+        char src[PATH_MAX], cmd[4 * PATH_MAX];
 
         cleanup();
         snprintf(tmp_root, sizeof(tmp_root), "/tmp/test-sample.XXXXXX");
         ASSERT_TRUE(mkdtemp(tmp_root));
         test_fixture(src, sizeof(src), name);
-        /* cp -R keeps the exe symlinks as symlinks */
-        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s/'", src, tmp_root);
+        /* u+w: under make distcheck the source tree is read-only, and tests write into the copy */
+        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s/' && chmod -R u+w '%s'", src, tmp_root, tmp_root);
         ASSERT_EQ(system(cmd), 0);
+        /*
+         * The exe links are made here, not only kept in git: `make dist`
+         * packs with tar -h, which drops dangling symlinks, so a tarball
+         * of the fixture would have none.
+         */
+        for (size_t i = 0; i < ELEMENTSOF(fixture_links); i++) {
+                char path[PATH_MAX];
+
+                if (!streq(fixture_links[i].fixture, name))
+                        continue;
+                ASSERT_TRUE(util_path_at(path, sizeof(path), tmp_root, fixture_links[i].rel));
+                (void) unlink(path);
+                ASSERT_EQ(symlink(fixture_links[i].target, path), 0);
+        }
         return tmp_root;
 }
 
@@ -340,7 +364,7 @@ static void test_smp2_first_pass(void) {
         struct sampler_stats st;
         const struct task *t;
 
-        test_fixture(root, sizeof(root), "sample/smp2");
+        snprintf(root, sizeof(root), "%s", copy_fixture("sample/smp2"));
         s = new_sampler(root, &topo, 0);
         ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
         sampler_get_stats(s, &st);
@@ -922,7 +946,8 @@ static void test_max_threads(void) {
         struct snapshot *snap;
         struct sampler_stats st;
 
-        s = new_sampler(test_fixture(root, sizeof(root), "sample/smp2"), &topo, 3);
+        snprintf(root, sizeof(root), "%s", copy_fixture("sample/smp2"));
+        s = new_sampler(root, &topo, 3);
         ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
         sampler_get_stats(s, &st);
         /* A thread that vanishes while being read held a slot during the pass. */
