@@ -803,6 +803,24 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         if (sampler_stats_to_json(m->sampler, &x) >= 0)
                 JADD(o, "sampler", x);
 
+        /* System-wide levers in force, with what they were: what a stop would put back. */
+        {
+                struct json_object *levers = json_object_new_array();
+                for (size_t i = 0; i < n_managed; i++) {
+                        struct json_object *e;
+                        if (mg[i].type == ACT_AFFINITY)
+                                continue;
+                        e = json_object_new_object();
+                        JADD(e, "type", json_object_new_string(action_type_to_string(mg[i].type)));
+                        JADD(e, "target", json_object_new_string(mg[i].key));
+                        JADD(e, "original", json_object_new_string(mg[i].original));
+                        JADD(e, "current", json_object_new_string(mg[i].current));
+                        JADD(e, "policy", json_object_new_string(mg[i].policy));
+                        json_object_array_add(levers, e);
+                }
+                JADD(o, "levers_changed", levers);
+        }
+
         snprintf(buf, sizeof(buf), "%s", m->topo_online);
         JADD(o, "online_cpus", json_object_new_string(buf));
         *ret = o;
