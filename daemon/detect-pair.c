@@ -41,10 +41,6 @@
 #define DETECT_PAIR_GROUP_UTIL_MAX_DEFAULT 1.2
 #endif
 
-#ifndef DETECT_PAIR_SPLIT_MIN
-/* Split for more than this fraction of the window → the planner co-locates. */
-#define DETECT_PAIR_SPLIT_MIN 0.5
-#endif
 
 struct pair_item {
         pid_t lo, hi;

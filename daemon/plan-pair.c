@@ -43,11 +43,6 @@
 #include "common/util.h"
 #include "plan.h"
 
-#ifndef DETECT_PAIR_SPLIT_MIN
-/* Same value as detect-pair.c: "split for most of the window". */
-#define DETECT_PAIR_SPLIT_MIN 0.5
-#endif
-
 /* A thread busier than this makes its CPU a bad home for a pair (pair next to a hog: -45 %). */
 #define PAIR_BUSY_UTIL 0.5
 
