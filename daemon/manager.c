@@ -593,8 +593,10 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         if (r < 0)
                 log_errno(&m->log, LOG_WARNING, r, "system levers unavailable");
         else {
-                /* Mounting debugfs/securityfs is for the real system only, never a fixture root. */
-                levers_set_allow_mount(m->levers, streq(m->root, "/"));
+                /* The levers never mount debugfs or securityfs for us: a mount is a
+                 * change to the system that nothing would undo. Where they are
+                 * missing, `affctl status` says so (systemd mounts both at boot). */
+                levers_set_allow_mount(m->levers, false);
                 (void) levers_probe(m->levers, &m->caps);
                 if (check_levers(m, m->config, &errs) > 0) {
                         log_config_errors(m, &errs);
