@@ -32,8 +32,8 @@ int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_p
         if (!groups)
                 return -ENOMEM;
 
-        for (size_t i = 0; i < s->n_tasks; i++) {
-                const struct task *t = &s->tasks[i];
+        for (size_t i = 0; i < snapshot_n_active(s); i++) {
+                const struct task *t = snapshot_active(s, i);
                 const struct policy *p;
                 struct finding *g;
 

@@ -234,8 +234,8 @@ static int load_init(struct pair_plan *pp) {
         pp->busy = calloc(pp->n_cpus, sizeof(*pp->busy));
         if (!pp->load || !pp->busy)
                 return -ENOMEM;
-        for (size_t i = 0; i < pp->snap->n_tasks; i++) {
-                const struct task *t = &pp->snap->tasks[i];
+        for (size_t i = 0; i < snapshot_n_active(pp->snap); i++) {
+                const struct task *t = snapshot_active(pp->snap, i);
 
                 if (!t->have_rates || t->last_cpu < 0 || t->last_cpu >= pp->n_cpus)
                         continue;

@@ -123,9 +123,9 @@ static double machine_load(const struct snapshot *s, const cpumask_t *usable) {
         double sum = 0;
         unsigned n = cpumask_weight(usable);
 
-        for (size_t i = 0; i < s->n_tasks; i++)
-                if (s->tasks[i].have_rates)
-                        sum += s->tasks[i].util;
+        for (size_t i = 0; i < snapshot_n_active(s); i++)
+                if (snapshot_active(s, i)->have_rates)
+                        sum += snapshot_active(s, i)->util;
         return n > 0 ? sum / n : 1.0;
 }
 

@@ -125,6 +125,16 @@ struct snapshot {
         struct cpu_sample *cpus;      /* topo->n_cpus entries */
         double psi_cpu_some_avg10;    /* percent, as /proc/pressure/cpu prints it; -1 if not available */
 
+        /*
+         * The threads that ran in the window (util or run delay above 0), for
+         * the loops that only care about busy threads: with 10,000 idle
+         * threads each walk over every struct task cost ~0.5 ms a pass, and
+         * the detectors and planners made six of them. NULL: every task
+         * counts (struct-literal tests). Built by the manager after sampling.
+         */
+        const struct task **active;
+        size_t n_active;
+
         struct wake_edge *edges;
         size_t n_edges;
         const char *wake_source;      /* "perf", "none", ... for affctl status */
@@ -133,6 +143,13 @@ struct snapshot {
          * NULL in snapshots built from struct literals (linear search). */
         const struct sample_table *task_index;
 };
+
+static inline size_t snapshot_n_active(const struct snapshot *s) {
+        return s->active ? s->n_active : s->n_tasks;
+}
+static inline const struct task *snapshot_active(const struct snapshot *s, size_t i) {
+        return s->active ? s->active[i] : &s->tasks[i];
+}
 
 /* Lookup helpers for the pure stages (linear or hashed; O(n) is fine in tests). */
 const struct task *snapshot_find_task(const struct snapshot *s, pid_t tid);
