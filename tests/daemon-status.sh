@@ -41,6 +41,17 @@ set +e; "$AFFINITYD" --bogus >/dev/null 2>&1; rc=$?; set -e
 ctl explain "$HOG" --json | jq -e --argjson p "$HOG" '.threads[0].tid == $p' >/dev/null ||
         fail "explain does not describe the hog"
 
+# Reads are open to every local user; changes need root: sd-bus itself
+# refuses methods without SD_BUS_VTABLE_UNPRIVILEGED (affctl exit 4).
+if command -v runuser >/dev/null && id nobody >/dev/null 2>&1; then
+        chmod 755 "$RUNDIR"
+        install -m 755 "$AFFCTL" "$RUNDIR/affctl"
+        runuser -u nobody -- "$RUNDIR/affctl" --runtime-dir "$RUNDIR" status >/dev/null ||
+                fail "affctl status as an unprivileged user failed"
+        set +e; runuser -u nobody -- "$RUNDIR/affctl" --runtime-dir "$RUNDIR" reload >/dev/null 2>&1; rc=$?; set -e
+        [ $rc -eq 4 ] || fail "affctl reload as an unprivileged user exited $rc, want 4 (permission denied)"
+fi
+
 stop_daemon
 rm -rf "$cfg"
-echo "ok: hog and sleeper seen, status/tasks/explain answer"
+echo "ok: hog and sleeper seen, status/tasks/explain answer, reads open and reload root-only"
