@@ -13,6 +13,7 @@
 
 #include <json-c/json.h>
 
+#include "common/json-util.h"
 #include "common/util.h"
 #include "config-internal.h"
 
@@ -185,17 +186,6 @@ static void json_putp(struct json_object **o) {
                 json_object_put(*o);
 }
 
-/* Adds v to o under k; consumes v. -ENOMEM if v is NULL. */
-static int jadd(struct json_object *o, const char *k, struct json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, k, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static struct json_object *json_strv(char * const *l) {
         struct json_object *a = json_object_new_array();
 
@@ -225,49 +215,49 @@ static int policy_to_json(const struct policy *p, struct json_object **ret) {
         m = json_object_new_object();
         d = json_object_new_object();
         a = json_object_new_object();
-        if (!o || jadd(o, "match", m) < 0 || jadd(o, "detect", d) < 0 || jadd(o, "action_settings", a) < 0)
+        if (!o || json_add(o, "match", m) < 0 || json_add(o, "detect", d) < 0 || json_add(o, "action_settings", a) < 0)
                 return -ENOMEM;
 
-        r |= jadd(o, "name", json_object_new_string(p->name));
-        r |= jadd(o, "file", json_object_new_string(p->file ? p->file : ""));
-        r |= jadd(o, "line", json_object_new_int((int) p->line));
-        r |= jadd(o, "enabled", json_object_new_boolean(p->enabled));
-        r |= jadd(o, "priority", json_object_new_int(p->priority));
-        r |= jadd(o, "detector", json_object_new_string(detector_to_string(p->detector)));
-        r |= jadd(o, "action", json_object_new_string(policy_action_to_string(p->action)));
+        r |= json_add(o, "name", json_object_new_string(p->name));
+        r |= json_add(o, "file", json_object_new_string(p->file ? p->file : ""));
+        r |= json_add(o, "line", json_object_new_int((int) p->line));
+        r |= json_add(o, "enabled", json_object_new_boolean(p->enabled));
+        r |= json_add(o, "priority", json_object_new_int(p->priority));
+        r |= json_add(o, "detector", json_object_new_string(detector_to_string(p->detector)));
+        r |= json_add(o, "action", json_object_new_string(policy_action_to_string(p->action)));
 
-        r |= jadd(m, "comm", json_strv(p->match.comm));
-        r |= jadd(m, "exe", json_strv(p->match.exe));
-        r |= jadd(m, "cmdline", json_strv(p->match.cmdline));
-        r |= jadd(m, "cgroup", json_strv(p->match.cgroup));
-        r |= jadd(m, "unit", json_strv(p->match.unit));
-        r |= jadd(m, "user", json_strv(p->match.user));
-        r |= jadd(m, "kernel", json_object_new_string(tristate_str(p->match.kthreads)));
-        r |= jadd(m, "realtime", json_object_new_string(tristate_str(p->match.realtime)));
+        r |= json_add(m, "comm", json_strv(p->match.comm));
+        r |= json_add(m, "exe", json_strv(p->match.exe));
+        r |= json_add(m, "cmdline", json_strv(p->match.cmdline));
+        r |= json_add(m, "cgroup", json_strv(p->match.cgroup));
+        r |= json_add(m, "unit", json_strv(p->match.unit));
+        r |= json_add(m, "user", json_strv(p->match.user));
+        r |= json_add(m, "kernel", json_object_new_string(tristate_str(p->match.kthreads)));
+        r |= json_add(m, "realtime", json_object_new_string(tristate_str(p->match.realtime)));
 
         /* only what the policy sets: the rest is the detector's default */
         if (p->util_min >= 0)
-                r |= jadd(d, "util_min", json_object_new_double(p->util_min));
+                r |= json_add(d, "util_min", json_object_new_double(p->util_min));
         if (p->migrations_min_per_s >= 0)
-                r |= jadd(d, "migrations_min_per_s", json_object_new_double(p->migrations_min_per_s));
+                r |= json_add(d, "migrations_min_per_s", json_object_new_double(p->migrations_min_per_s));
         if (p->wake_rate_min_per_s >= 0)
-                r |= jadd(d, "wake_rate_min_per_s", json_object_new_double(p->wake_rate_min_per_s));
+                r |= json_add(d, "wake_rate_min_per_s", json_object_new_double(p->wake_rate_min_per_s));
         if (p->run_delay_min_ms_per_s >= 0)
-                r |= jadd(d, "run_delay_min_ms_per_s", json_object_new_double(p->run_delay_min_ms_per_s));
+                r |= json_add(d, "run_delay_min_ms_per_s", json_object_new_double(p->run_delay_min_ms_per_s));
         if (p->steal_min >= 0)
-                r |= jadd(d, "steal_min", json_object_new_double(p->steal_min));
+                r |= json_add(d, "steal_min", json_object_new_double(p->steal_min));
         if (p->group_util_max >= 0)
-                r |= jadd(d, "group_util_max", json_object_new_double(p->group_util_max));
+                r |= json_add(d, "group_util_max", json_object_new_double(p->group_util_max));
         if (p->window_usec > 0)
-                r |= jadd(d, "window_usec", json_object_new_int64((int64_t) p->window_usec));
+                r |= json_add(d, "window_usec", json_object_new_int64((int64_t) p->window_usec));
 
         if (p->cpu_weight >= 0)
-                r |= jadd(a, "cpu_weight", json_object_new_int64(p->cpu_weight));
-        r |= jadd(a, "sched_features", json_strv(p->features));
-        r |= jadd(a, "sysctls", json_strv(p->sysctls));
-        r |= jadd(a, "cpus", json_object_new_string(p->cpus && p->cpus[0] ? p->cpus[0] : ""));
-        r |= jadd(a, "allow_realtime", json_object_new_boolean(p->allow_realtime));
-        r |= jadd(a, "allow_narrowed", json_object_new_boolean(p->allow_narrowed));
+                r |= json_add(a, "cpu_weight", json_object_new_int64(p->cpu_weight));
+        r |= json_add(a, "sched_features", json_strv(p->features));
+        r |= json_add(a, "sysctls", json_strv(p->sysctls));
+        r |= json_add(a, "cpus", json_object_new_string(p->cpus && p->cpus[0] ? p->cpus[0] : ""));
+        r |= json_add(a, "allow_realtime", json_object_new_boolean(p->allow_realtime));
+        r |= json_add(a, "allow_narrowed", json_object_new_boolean(p->allow_narrowed));
         if (r)
                 return -ENOMEM;
         *ret = TAKE_PTR(o);
@@ -286,21 +276,21 @@ int config_to_json(const struct config *c, struct json_object **ret) {
         o = json_object_new_object();
         d = json_object_new_object();
         pl = json_object_new_array();
-        if (!o || jadd(o, "daemon", d) < 0 || jadd(o, "policies", pl) < 0)
+        if (!o || json_add(o, "daemon", d) < 0 || json_add(o, "policies", pl) < 0)
                 return -ENOMEM;
 
-        r |= jadd(d, "interval_usec", json_object_new_int64((int64_t) s->interval_usec));
-        r |= jadd(d, "dry_run", json_object_new_boolean(s->dry_run));
-        r |= jadd(d, "log_level", json_object_new_string(log_level_to_string(s->log_level)));
-        r |= jadd(d, "max_actions_per_interval", json_object_new_int64(s->max_actions_per_interval));
-        r |= jadd(d, "hysteresis_intervals", json_object_new_int64(s->hysteresis_intervals));
-        r |= jadd(d, "cooldown_usec", json_object_new_int64((int64_t) s->cooldown_usec));
-        r |= jadd(d, "effect_check", json_object_new_boolean(s->effect_check));
-        r |= jadd(d, "effect_tolerance", json_object_new_double(s->effect_tolerance));
-        r |= jadd(d, "retry_after_usec", json_object_new_int64((int64_t) s->retry_after_usec));
-        r |= jadd(d, "max_tracked_threads", json_object_new_int64(s->max_tracked_threads));
-        r |= jadd(d, "wake_sample_period", json_object_new_int64((int64_t) s->wake_sample_period));
-        r |= jadd(d, "max_wake_events_per_s", json_object_new_int64((int64_t) s->max_wake_events_per_s));
+        r |= json_add(d, "interval_usec", json_object_new_int64((int64_t) s->interval_usec));
+        r |= json_add(d, "dry_run", json_object_new_boolean(s->dry_run));
+        r |= json_add(d, "log_level", json_object_new_string(log_level_to_string(s->log_level)));
+        r |= json_add(d, "max_actions_per_interval", json_object_new_int64(s->max_actions_per_interval));
+        r |= json_add(d, "hysteresis_intervals", json_object_new_int64(s->hysteresis_intervals));
+        r |= json_add(d, "cooldown_usec", json_object_new_int64((int64_t) s->cooldown_usec));
+        r |= json_add(d, "effect_check", json_object_new_boolean(s->effect_check));
+        r |= json_add(d, "effect_tolerance", json_object_new_double(s->effect_tolerance));
+        r |= json_add(d, "retry_after_usec", json_object_new_int64((int64_t) s->retry_after_usec));
+        r |= json_add(d, "max_tracked_threads", json_object_new_int64(s->max_tracked_threads));
+        r |= json_add(d, "wake_sample_period", json_object_new_int64((int64_t) s->wake_sample_period));
+        r |= json_add(d, "max_wake_events_per_s", json_object_new_int64((int64_t) s->max_wake_events_per_s));
         if (r)
                 return -ENOMEM;
 
@@ -315,7 +305,7 @@ int config_to_json(const struct config *c, struct json_object **ret) {
                         return -ENOMEM;
                 }
         }
-        r = jadd(o, "files", json_strv(c->files));
+        r = json_add(o, "files", json_strv(c->files));
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(o);

@@ -19,6 +19,7 @@
 
 #include <json-c/json.h>
 
+#include "common/json-util.h"
 #include "common/util.h"
 #include "config.h"
 #include "levers-internal.h"
@@ -243,27 +244,15 @@ int levers_probe(struct levers *l, struct lever_caps *ret) {
 }
 
 static int json_add_string(struct json_object *o, const char *k, const char *v) {
-        struct json_object *s = json_object_new_string(v);
-        if (!s)
-                return -ENOMEM;
-        json_object_object_add(o, k, s);
-        return 0;
+        return json_add(o, k, json_object_new_string(v));
 }
 
 static int json_add_bool(struct json_object *o, const char *k, bool v) {
-        struct json_object *b = json_object_new_boolean(v);
-        if (!b)
-                return -ENOMEM;
-        json_object_object_add(o, k, b);
-        return 0;
+        return json_add(o, k, json_object_new_boolean(v));
 }
 
 static int json_add_int(struct json_object *o, const char *k, int64_t v) {
-        struct json_object *i = json_object_new_int64(v);
-        if (!i)
-                return -ENOMEM;
-        json_object_object_add(o, k, i);
-        return 0;
+        return json_add(o, k, json_object_new_int64(v));
 }
 
 static void json_putp(struct json_object **o) {

@@ -35,6 +35,7 @@
 
 #include <json-c/json.h>
 
+#include "common/json-util.h"
 #include "common/util.h"
 #include "plan.h"
 
@@ -806,16 +807,6 @@ static struct json_object *json_cpumask(const cpumask_t *m) {
         char buf[256];
 
         return json_object_new_string(cpumask_format_list(m, buf, sizeof(buf)) ?: "");
-}
-
-static int json_add(struct json_object *o, const char *k, struct json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, k, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
 }
 
 static int json_finding_evidence(struct json_object *o, const struct finding *f) {

@@ -8,20 +8,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json-util.h"
 #include "common/util.h"
 #include "detect.h"
 #include "plan.h"
 #include "wake.h"
-
-static int json_add(struct json_object *o, const char *k, struct json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, k, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
 
 static int status_to_json(const struct wake_status *st, struct json_object **ret) {
         struct json_object *o = json_object_new_object();
