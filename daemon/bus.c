@@ -31,14 +31,21 @@ static int reply_json(sd_bus_message *m, struct json_object *o) {
         return r;
 }
 
+/* The end of every method: the manager's -errno as a D-Bus error, or its JSON. */
+static int reply_or_error(sd_bus_message *m, sd_bus_error *error, int r, struct json_object *o) {
+        if (r < 0) {
+                json_object_put(o);
+                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
+        }
+        return reply_json(m, o);
+}
+
 #define JSON_METHOD(fn, call)                                                                \
         static int fn(sd_bus_message *m, void *userdata, sd_bus_error *error) {             \
                 struct bus_server *b = userdata;                                             \
                 struct json_object *o = NULL;                                                \
-                int r = (call);                                                              \
-                if (r < 0)                                                                   \
-                        return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));        \
-                return reply_json(m, o);                                                     \
+                int r = (call); /* before reading o: argument order is unspecified */       \
+                return reply_or_error(m, error, r, o);                                       \
         }
 
 JSON_METHOD(method_status, manager_status_json(b->manager, &o))
@@ -57,9 +64,7 @@ static int method_tasks(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         if (r < 0)
                 return r;
         r = manager_tasks_json(b->manager, limit, &o);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
-        return reply_json(m, o);
+        return reply_or_error(m, error, r, o);
 }
 
 static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -75,9 +80,7 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         if (r == -ESRCH)
                 return sd_bus_error_setf(error, AFF_BUS_ERROR_NO_SUCH_TASK,
                                          "no process %u is known to affinityd", pid);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
-        return reply_json(m, o);
+        return reply_or_error(m, error, r, o);
 }
 
 static int method_revert(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -90,9 +93,7 @@ static int method_revert(sd_bus_message *m, void *userdata, sd_bus_error *error)
         if (r < 0)
                 return r;
         r = manager_revert(b->manager, (pid_t) pid, &o);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
-        return reply_json(m, o);
+        return reply_or_error(m, error, r, o);
 }
 
 static int method_set_dry_run(sd_bus_message *m, void *userdata, sd_bus_error *error) {
@@ -104,9 +105,7 @@ static int method_set_dry_run(sd_bus_message *m, void *userdata, sd_bus_error *e
         if (r < 0)
                 return r;
         r = manager_set_dry_run(b->manager, on, &o);
-        if (r < 0)
-                return sd_bus_error_set_errnof(error, r, "%s", strerror(-r));
-        return reply_json(m, o);
+        return reply_or_error(m, error, r, o);
 }
 
 static const sd_bus_vtable manager_vtable[] = {
