@@ -61,8 +61,6 @@ struct manager {
         char bus_status[160];
 
         struct snapshot *snap;        /* owned by the sampler, valid until the next pass */
-        const struct task **active;   /* snap->active points here */
-        size_t active_allocated;
         struct findings findings;
         struct action_list actions;
         struct pending_effect *effects;
@@ -356,27 +354,6 @@ static void check_hotplug(struct manager *m) {
         m->topo = t;
 }
 
-/* One walk over every thread, so the detectors and planners walk only those that ran. */
-static void build_active(struct manager *m) {
-        struct snapshot *s = m->snap;
-
-        s->active = NULL;
-        s->n_active = 0;
-        if (m->active_allocated < s->n_tasks) {
-                const struct task **n = realloc(m->active, s->n_tasks * sizeof(*n));
-                if (!n)
-                        return; /* without the list every task is visited: slower, not wrong */
-                m->active = n;
-                m->active_allocated = s->n_tasks;
-        }
-        for (size_t i = 0; i < s->n_tasks; i++) {
-                const struct task *t = &s->tasks[i];
-                if (t->have_rates && (t->util > 0 || t->run_delay_ms_per_s > 0))
-                        m->active[s->n_active++] = t;
-        }
-        s->active = m->active;
-}
-
 static int manager_pass(struct manager *m) {
         uint64_t t0 = util_now_usec(), cpu_now;
         const struct managed *managed;
@@ -389,7 +366,6 @@ static int manager_pass(struct manager *m) {
         r = sampler_sample(m->sampler, t0, &m->snap);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "sampling failed");
-        build_active(m);
         if (m->wake) {
                 wake_sampler_set_tasks(m->wake, m->snap->tasks, m->snap->n_tasks);
                 (void) wake_sampler_edges(m->wake, t0, &m->snap->edges, &m->snap->n_edges);
@@ -748,7 +724,6 @@ struct manager *manager_free(struct manager *m) {
         findings_clear(&m->findings);
         action_list_clear(&m->actions);
         free(m->effects);
-        free(m->active);
         config_free(m->config);
         sd_event_unref(m->event);
         strv_free(m->config_dirs);

@@ -319,8 +319,13 @@ static void occupancy(struct hog_plan *hp) {
         const struct plan_input *in = hp->ctx->in;
         int n = hp->topo->n_cpus;
 
-        for (size_t i = 0; i < hp->snap->n_tasks; i++) {
-                const struct task *t = &hp->snap->tasks[i];
+        /* a busy thread has non-zero rates, so it is in the active list (when
+         * the floor is 0 every thread would count: walk them all) */
+        bool all = !(hp->floor > 0);
+        size_t n_walk = all ? hp->snap->n_tasks : snapshot_n_active(hp->snap);
+
+        for (size_t i = 0; i < n_walk; i++) {
+                const struct task *t = all ? &hp->snap->tasks[i] : snapshot_active(hp->snap, i);
                 cpumask_t a;
                 bool managed = false;
                 int c;

@@ -306,7 +306,9 @@ static bool policy_matches_any(struct levers_plan *lp, const struct policy *p) {
         if (match_is_empty(p))
                 return true;
         for (size_t i = 0; s && i < s->n_tasks; i++)
-                if (task_eligible(lp->c, &s->tasks[i]) && policy_matches(p, &s->tasks[i]))
+                /* the policy's own match first: it rules out almost every task,
+                 * the exclusion policies' matches cost as much again */
+                if (policy_matches(p, &s->tasks[i]) && task_eligible(lp->c, &s->tasks[i]))
                         return true;
         return false;
 }
@@ -354,14 +356,28 @@ static int update_policy_states(struct levers_plan *lp) {
 }
 
 /* The cgroups that weight policies claim this interval, one winner per cgroup. */
+static bool policy_is_weight(const struct policy *p) {
+        return policy_is_lever(p) && p->action == ACTION_WEIGHT && p->cpu_weight >= 1 && p->cpu_weight <= 10000;
+}
+
 static int collect_weight_claims(struct levers_plan *lp) {
         const struct snapshot *s = lp->ctx->in->snap;
+        bool any = false;
+
+        /* Every task is walked (a claim holds while a matching task exists, idle
+         * or not), so not at all when no weight policy is on: with 10,000 idle
+         * threads the walk was a tenth of the daemon's CPU time. */
+        for (size_t pi = 0; pi < lp->c->n_policies && !any; pi++)
+                any = policy_is_weight(&lp->c->policies[pi]);
+        if (!any)
+                return 0;
 
         for (size_t ti = 0; s && ti < s->n_tasks; ti++) {
                 const struct task *t = &s->tasks[ti];
+                int eligible = -1;   /* not yet known: it costs a match per exclusion policy */
                 const char *cg;
 
-                if (!task_eligible(lp->c, t))
+                if (t->kthread || !t->proc)
                         continue;
                 cg = t->proc->cgroup;
                 if (cgroup_is_root(cg) || strlen(cg) + strlen("cgroup:") >= KEY_MAX)
@@ -371,9 +387,12 @@ static int collect_weight_claims(struct levers_plan *lp) {
                         const struct policy *p = &lp->c->policies[pi];
                         struct weight_claim *w = NULL;
 
-                        if (!policy_is_lever(p) || p->action != ACTION_WEIGHT ||
-                            p->cpu_weight < 1 || p->cpu_weight > 10000 || !policy_matches(p, t))
+                        if (!policy_is_weight(p) || !policy_matches(p, t))
                                 continue;
+                        if (eligible < 0)
+                                eligible = task_eligible(lp->c, t);
+                        if (!eligible)
+                                break;
                         for (size_t k = 0; k < lp->n_claims; k++)
                                 if (streq(lp->claims[k].cgroup, cg))
                                         w = &lp->claims[k];

@@ -26,9 +26,13 @@
  * only interesting once it runs, which re-reads them at once. */
 #define DEFAULT_STATUS_EVERY 30
 #define DEFAULT_EXPENSIVE_EVERY 60
-/* Carried threads' allowed CPUs re-read within 300 passes (5 min at 1 s): for
- * 10,000 idle threads that is ~34 status reads, ~0.25 ms, per pass. */
-#define DEFAULT_REFRESH_PASSES 300
+/* Carried threads' allowed CPUs re-read within 1800 passes (30 min at 1 s):
+ * for 10,000 idle threads that is ~6 status reads per pass. Nothing acts on
+ * an idle thread's mask (it is re-read the moment the thread runs, and the
+ * applier checks the masks it set live), so this only keeps `affctl tasks`
+ * honest; at 300 passes the 34 reads a pass were a sixth of the daemon's CPU
+ * time with 10,000 idle threads (path lookups in a 10,000-entry directory). */
+#define DEFAULT_REFRESH_PASSES 1800
 /* Re-list /proc/P/task of an active process every 60 passes even if its
  * thread count looks unchanged (one exit + one clone in a window): 10 ms for
  * 10,000 threads, 0.17 ms per pass on average. */
@@ -52,9 +56,10 @@
  * next check (at most 3 passes late, its rate averaged since its last read). */
 #define DEFAULT_ACCOUNT_EVERY 4
 /* With fork/exec/exit events (proc connector) new processes are visited from
- * the events and /proc itself is listed every 10 passes only: listing walks
- * every PID in the kernel, threads included (~1.5 ms with 10,000 threads). */
-#define DEFAULT_LIST_PROC_EVERY 10
+ * the events and /proc itself is listed every 60 passes only: listing walks
+ * every PID in the kernel, threads included (~1.5 ms with 10,000 threads).
+ * Lost events (ENOBUFS) list it at once, so this is only a safety net. */
+#define DEFAULT_LIST_PROC_EVERY 60
 #define PENDING_MAX 4096
 /* Without events: /proc/loadavg's last field is the last PID the kernel
  * handed out. Unchanged: nothing was created, /proc need not be listed.
@@ -148,6 +153,7 @@ struct thread_priv {
         uint64_t carried_pass;
         uint64_t remove_pass;
         uint64_t last_ran_pass;
+        uint64_t active_pass;         /* already put in this pass's active list */
         uint64_t stat_upto, status_upto, schedstat_upto, sched_upto;
         uint64_t next_status_pass, next_expensive_pass;
         int16_t cpu_hist[CPUS_SEEN_WINDOWS];
@@ -199,6 +205,18 @@ struct sampler {
         bool pid_probe;               /* no events: follow /proc/loadavg's last PID instead of listing */
         bool last_pid_valid;
         unsigned last_pid, pid_max;
+
+        /* snapshot->active: the threads with non-zero rates, so that nothing
+         * downstream walks 10,000 idle threads (one cache miss each, ~1 ms a
+         * pass). Rates become non-zero only in thread_read() and zero only in
+         * thread_carry(), so this pass's list is drawn from the last one plus
+         * the threads read in this pass, by TID (records move when others are
+         * removed). */
+        pid_t *active_tids;           /* last pass's list, then this pass's reads appended */
+        size_t n_active_tids, allocated_active_tids;
+        const struct task **active;
+        size_t n_active, allocated_active;
+        bool active_failed;           /* out of memory: no list, every task is walked */
 
         struct snapshot snap;
         struct sampler_stats stats;
@@ -390,6 +408,8 @@ struct sampler *sampler_free(struct sampler *s) {
         free(s->pending);
         free(s->visit);
         free(s->doomed);
+        free(s->active_tids);
+        free(s->active);
         free(s->root);
         free(s);
         return NULL;
@@ -789,6 +809,68 @@ static ssize_t read_expensive(struct sampler *s, pid_t pid, pid_t tid, const cha
  * its record up to date, creating it if new. A thread that vanishes midway
  * is marked failed (dropped by the sweep). Returns 1 if read, 0 if not.
  */
+static bool task_has_activity(const struct task *t) {
+        return t->have_rates && (t->util > 0 || t->run_delay_ms_per_s > 0);
+}
+
+static void active_note(struct sampler *s, pid_t tid) {
+        if (s->n_active_tids == s->allocated_active_tids) {
+                size_t n = s->allocated_active_tids ? 2 * s->allocated_active_tids : 64;
+                pid_t *a = realloc(s->active_tids, n * sizeof(*a));
+                if (!a) {
+                        s->active_failed = true;
+                        return;
+                }
+                s->active_tids = a;
+                s->allocated_active_tids = n;
+        }
+        s->active_tids[s->n_active_tids++] = tid;
+}
+
+static int cmp_task_ptr(const void *a, const void *b) {
+        const struct task *x = *(const struct task *const *) a, *y = *(const struct task *const *) b;
+        return x < y ? -1 : x > y;
+}
+
+/* End of pass: the candidates that still have non-zero rates, in task order
+ * (as a walk of every task would list them), become the snapshot's list and
+ * the next pass's candidates. */
+static void active_build(struct sampler *s) {
+        size_t n = 0;
+
+        if (s->active_failed || s->allocated_active < s->n_active_tids || !s->active) {
+                const struct task **a = s->active_failed ? NULL :
+                        realloc(s->active, MAX(s->n_active_tids, (size_t) 64) * sizeof(*a));
+                if (!a) {
+                        /* lost track: walk everything once and start again from the reads */
+                        s->active_failed = false;
+                        s->n_active = s->n_active_tids = 0;
+                        for (size_t i = 0; i < s->n_tasks; i++)
+                                if (task_has_activity(&s->tasks[i]))
+                                        active_note(s, s->tasks[i].id.tid);
+                        s->snap.active = NULL;
+                        s->snap.n_active = 0;
+                        return;
+                }
+                s->active = a;
+                s->allocated_active = MAX(s->n_active_tids, (size_t) 64);
+        }
+        for (size_t k = 0; k < s->n_active_tids; k++) {
+                uint32_t i;
+                if (!sample_table_get(&s->tids, s->active_tids[k], &i) || s->priv[i].active_pass == s->pass ||
+                    !task_has_activity(&s->tasks[i]))
+                        continue;
+                s->priv[i].active_pass = s->pass;
+                s->active[n++] = &s->tasks[i];
+        }
+        qsort(s->active, n, sizeof(*s->active), cmp_task_ptr);
+        for (size_t k = 0; k < n; k++)
+                s->active_tids[k] = s->active[k]->id.tid;
+        s->n_active = s->n_active_tids = n;
+        s->snap.active = s->active;
+        s->snap.n_active = n;
+}
+
 static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const struct stat_fields *pre,
                        uint64_t now) {
         const pid_t pid = p->info.pid;
@@ -972,6 +1054,8 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
         q->seen_pass = s->pass;
         if (fresh)
                 s->stats.threads_new++;
+        if (task_has_activity(t))
+                active_note(s, tid);
         return 1;
 
 vanished:
@@ -1639,6 +1723,7 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
                 .wake_source = "none",
                 .task_index = &s->tids,
         };
+        active_build(s);
         s->last_usec = now_usec;
 
         st->passes = s->pass;

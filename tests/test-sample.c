@@ -176,6 +176,29 @@ static const struct task *find(const struct snapshot *s, pid_t tid) {
         return snapshot_find_task(s, tid);
 }
 
+/* A pass, then the invariant the detectors rely on: snapshot->active is
+ * exactly the tasks with non-zero rates, in task order, each once. */
+static int sample_pass(struct sampler *s, uint64_t now_usec, struct snapshot **ret) {
+        struct snapshot *snap;
+        size_t k = 0;
+        int r = sampler_sample(s, now_usec, &snap);
+
+        if (r < 0)
+                return r;
+        ASSERT_TRUE(snap->active != NULL);
+        for (size_t i = 0; i < snap->n_tasks; i++) {
+                const struct task *t = &snap->tasks[i];
+                if (!(t->have_rates && (t->util > 0 || t->run_delay_ms_per_s > 0)))
+                        continue;
+                ASSERT_TRUE(k < snap->n_active);
+                ASSERT_TRUE(snap->active[k] == t);
+                k++;
+        }
+        ASSERT_EQ(k, snap->n_active);
+        *ret = snap;
+        return r;
+}
+
 /* ---- parsers ---------------------------------------------------------- */
 
 static void test_parse_stat(void) {
@@ -366,7 +389,7 @@ static void test_smp2_first_pass(void) {
 
         snprintf(root, sizeof(root), "%s", copy_fixture("sample/smp2"));
         s = new_sampler(root, &topo, 0);
-        ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));
         sampler_get_stats(s, &st);
 
         /* 1, 100 (3 threads), 200, 300 (301 exits mid-read) */
@@ -452,7 +475,7 @@ static void test_smp2_rates(void) {
         struct sampler_stats st;
         const struct task *t;
 
-        ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));
 
         /* Thread 101 ran 0.5 s (50 ticks, 500 ms of schedstat run time), waited
          * 200 ms runnable, migrated 3 times, switched 100 + 40 times. Process
@@ -478,7 +501,7 @@ static void test_smp2_rates(void) {
                  "cpu1 0 0 0 0 0 0 2000000000 700000000 3000\n");
         write_at(root, "/proc/pressure/cpu", "some avg10=40.00 avg60=3.00 avg300=1.00 total=1\n");
 
-        ASSERT_OK(sampler_sample(s, 11 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 11 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_EQ(snap->window_usec, SEC);
 
@@ -522,7 +545,7 @@ static void test_smp2_rates(void) {
         ASSERT_NEAR(snap->psi_cpu_some_avg10, 40.0, 1e-9);
 
         /* A third pass 2 s later with nothing changed: all carried, rates 0, window 2 s. */
-        ASSERT_OK(sampler_sample(s, 13 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 13 * SEC, &snap));
         sampler_get_stats(s, &st);
         t = find(snap, 101);
         ASSERT_NEAR(t->util, 0, 1e-12);
@@ -545,7 +568,7 @@ static void test_smp2_rates(void) {
         write_status(root, "/proc/100/task/101/status", "0-1", 2150, 740);
         write_stat(root, "/proc/100/stat", 100,
                    &(struct st) { .comm = "worker", .utime = 501, .stime = 216, .start = 5000, .nthreads = 3 });
-        ASSERT_OK(sampler_sample(s, 14 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 14 * SEC, &snap));
         t = find(snap, 101);
         ASSERT_EQ(t->window_usec, SEC);
         ASSERT_NEAR(t->util, 0.5, 1e-9);
@@ -565,8 +588,8 @@ static void test_smp2_lifecycle(void) {
         struct sampler_stats st;
         const struct task *t;
 
-        ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
-        ASSERT_OK(sampler_sample(s, 11 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 11 * SEC, &snap));
         ASSERT_TRUE(find(snap, 300)->have_rates);
 
         /* PID 300 is now another process (new start time) that used a lot of CPU:
@@ -602,7 +625,7 @@ static void test_smp2_lifecycle(void) {
         /* The kernel thread's process is gone. */
         remove_at(root, "/proc/200");
 
-        ASSERT_OK(sampler_sample(s, 12 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 12 * SEC, &snap));
         sampler_get_stats(s, &st);
 
         t = find(snap, 300);
@@ -633,7 +656,7 @@ static void test_smp2_lifecycle(void) {
         write_stat(root, "/proc/300/task/300/stat", 300,
                    &(struct st) { .comm = "newcomer", .utime = 1000, .start = 9000, .cpu = 1 });
         write_schedstat(root, "/proc/300/task/300/schedstat", 10000000000ULL, 0, 1);
-        ASSERT_OK(sampler_sample(s, 13 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 13 * SEC, &snap));
         t = find(snap, 300);
         ASSERT_TRUE(t->have_rates);
         ASSERT_NEAR(t->util, 1.0, 1e-9);
@@ -643,7 +666,7 @@ static void test_smp2_lifecycle(void) {
         write_bytes_at(root, "/proc/1/cmdline", cmd, sizeof(cmd));
         sampler_note_exec(s, 1);
         ASSERT_STREQ(find(snap, 1)->proc->cmdline, "/sbin/init splash");   /* snapshot untouched until the next pass */
-        ASSERT_OK(sampler_sample(s, 14 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 14 * SEC, &snap));
         ASSERT_STREQ(find(snap, 1)->proc->cmdline, "/usr/lib/systemd/systemd --switched-root");
 
         /* exec without the connector: the name changed */
@@ -651,7 +674,7 @@ static void test_smp2_lifecycle(void) {
         write_stat(root, "/proc/1/task/1/stat", 1,
                    &(struct st) { .comm = "init2", .utime = 50, .stime = 31, .start = 2, .cpu = 1 });
         write_at(root, "/proc/1/cmdline", "init2");
-        ASSERT_OK(sampler_sample(s, 15 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 15 * SEC, &snap));
         ASSERT_STREQ(find(snap, 1)->proc->comm, "init2");
         ASSERT_STREQ(find(snap, 1)->proc->cmdline, "init2");
 
@@ -660,7 +683,7 @@ static void test_smp2_lifecycle(void) {
         sampler_note_exit(s, 4242, 4243);
         sampler_note_fork(s, 4242, 4244);
         sampler_note_exit(s, 100, 102);
-        ASSERT_OK(sampler_sample(s, 16 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 16 * SEC, &snap));
         ASSERT_TRUE(find(snap, 102) != NULL);   /* the tree still has it: the scan is the truth */
 
         sampler_free(s);
@@ -676,7 +699,7 @@ static void test_cpus_seen(void) {
         const struct task *t;
         unsigned long long ut = 400;
 
-        ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));   /* on CPU 1 */
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));   /* on CPU 1 */
         for (int pass = 1; pass <= 6; pass++) {
                 ut += 10;
                 write_stat(root, "/proc/100/task/101/stat", 101,
@@ -685,7 +708,7 @@ static void test_cpus_seen(void) {
                 write_stat(root, "/proc/100/stat", 100,
                            &(struct st) { .comm = "worker", .utime = ut + 11, .stime = 106, .start = 5000,
                                           .nthreads = 3 });
-                ASSERT_OK(sampler_sample(s, (10 + (uint64_t) pass) * SEC, &snap));
+                ASSERT_OK(sample_pass(s, (10 + (uint64_t) pass) * SEC, &snap));
                 t = find(snap, 101);
                 ASSERT_TRUE(cpumask_test(&t->cpus_seen, 0));
                 /* CPU 1 was seen on pass 0; it stays for 4 windows in all, then decays */
@@ -704,7 +727,7 @@ static void test_no_schedstat(void) {
         struct sampler_stats st;
         const struct task *t;
 
-        ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_EQ(snap->n_tasks, 3);
         ASSERT_EQ(st.threads_vanished, 0);
@@ -723,7 +746,7 @@ static void test_no_schedstat(void) {
                                   .cpu = 6 });
         write_stat(root, "/proc/50/stat", 50,
                    &(struct st) { .comm = "app", .utime = 425, .stime = 20, .start = 3000, .nthreads = 2 });
-        ASSERT_OK(sampler_sample(s, 10 * SEC + 500 * USEC_PER_MSEC, &snap));
+        ASSERT_OK(sample_pass(s, 10 * SEC + 500 * USEC_PER_MSEC, &snap));
         sampler_get_stats(s, &st);
         t = find(snap, 51);
         ASSERT_NEAR(t->util, 0.5, 1e-9);   /* 25 ticks in 0.5 s */
@@ -748,7 +771,7 @@ static void test_backoff(void) {
         ASSERT_OK(sampler_set_options(s, &(struct sampler_options) { .big_process_threads = 3,
                                                                       .idle_gate_max_passes = 4 }));
         for (unsigned pass = 1; pass <= 12; pass++) {
-                ASSERT_OK(sampler_sample(s, (uint64_t) pass * SEC, &snap));
+                ASSERT_OK(sample_pass(s, (uint64_t) pass * SEC, &snap));
                 sampler_get_stats(s, &st);
                 skipped[pass] = st.processes_skipped;
                 ASSERT_EQ(snap->n_tasks, 6);
@@ -763,7 +786,7 @@ static void test_backoff(void) {
         ASSERT_EQ(skipped[9], 0);    /* check: next at 13 (capped at 4) */
         for (unsigned pass = 10; pass <= 12; pass++)
                 ASSERT_EQ(skipped[pass], 1);
-        ASSERT_OK(sampler_sample(s, 13 * SEC, &snap));   /* check: next at 17 */
+        ASSERT_OK(sample_pass(s, 13 * SEC, &snap));   /* check: next at 17 */
         sampler_get_stats(s, &st);
         ASSERT_EQ(st.processes_skipped, 0);
 
@@ -775,12 +798,12 @@ static void test_backoff(void) {
         write_stat(root, "/proc/100/stat", 100,
                    &(struct st) { .comm = "worker", .utime = 511, .stime = 106, .start = 5000, .nthreads = 3 });
         for (unsigned pass = 14; pass <= 16; pass++) {
-                ASSERT_OK(sampler_sample(s, (uint64_t) pass * SEC, &snap));
+                ASSERT_OK(sample_pass(s, (uint64_t) pass * SEC, &snap));
                 sampler_get_stats(s, &st);
                 ASSERT_EQ(st.processes_skipped, 1);
                 ASSERT_NEAR(find(snap, 101)->util, 0, 1e-12);   /* not looked at yet */
         }
-        ASSERT_OK(sampler_sample(s, 17 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 17 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_EQ(st.processes_skipped, 0);
         t = find(snap, 101);
@@ -789,11 +812,11 @@ static void test_backoff(void) {
 
         /* The connector's exit note makes it checked at once. */
         for (unsigned pass = 18; pass <= 30; pass++)
-                ASSERT_OK(sampler_sample(s, (uint64_t) pass * SEC, &snap));
+                ASSERT_OK(sample_pass(s, (uint64_t) pass * SEC, &snap));
         sampler_get_stats(s, &st);
         remove_at(root, "/proc/100");
         sampler_note_exit(s, 100, 100);
-        ASSERT_OK(sampler_sample(s, 31 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 31 * SEC, &snap));
         ASSERT_TRUE(find(snap, 101) == NULL);
         ASSERT_EQ(snap->n_tasks, 3);
 
@@ -811,7 +834,7 @@ static void test_events(void) {
 
         ASSERT_OK(sampler_set_options(s, &(struct sampler_options) { .list_proc_every_passes = 5 }));
         sampler_set_process_events(s, true);
-        ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(st.proc_listed);
         ASSERT_EQ(snap->n_tasks, 6);
@@ -827,21 +850,21 @@ static void test_events(void) {
         write_at(root, "/proc/400/cmdline", "late");
 
         /* not announced: not seen until /proc is listed again */
-        ASSERT_OK(sampler_sample(s, 11 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 11 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(!st.proc_listed);
         ASSERT_TRUE(find(snap, 400) == NULL);
 
         /* announced by its fork event: seen on the next pass */
         sampler_note_fork(s, 400, 400);
-        ASSERT_OK(sampler_sample(s, 12 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 12 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(!st.proc_listed);
         ASSERT_TRUE(find(snap, 400) != NULL);
 
         /* gone: its gate fails, no listing needed */
         remove_at(root, "/proc/200");
-        ASSERT_OK(sampler_sample(s, 13 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 13 * SEC, &snap));
         ASSERT_TRUE(find(snap, 200) == NULL);
 
         /* lost events: /proc is listed on the next pass */
@@ -852,27 +875,27 @@ static void test_events(void) {
         write_stat(root, "/proc/200/task/200/stat", 200, &(struct st) { .comm = "back", .start = 9600 });
         write_status(root, "/proc/200/task/200/status", "0-1", 1, 1);
         sampler_note_lost(s);
-        ASSERT_OK(sampler_sample(s, 14 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 14 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(st.proc_listed);
         ASSERT_STREQ(find(snap, 200)->comm, "back");
 
         /* and every list_proc_every_passes anyway */
         for (unsigned pass = 15; pass <= 18; pass++) {
-                ASSERT_OK(sampler_sample(s, (uint64_t) pass * SEC, &snap));
+                ASSERT_OK(sample_pass(s, (uint64_t) pass * SEC, &snap));
                 sampler_get_stats(s, &st);
                 ASSERT_TRUE(!st.proc_listed);
         }
-        ASSERT_OK(sampler_sample(s, 19 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 19 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(st.proc_listed);
 
         /* events off: listed every pass */
         sampler_set_process_events(s, false);
-        ASSERT_OK(sampler_sample(s, 20 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 20 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(st.proc_listed);
-        ASSERT_OK(sampler_sample(s, 21 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 21 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(st.proc_listed);
 
@@ -890,12 +913,12 @@ static void test_pid_probe(void) {
 
         ASSERT_OK(sampler_set_options(s, &(struct sampler_options) { .pid_probe = SAMPLER_PID_PROBE_ON,
                                                                       .list_proc_every_passes = 5 }));
-        ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(st.proc_listed);
 
         /* nothing handed out: not listed */
-        ASSERT_OK(sampler_sample(s, 11 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 11 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(!st.proc_listed);
         ASSERT_EQ(snap->n_tasks, 6);
@@ -913,7 +936,7 @@ static void test_pid_probe(void) {
         mkdir_at(root, "/proc/304");   /* /proc/TID of a thread: reachable, not listed */
         write_at(root, "/proc/304/status", "Name:\tnew\nTgid:\t303\nPid:\t304\n");
         write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 305\n");
-        ASSERT_OK(sampler_sample(s, 12 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 12 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(!st.proc_listed);
         ASSERT_TRUE(find(snap, 303) != NULL);
@@ -922,15 +945,15 @@ static void test_pid_probe(void) {
 
         /* many handed out: listed */
         write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 905\n");
-        ASSERT_OK(sampler_sample(s, 13 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 13 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(st.proc_listed);
 
         /* wrap-around of the PID space (pid_max 32768) by a few: probed */
         write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 32760\n");
-        ASSERT_OK(sampler_sample(s, 14 * SEC, &snap));   /* far: listed */
+        ASSERT_OK(sample_pass(s, 14 * SEC, &snap));   /* far: listed */
         write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 302\n");
-        ASSERT_OK(sampler_sample(s, 15 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 15 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(!st.proc_listed);
         ASSERT_EQ(snap->n_tasks, 7);
@@ -948,12 +971,12 @@ static void test_max_threads(void) {
 
         snprintf(root, sizeof(root), "%s", copy_fixture("sample/smp2"));
         s = new_sampler(root, &topo, 3);
-        ASSERT_OK(sampler_sample(s, 10 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));
         sampler_get_stats(s, &st);
         /* A thread that vanishes while being read held a slot during the pass. */
         ASSERT_TRUE(snap->n_tasks <= 3 && snap->n_tasks >= 2);
         ASSERT_TRUE(st.threads_untracked >= 3);
-        ASSERT_OK(sampler_sample(s, 11 * SEC, &snap));
+        ASSERT_OK(sample_pass(s, 11 * SEC, &snap));
         ASSERT_TRUE(snap->n_tasks <= 3);
         sampler_free(s);
         topology_free(topo);
@@ -1077,7 +1100,7 @@ static void test_live_accounting(void) {
         ASSERT_OK(sampler_set_options(s, &(struct sampler_options) { .max_search_reads = 5,
                                                                       .big_process_threads = 8 }));
         for (int i = 0; i < 3; i++) {
-                ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));
+                ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
                 usleep(50 * 1000);
         }
         /* which thread is number SPINNER: the pool threads are the process's other tids, in order */
@@ -1106,7 +1129,7 @@ static void test_live_accounting(void) {
                 const struct task *t;
 
                 usleep(100 * 1000);
-                ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));
+                ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
                 sampler_get_stats(s, &st);
                 passes++;
                 searched += st.processes_searched > 0;
@@ -1125,7 +1148,7 @@ static void test_live_accounting(void) {
                 const struct task *t;
 
                 usleep(100 * 1000);
-                ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));
+                ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
                 sampler_get_stats(s, &st);
                 trusted += st.processes_skipped > 0;
                 t = find(snap, spinner);
@@ -1141,7 +1164,7 @@ static void test_live_accounting(void) {
         deadline = util_now_usec() + 20 * SEC;
         while (!found && util_now_usec() < deadline) {
                 usleep(100 * 1000);
-                ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));
+                ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
                 passes++;
                 found = find(snap, spinner2)->util > 0.05;
         }
@@ -1180,7 +1203,7 @@ static int test_live(void) {
         for (int g = 0; g < N; g++) {
                 ASSERT_OK(sampler_new("/", topo, 0, &s[g]));
                 ASSERT_OK(sampler_set_options(s[g], &(struct sampler_options) { .gate = (enum sampler_gate) g }));
-                ASSERT_OK(sampler_sample(s[g], util_now_usec(), &snap));
+                ASSERT_OK(sample_pass(s[g], util_now_usec(), &snap));
         }
 
         while (n_good < N && util_now_usec() < deadline) {
@@ -1190,7 +1213,7 @@ static int test_live(void) {
                 for (int g = 0; g < N; g++) {
                         c0a[g] = cpu_clock_ns(busy);
                         t0[g] = util_now_usec();
-                        ASSERT_OK(sampler_sample(s[g], t0[g], &snap));
+                        ASSERT_OK(sample_pass(s[g], t0[g], &snap));
                         c0b[g] = cpu_clock_ns(busy);
                 }
                 /* ~400 ms: poll the clock rather than one long sleep */
@@ -1204,7 +1227,7 @@ static int test_live(void) {
 
                         c1a[g] = cpu_clock_ns(busy);
                         t1[g] = util_now_usec();
-                        ASSERT_OK(sampler_sample(s[g], t1[g], &snap));
+                        ASSERT_OK(sample_pass(s[g], t1[g], &snap));
                         c1b[g] = cpu_clock_ns(busy);
 
                         b = find(snap, busy);
