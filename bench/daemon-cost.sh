@@ -57,6 +57,12 @@ trap cleanup EXIT
 
 TCK=$(getconf CLK_TCK)
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat"; }
+# processes created on the whole machine: others' churn is work for the daemon
+# (each new process is read), so it is printed with every run
+forks() { awk '/^processes/ { print $2 }' /proc/stat; }
+# and so is their CPU use (their threads that run are read every pass):
+# "busy idle" jiffies of the whole machine, the daemon's own included
+busy_idle() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 now_ns() { date +%s%N; }
 
 "$IDLE" --threads "$THREADS" --pid-file "$WORK/idle.pid" >"$WORK/idle.out" 2>&1 &
@@ -75,13 +81,16 @@ for r in $(seq "$REPEATS"); do
                 DPID=$!
                 sleep "$SETTLE"
                 kill -0 "$DPID" 2>/dev/null || { cat "$rd/log" >&2; echo "daemon-cost.sh: $b/affinityd died" >&2; exit 1; }
-                c0=$(cpu_ticks "$DPID"); t0=$(now_ns)
+                c0=$(cpu_ticks "$DPID"); t0=$(now_ns); f0=$(forks); read -r b0 i0 < <(busy_idle)
                 sleep "$WINDOW"
-                c1=$(cpu_ticks "$DPID"); t1=$(now_ns)
+                c1=$(cpu_ticks "$DPID"); t1=$(now_ns); f1=$(forks); read -r b1 i1 < <(busy_idle)
                 rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$DPID/status")
                 kill -TERM "$DPID"; wait "$DPID" || true; DPID=
                 pct=$(awk -v c=$((c1 - c0)) -v t=$((t1 - t0)) -v hz="$TCK" 'BEGIN { printf "%.3f", 100 * c / hz / (t / 1e9) }')
-                printf 'run %d build %d (%s): cpu %s %% of one CPU, rss %s KiB\n' "$r" "$i" "$b" "$pct" "$rss"
+                printf 'run %d build %d (%s): cpu %s %% of one CPU, rss %s KiB; machine: busy %s %%, forks/s %s\n' \
+                        "$r" "$i" "$b" "$pct" "$rss" \
+                        "$(awk -v b=$((b1 - b0)) -v i=$((i1 - i0)) 'BEGIN { printf "%.1f", b + i > 0 ? 100 * b / (b + i) : 0 }')" \
+                        "$(awk -v f=$((f1 - f0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", f / (t / 1e9) }')"
                 CPU[$i]+="$pct "
                 RSS[$i]+="$rss "
         done

@@ -1795,6 +1795,14 @@ void sampler_note_exit(struct sampler *s, pid_t pid, pid_t tid) {
         p = proc_lookup(s, pid);
         if (p)
                 p->dirty = true;   /* checked (not skipped) on the next pass */
+        else if (pid == tid)
+                /* Born and gone between two passes (a compiler in a build):
+                 * nothing to read and nothing any policy could act on. */
+                for (size_t k = s->n_pending; k > 0; k--)
+                        if (s->pending[k - 1] == pid) {
+                                s->pending[k - 1] = s->pending[--s->n_pending];
+                                break;
+                        }
         /* The snapshot handed out stays as it is until the next pass, which
          * drops the thread (its read fails or the listing lacks it). */
 }

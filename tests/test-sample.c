@@ -862,6 +862,37 @@ static void test_events(void) {
         ASSERT_TRUE(!st.proc_listed);
         ASSERT_TRUE(find(snap, 400) != NULL);
 
+        /* born and gone between two passes: not visited at all (the fixture
+         * keeps its files, so a visit would find it); a thread's exit does
+         * not drop a new process */
+        for (int pid = 500; pid <= 600; pid += 100) {
+                char rel[64];
+
+                snprintf(rel, sizeof(rel), "/proc/%d", pid);
+                mkdir_at(root, rel);
+                snprintf(rel, sizeof(rel), "/proc/%d/task", pid);
+                mkdir_at(root, rel);
+                snprintf(rel, sizeof(rel), "/proc/%d/task/%d", pid, pid);
+                mkdir_at(root, rel);
+                snprintf(rel, sizeof(rel), "/proc/%d/stat", pid);
+                write_stat(root, rel, pid, &(struct st) { .comm = "brief", .utime = 1, .start = 9500 + pid / 100 });
+                snprintf(rel, sizeof(rel), "/proc/%d/task/%d/stat", pid, pid);
+                write_stat(root, rel, pid, &(struct st) { .comm = "brief", .utime = 1, .start = 9500 + pid / 100 });
+                snprintf(rel, sizeof(rel), "/proc/%d/task/%d/status", pid, pid);
+                write_status(root, rel, "0-1", 1, 1);
+        }
+        sampler_note_fork(s, 500, 500);
+        sampler_note_fork(s, 500, 501);
+        sampler_note_exit(s, 500, 501);
+        sampler_note_fork(s, 600, 600);
+        sampler_note_exit(s, 600, 600);
+        ASSERT_OK(sample_pass(s, 12 * SEC + SEC / 2, &snap));
+        sampler_get_stats(s, &st);
+        ASSERT_TRUE(!st.proc_listed);
+        ASSERT_TRUE(find(snap, 500) != NULL);
+        ASSERT_TRUE(find(snap, 600) == NULL);
+        remove_at(root, "/proc/600");
+
         /* gone: its gate fails, no listing needed */
         remove_at(root, "/proc/200");
         ASSERT_OK(sample_pass(s, 13 * SEC, &snap));
