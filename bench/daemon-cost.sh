@@ -89,7 +89,7 @@ for r in $(seq "$REPEATS"); do
                 pct=$(awk -v c=$((c1 - c0)) -v t=$((t1 - t0)) -v hz="$TCK" 'BEGIN { printf "%.3f", 100 * c / hz / (t / 1e9) }')
                 printf 'run %d build %d (%s): cpu %s %% of one CPU, rss %s KiB; machine: busy %s %%, forks/s %s\n' \
                         "$r" "$i" "$b" "$pct" "$rss" \
-                        "$(awk -v b=$((b1 - b0)) -v i=$((i1 - i0)) 'BEGIN { printf "%.1f", b + i > 0 ? 100 * b / (b + i) : 0 }')" \
+                        "$(awk -v b=$((b1 - b0)) -v i=$((i1 - i0)) 'BEGIN { printf "%.1f", (b + i > 0 ? 100 * b / (b + i) : 0) }')" \
                         "$(awk -v f=$((f1 - f0)) -v t=$((t1 - t0)) 'BEGIN { printf "%.1f", f / (t / 1e9) }')"
                 CPU[$i]+="$pct "
                 RSS[$i]+="$rss "

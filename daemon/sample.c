@@ -871,6 +871,25 @@ static void active_build(struct sampler *s) {
         s->snap.n_active = n;
 }
 
+/*
+ * sched is the dearest file (~2 KiB of text formatted per read) and only its
+ * migration count is used, by detectors of busy threads (hogs, spread
+ * groups: tens of % of a CPU). A thread that ran for a moment (a daemon
+ * waking up, most of what runs on an ordinary machine) has it read at its
+ * periodic expensive read instead; the count is cumulative, so nothing is
+ * lost, its rate is spread over the longer gap.
+ */
+#define SCHED_UTIL_MIN 0.01
+static bool busy_enough_for_sched(const struct sampler *s, const struct task *t, const struct thread_priv *q,
+                                  const struct stat_fields *f, bool got_schedstat, uint64_t run_ns, uint64_t now) {
+        if (got_schedstat && t->have_schedstat && run_ns >= t->run_ns && now > q->schedstat_upto)
+                return (double) (run_ns - t->run_ns) >= SCHED_UTIL_MIN * (double) (now - q->schedstat_upto) * 1000.0;
+        if (now <= q->stat_upto || s->clk_tck <= 0)
+                return true;
+        return (double) (f->utime + f->stime - t->utime_ticks - t->stime_ticks) * (double) USEC_PER_SEC /
+               (double) s->clk_tck >= SCHED_UTIL_MIN * (double) (now - q->stat_upto);
+}
+
 static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const struct stat_fields *pre,
                        uint64_t now) {
         const pid_t pid = p->info.pid;
@@ -951,6 +970,9 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
                         goto vanished;
                 got_schedstat = n > 0 && sample_parse_schedstat(s->buf, &run_ns, &wait_ns, &slices) >= 0;
         }
+        if (need_sched && ran && s->pass < q->next_expensive_pass && !busy_enough_for_sched(s, t, q, &f, got_schedstat,
+                                                                                           run_ns, now))
+                need_sched = false;
         if (need_sched) {
                 n = read_expensive(s, pid, tid, "sched", &s->cap_task_sched);
                 if (n < 0)

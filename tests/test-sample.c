@@ -575,6 +575,34 @@ static void test_smp2_rates(void) {
         ASSERT_NEAR(t->nvcsw_per_s, 50.0, 1e-9);
         ASSERT_NEAR(t->migrations_per_s, 0, 1e-9);
 
+        /* 101 runs for 1 ms (0.1 % of a CPU) and migrates 5 times: sched, the
+         * dearest file, is not read for so little ... */
+        write_stat(root, "/proc/100/task/101/stat", 101,
+                   &(struct st) { .comm = "worker-busy", .utime = 490, .stime = 110, .start = 5000, .nthreads = 3,
+                                  .cpu = 1 });
+        write_schedstat(root, "/proc/100/task/101/schedstat", 6001000000ULL, 500000000, 5201);
+        write_sched(root, "/proc/100/task/101/sched", 18);
+        write_stat(root, "/proc/100/stat", 100,
+                   &(struct st) { .comm = "worker", .utime = 502, .stime = 216, .start = 5000, .nthreads = 3 });
+        ASSERT_OK(sample_pass(s, 15 * SEC, &snap));
+        t = find(snap, 101);
+        ASSERT_EQ(t->last_cpu, 1);
+        ASSERT_NEAR(t->util, 0.001, 1e-9);
+        ASSERT_NEAR(t->migrations_per_s, 0, 1e-12);
+        /* ... and when it is busy again, the migrations of both passes count,
+         * over both passes (the count is cumulative) */
+        write_stat(root, "/proc/100/task/101/stat", 101,
+                   &(struct st) { .comm = "worker-busy", .utime = 540, .stime = 110, .start = 5000, .nthreads = 3,
+                                  .cpu = 0 });
+        write_schedstat(root, "/proc/100/task/101/schedstat", 6501000000ULL, 500000000, 5300);
+        write_sched(root, "/proc/100/task/101/sched", 20);
+        write_stat(root, "/proc/100/stat", 100,
+                   &(struct st) { .comm = "worker", .utime = 552, .stime = 216, .start = 5000, .nthreads = 3 });
+        ASSERT_OK(sample_pass(s, 16 * SEC, &snap));
+        t = find(snap, 101);
+        ASSERT_NEAR(t->util, 0.5, 1e-9);
+        ASSERT_NEAR(t->migrations_per_s, 3.5, 1e-9);   /* 7 over 2 s */
+
         sampler_free(s);
         topology_free(topo);
 }
