@@ -731,8 +731,12 @@ static int systemd_bus(struct levers *l, sd_bus **ret) {
         return 0;
 }
 
-static int systemd_set(struct levers *l, const char *unit, const char *property, uint64_t value) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+/*
+ * One method of systemd's Manager: the arguments are "sb" unit + runtime and
+ * "a(sv)" one uint64 property (SetUnitProperties), or none (unit NULL).
+ */
+static int systemd_manager_call(struct levers *l, const char *member, const char *unit, const char *property,
+                                uint64_t value, uint64_t timeout_usec, sd_bus_error *error) {
         sd_bus_message *m = NULL, *reply = NULL;
         sd_bus *bus;
         int r;
@@ -741,24 +745,31 @@ static int systemd_set(struct levers *l, const char *unit, const char *property,
         if (r < 0)
                 return r;
         r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "SetUnitProperties");
-        if (r >= 0)
+                                           "org.freedesktop.systemd1.Manager", member);
+        if (r >= 0 && unit)
                 r = sd_bus_message_append(m, "sb", unit, 1);
-        if (r >= 0)
+        if (r >= 0 && unit)
                 r = sd_bus_message_append(m, "a(sv)", 1, property, "t", value);
         if (r >= 0)
-                r = sd_bus_call(bus, m, SYSTEMD_CALL_TIMEOUT_USEC, &error, &reply);
-        if (r < 0) {
-                detail(l, "systemd: SetUnitProperties(%s, %s=%" PRIu64 ") failed: %s; ", unit, property, value,
-                       error.name ? error.name : strerror(-r));
-                if (!sd_bus_is_open(bus)) {
-                        sd_bus_flush_close_unref(l->bus);
-                        l->bus = NULL;
-                }
+                r = sd_bus_call(bus, m, timeout_usec, error, &reply);
+        if (r < 0 && !sd_bus_is_open(bus)) {
+                sd_bus_flush_close_unref(l->bus);
+                l->bus = NULL;
         }
-        sd_bus_error_free(&error);
         sd_bus_message_unref(reply);
         sd_bus_message_unref(m);
+        return r;
+}
+
+static int systemd_set(struct levers *l, const char *unit, const char *property, uint64_t value) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = systemd_manager_call(l, "SetUnitProperties", unit, property, value, SYSTEMD_CALL_TIMEOUT_USEC, &error);
+        if (r < 0)
+                detail(l, "systemd: SetUnitProperties(%s, %s=%" PRIu64 ") failed: %s; ", unit, property, value,
+                       error.name ? error.name : strerror(-r));
+        sd_bus_error_free(&error);
         return r;
 }
 
@@ -1138,21 +1149,12 @@ static bool dropin_is_ours(const char *text, const char *section, const char *pr
 
 static int systemd_reload(struct levers *l) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
-        sd_bus_message *m = NULL;
-        sd_bus *bus;
         int r;
 
-        r = systemd_bus(l, &bus);
-        if (r < 0)
-                return r;
-        r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "Reload");
-        if (r >= 0)
-                r = sd_bus_call(bus, m, SYSTEMD_RELOAD_TIMEOUT_USEC, &error, NULL);
+        r = systemd_manager_call(l, "Reload", NULL, NULL, 0, SYSTEMD_RELOAD_TIMEOUT_USEC, &error);
         if (r < 0)
                 detail(l, "; daemon-reload failed: %s", error.name ? error.name : strerror(-r));
         sd_bus_error_free(&error);
-        sd_bus_message_unref(m);
         return r;
 }
 

@@ -129,6 +129,17 @@ stop_daemon() {
         fail "stop ended with Result=$result (did not exit cleanly on SIGTERM within TimeoutStopSec)"
 }
 
+# kill -9 the daemon and wait until systemd restarted it (Restart=on-failure).
+kill9_and_restart() {
+    local old
+    old=$(main_pid)
+    run kill -9 "$old"
+    wait_until "$E2E_DEADLINE" "restarted with a new MainPID" \
+        bash -c '[ "$(systemctl is-active affinityd)" = active ] &&
+                 p=$(systemctl show -p MainPID --value affinityd) && [ "$p" != 0 ] && [ "$p" != '"$old"' ]' ||
+        fail "not restarted after SIGKILL (Restart=on-failure?): state $(systemctl is-active "$UNIT"), MainPID $(main_pid)"
+}
+
 reload_daemon() {
     run timeout 120 systemctl reload "$UNIT"
 }
@@ -481,17 +492,11 @@ check_stop_restores() {
 }
 
 check_restart_after_sigkill() {
-    local old
     require_active
     ensure_e2e_policies
     wait_until "$E2E_DEADLINE" "e2e policies in force" policies_applied ||
         fail "e2e policies ($(levers)) not in force after start: $(levers_now)"
-    old=$(main_pid)
-    run kill -9 "$old"
-    wait_until "$E2E_DEADLINE" "restarted with a new MainPID" \
-        bash -c '[ "$(systemctl is-active affinityd)" = active ] &&
-                 p=$(systemctl show -p MainPID --value affinityd) && [ "$p" != 0 ] && [ "$p" != '"$old"' ]' ||
-        fail "not restarted after SIGKILL (Restart=on-failure?): state $(systemctl is-active "$UNIT"), MainPID $(main_pid)"
+    kill9_and_restart
     say "NRestarts=$(systemctl show -p NRestarts --value "$UNIT") new MainPID=$(main_pid)"
     wait_until "$E2E_DEADLINE" "e2e policies in force again" policies_applied ||
         fail "e2e policies ($(levers)) not in force after the restart: $(levers_now)"
@@ -507,18 +512,13 @@ check_restore_after_crash() {
 # comes only from replaying the journal, and must be undone exactly: values,
 # +cpu, the units' CPUWeight, drop-ins and `systemctl cat`.
 check_replay_restores() {
-    local old l
+    local l
     require_active
     ensure_e2e_policies
     wait_until "$E2E_DEADLINE" "e2e policies in force" policies_applied ||
         fail "e2e policies ($(levers)) not in force: $(levers_now)"
     for l in $(levers); do run rm -f "$POLICY_DIR/$(lever_policy "$l")"; done
-    old=$(main_pid)
-    run kill -9 "$old"
-    wait_until "$E2E_DEADLINE" "restarted with a new MainPID" \
-        bash -c '[ "$(systemctl is-active affinityd)" = active ] &&
-                 p=$(systemctl show -p MainPID --value affinityd) && [ "$p" != 0 ] && [ "$p" != '"$old"' ]' ||
-        fail "not restarted after SIGKILL: state $(systemctl is-active "$UNIT")"
+    kill9_and_restart
     # The replay runs before READY=1: active means it is done.
     run journalctl -u "$UNIT" --no-pager -o cat -n 200 | grep -e 'entries:' -e 'restored' | tail -n 12
     same_as_baseline start
