@@ -364,6 +364,11 @@ static const char *sys_last_error(void *userdata) {
         return sys->levers ? levers_last_error(sys->levers) : NULL;
 }
 
+static int sys_flush(void *userdata) {
+        const struct apply_system *sys = userdata;
+        return sys->levers ? levers_flush(sys->levers) : 0;
+}
+
 static const char *sys_last_detail(void *userdata) {
         const struct apply_system *sys = userdata;
         const char *d = NULL;
@@ -406,6 +411,7 @@ const struct apply_ops apply_ops_system = {
         .subtree_set = sys_subtree_set,
         .last_error = sys_last_error,
         .last_detail = sys_last_detail,
+        .flush = sys_flush,
         .feature_get = sys_feature_get,
         .feature_set = sys_feature_set,
         .sysctl_get = sys_sysctl_get,

@@ -580,6 +580,18 @@ static const char *ops_last_error(struct applier *a) {
         return s && s[0] ? s : NULL;
 }
 
+/* End of a batch of restores: let the backend finish what it deferred. */
+static void ops_flush(struct applier *a) {
+        int r;
+
+        if (!a->ops->flush)
+                return;
+        r = a->ops->flush(a->userdata);
+        if (r < 0)
+                emit(a, APPLIER_EVENT_FAILED, NULL, r, "after restoring: %s",
+                     ops_last_error(a) ? ops_last_error(a) : strerror(-r));
+}
+
 /*
  * Put entry i back if it is still ours; forget it in every case but a
  * failure. with_journal=false during recovery (the old file may end in a
@@ -916,6 +928,9 @@ int applier_recover(struct applier *a) {
                 }
         }
 
+        if (rep.restored > 0)
+                ops_flush(a);
+
         /* Only what failed stays; the rewrite also drops a torn tail so
          * appends never glue onto half a line. */
         r = journal_rewrite_entries(a);
@@ -1189,8 +1204,10 @@ int applier_apply_full(struct applier *a, const struct action *act, uint64_t now
                 r = apply_release(a, act, key, dry_run, &o);
         else
                 r = apply_set(a, act, key, now_usec, dry_run, &o);
-        if (act->type == ACT_CGROUP_WEIGHT && !dry_run)
+        if (act->type == ACT_CGROUP_WEIGHT && !dry_run) {
                 release_unneeded_subtrees(a);
+                ops_flush(a);
+        }
         if (r >= 0)
                 o.result = r;
         if (ret_outcome)
@@ -1229,6 +1246,8 @@ static int restore_matching(struct applier *a, pid_t pid) {
                 else if (r < 0 && first_error == 0)
                         first_error = r;
         }
+        if (restored > 0)
+                ops_flush(a);
         if (pid > 0 && !any)
                 return -ENOENT;
         return first_error < 0 ? first_error : restored;

@@ -109,6 +109,10 @@ struct apply_ops {
          * exact cpu.shares), for event messages */
         const char *(*last_error)(void *userdata);
         const char *(*last_detail)(void *userdata);
+        /* optional: after a batch of restores (stop, revert, replay, one
+         * apply), finish what the backend deferred (systemd: one reload for
+         * the drop-ins weight_restore removed). */
+        int (*flush)(void *userdata);
         /* one sched_features name */
         int (*feature_get)(void *userdata, const char *name, bool *ret_enabled);
         int (*feature_set)(void *userdata, const char *name, bool enable);

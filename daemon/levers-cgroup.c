@@ -1187,9 +1187,25 @@ static void dropin_cleanup(struct levers *l, const struct restore_info *ri, cons
         if (!ri->dir_existed && rmdir(dir) >= 0)
                 detail(l, " and its directory");
         /* Without a reload systemd keeps listing the file (DropInPaths,
-         * NeedDaemonReload=yes, `systemctl cat` fails on it): measured in the VM. */
-        if (systemd_reload(l) >= 0)
-                detail(l, "; systemd reloaded");
+         * NeedDaemonReload=yes, `systemctl cat` fails on it): measured in the
+         * VM. One reload for a whole stop: levers_flush(). */
+        l->reload_pending = true;
+}
+
+int levers_flush(void *userdata) {
+        struct levers *l = userdata;
+        int r;
+
+        if (!l->reload_pending)
+                return 0;
+        l->reload_pending = false;
+        l->last_detail[0] = '\0';
+        r = systemd_reload(l);
+        if (r < 0) {
+                levers_set_error(l, "systemd: daemon-reload after removing runtime drop-ins failed%s", l->last_detail);
+                return r;
+        }
+        return 1;
 }
 
 static int read_back_or_default(struct levers *l, const char *cgroup, uint64_t want, uint64_t timeout_usec) {

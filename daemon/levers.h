@@ -182,7 +182,8 @@ int levers_weight_set_flags(struct levers *l, const char *cgroup, uint64_t weigh
  * back: through systemd with the unit's original property (the "unset"
  * value when it had none), then, if the drop-in did not exist before and
  * holds exactly what that call wrote, removes it (and its directory if
- * that is new and empty) and has systemd reload its units: measured in
+ * that is new and empty); levers_flush() then has systemd reload its
+ * units (once per batch of restores): measured in
  * the VM, without a reload `systemctl cat` then fails on the missing file
  * and NeedDaemonReload=yes; with it, CPUWeight, DropInPaths and
  * `systemctl cat` are as before. Else the exact v1 cpu.shares, else as
@@ -192,6 +193,13 @@ int levers_weight_prepare(void *userdata, const char *cgroup, uint64_t weight, c
                           char *ret_restore, size_t restore_size);
 int levers_weight_recall(void *userdata, const char *cgroup, const char *restore);
 int levers_weight_restore(void *userdata, const char *cgroup, uint64_t weight, const char *restore);
+/*
+ * After a batch of restores (apply_ops.flush): the systemd reload that
+ * removed drop-ins need, once for all of them (measured in the VM: a reload
+ * takes ~2 s under TCG, and a stop restores every weight). 0 if none was
+ * needed, 1 after a reload, -errno (the cause in levers_last_error()).
+ */
+int levers_flush(void *userdata);
 
 /*
  * cgroup v2 only (-EOPNOTSUPP otherwise): "cpu" in cgroup's

@@ -520,7 +520,8 @@ check_replay_restores() {
     for l in $(levers); do run rm -f "$POLICY_DIR/$(lever_policy "$l")"; done
     kill9_and_restart
     # The replay runs before READY=1: active means it is done.
-    run journalctl -u "$UNIT" --no-pager -o cat -n 200 | grep -e 'entries:' -e 'restored' | tail -n 12
+    journalctl -u "$UNIT" --no-pager -o cat | grep 'entries:' | tail -n 1 | sed 's/^/  journal: /'
+    say "runtime drop-ins left: $(find /run/systemd/transient /run/systemd/system.control -name '50-CPUWeight.conf' 2>/dev/null | wc -l)"
     same_as_baseline start
 }
 
