@@ -525,6 +525,21 @@ check_replay_restores() {
     same_as_baseline start
 }
 
+# `affctl revert --all` undoes everything exactly, as a stop does (dry-run on
+# first, or the policies would apply again at the next interval).
+check_revert_all() {
+    require_active
+    ensure_e2e_policies
+    wait_until "$E2E_DEADLINE" "e2e policies in force" policies_applied ||
+        fail "e2e policies ($(levers)) not in force: $(levers_now)"
+    run affctl dry-run on
+    run affctl revert --all
+    same_as_baseline start
+    run affctl dry-run off
+    wait_until "$E2E_DEADLINE" "e2e policies in force again after dry-run off" policies_applied ||
+        fail "e2e policies ($(levers)) not in force after dry-run off: $(levers_now)"
+}
+
 # A "+cpu" affinityd enabled that someone else depends on by stop time is left,
 # and the journal says why.
 check_subtree_in_use() {
@@ -929,6 +944,7 @@ check stop-restores
 check restart-after-sigkill
 check restore-after-crash
 check replay-restores
+check revert-all
 check reload-bad-policy
 check watchdog-restart 300
 check hog-pin
