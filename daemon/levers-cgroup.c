@@ -263,6 +263,13 @@ static bool cgroup_is_root(const char *cgroup) {
         return cgroup[strspn(cgroup, "/")] == '\0';
 }
 
+/* A valid path on a detected hierarchy: what every backend checks first. */
+static int cgroup_usable(struct levers *l, const char *cgroup) {
+        int r = cgroup_path_check(cgroup);
+
+        return r < 0 ? r : levers_cgroup_detect(l);
+}
+
 static int cg_file(struct levers *l, const char *cgroup, const char *file, char *buf, size_t size) {
         int n;
 
@@ -624,10 +631,7 @@ int levers_subtree_get(void *userdata, const char *cgroup, bool *ret_enabled) {
         struct levers *l = userdata;
         int r;
 
-        r = cgroup_path_check(cgroup);
-        if (r < 0)
-                return r;
-        r = levers_cgroup_detect(l);
+        r = cgroup_usable(l, cgroup);
         if (r < 0)
                 return r;
         if (l->cg_version != 2)
@@ -781,10 +785,7 @@ int levers_weight_get(void *userdata, const char *cgroup, uint64_t *ret) {
         uint64_t v;
         int r;
 
-        r = cgroup_path_check(cgroup);
-        if (r < 0)
-                return r;
-        r = levers_cgroup_detect(l);
+        r = cgroup_usable(l, cgroup);
         if (r < 0)
                 return r;
 
@@ -1048,10 +1049,7 @@ int levers_weight_prepare(void *userdata, const char *cgroup, uint64_t weight, c
         *ret_parents = NULL;
         ret_restore[0] = '\0';
         l->last_detail[0] = '\0';
-        r = cgroup_path_check(cgroup);
-        if (r < 0)
-                return r;
-        r = levers_cgroup_detect(l);
+        r = cgroup_usable(l, cgroup);
         if (r < 0)
                 return r;
 
