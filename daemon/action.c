@@ -20,6 +20,9 @@ char *action_target_key(const struct action *a, char *buf, size_t size) {
         case ACT_SYSCTL:
                 n = snprintf(buf, size, "sysctl:%s", a->name);
                 break;
+        case ACT_CGROUP_SUBTREE:
+                n = snprintf(buf, size, "subtree:%s", a->cgroup);
+                break;
         default:
                 break;
         }
@@ -34,6 +37,7 @@ const char *action_type_to_string(enum action_type t) {
                 [ACT_CGROUP_WEIGHT] = "cgroup-weight",
                 [ACT_SCHED_FEATURE] = "sched-feature",
                 [ACT_SYSCTL] = "sysctl",
+                [ACT_CGROUP_SUBTREE] = "cgroup-subtree",
         };
         return t >= 0 && t < _ACT_TYPE_MAX ? names[t] : "unknown";
 }

@@ -19,6 +19,8 @@ enum action_type {
         ACT_CGROUP_WEIGHT,  /* cpu.weight (v2) / cpu.shares (v1) of one cgroup */
         ACT_SCHED_FEATURE,  /* one sched_features name on/off */
         ACT_SYSCTL,         /* one sysctl or debugfs sched tunable */
+        ACT_CGROUP_SUBTREE, /* "+cpu" in one cgroup v2 cgroup.subtree_control: the applier
+                             * makes these itself, before a weight that needs it (apply.h) */
         _ACT_TYPE_MAX,
 };
 
@@ -35,7 +37,9 @@ struct action {
         struct task_id task;
         cpumask_t mask;
 
-        /* ACT_CGROUP_WEIGHT: cgroup path relative to the hierarchy root, v2-scale weight */
+        /* ACT_CGROUP_WEIGHT: cgroup path relative to the hierarchy root, v2-scale weight
+         * ACT_CGROUP_SUBTREE: cgroup is the parent whose subtree_control hands "cpu" down,
+         * enable = true for "+cpu" */
         char cgroup[256];
         uint64_t weight;
 
@@ -52,6 +56,7 @@ struct action {
         double evidence_before; /* the throughput proxy measured before (effect check) */
 };
 
-/* Stable key of the target ("tid:start", "cgroup:/x", "feature:NAME", "sysctl:NAME"). */
+/* Stable key of the target ("task:tid:start", "cgroup:/x", "feature:NAME", "sysctl:NAME",
+ * "subtree:/x" for the cpu controller in /x's cgroup.subtree_control). */
 char *action_target_key(const struct action *a, char *buf, size_t size);
 const char *action_type_to_string(enum action_type t);

@@ -325,9 +325,57 @@ static int sys_weight_get(void *userdata, const char *cgroup, uint64_t *ret) {
         return sys->levers ? levers_weight_get(sys->levers, cgroup, ret) : -EOPNOTSUPP;
 }
 
+/* The applier enables (and journals) "+cpu" in the parents itself: see weight_prepare. */
 static int sys_weight_set(void *userdata, const char *cgroup, uint64_t weight) {
         const struct apply_system *sys = userdata;
-        return sys->levers ? levers_weight_set(sys->levers, cgroup, weight) : -EOPNOTSUPP;
+        return sys->levers ? levers_weight_set_flags(sys->levers, cgroup, weight, LEVERS_WEIGHT_NO_PARENTS)
+                           : -EOPNOTSUPP;
+}
+
+static int sys_weight_prepare(void *userdata, const char *cgroup, uint64_t weight, char ***ret_parents,
+                              char *ret_restore, size_t restore_size) {
+        const struct apply_system *sys = userdata;
+        return sys->levers ? levers_weight_prepare(sys->levers, cgroup, weight, ret_parents, ret_restore, restore_size)
+                           : -EOPNOTSUPP;
+}
+
+static int sys_weight_recall(void *userdata, const char *cgroup, const char *restore) {
+        const struct apply_system *sys = userdata;
+        return sys->levers ? levers_weight_recall(sys->levers, cgroup, restore) : -EOPNOTSUPP;
+}
+
+static int sys_weight_restore(void *userdata, const char *cgroup, uint64_t weight, const char *restore) {
+        const struct apply_system *sys = userdata;
+        return sys->levers ? levers_weight_restore(sys->levers, cgroup, weight, restore) : -EOPNOTSUPP;
+}
+
+static int sys_subtree_get(void *userdata, const char *cgroup, bool *ret_enabled) {
+        const struct apply_system *sys = userdata;
+        return sys->levers ? levers_subtree_get(sys->levers, cgroup, ret_enabled) : -EOPNOTSUPP;
+}
+
+static int sys_subtree_set(void *userdata, const char *cgroup, bool enable) {
+        const struct apply_system *sys = userdata;
+        return sys->levers ? levers_subtree_set(sys->levers, cgroup, enable) : -EOPNOTSUPP;
+}
+
+static const char *sys_last_error(void *userdata) {
+        const struct apply_system *sys = userdata;
+        return sys->levers ? levers_last_error(sys->levers) : NULL;
+}
+
+static int sys_flush(void *userdata) {
+        const struct apply_system *sys = userdata;
+        return sys->levers ? levers_flush(sys->levers) : 0;
+}
+
+static const char *sys_last_detail(void *userdata) {
+        const struct apply_system *sys = userdata;
+        const char *d = NULL;
+
+        if (sys->levers)
+                (void) levers_weight_last_path(sys->levers, &d);
+        return d;
 }
 
 static int sys_feature_get(void *userdata, const char *name, bool *ret_enabled) {
@@ -356,6 +404,14 @@ const struct apply_ops apply_ops_system = {
         .affinity_allowed = sys_affinity_allowed,
         .weight_get = sys_weight_get,
         .weight_set = sys_weight_set,
+        .weight_prepare = sys_weight_prepare,
+        .weight_recall = sys_weight_recall,
+        .weight_restore = sys_weight_restore,
+        .subtree_get = sys_subtree_get,
+        .subtree_set = sys_subtree_set,
+        .last_error = sys_last_error,
+        .last_detail = sys_last_detail,
+        .flush = sys_flush,
         .feature_get = sys_feature_get,
         .feature_set = sys_feature_set,
         .sysctl_get = sys_sysctl_get,

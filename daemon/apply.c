@@ -32,6 +32,7 @@ struct entry {
         struct value original;
         struct value target;      /* what we set */
         bool applied;             /* false only for a recovered BEGIN without APPLIED */
+        char restore[512];        /* weight: what the backend needs to undo it exactly (apply_ops.weight_prepare) */
         uint64_t since_usec;      /* CLOCK_MONOTONIC */
         uint64_t time_usec;       /* CLOCK_REALTIME */
 };
@@ -100,7 +101,7 @@ static void normalize_ws(const char *in, char *out, size_t size) {
 }
 
 static const char *target_name(const struct action *act) {
-        return act->type == ACT_CGROUP_WEIGHT ? act->cgroup : act->name;
+        return act->type == ACT_CGROUP_WEIGHT || act->type == ACT_CGROUP_SUBTREE ? act->cgroup : act->name;
 }
 
 static void value_from_action(const struct action *act, struct value *v) {
@@ -113,6 +114,7 @@ static void value_from_action(const struct action *act, struct value *v) {
                 v->weight = act->weight;
                 break;
         case ACT_SCHED_FEATURE:
+        case ACT_CGROUP_SUBTREE:
                 v->enabled = act->enable;
                 break;
         case ACT_SYSCTL:
@@ -132,6 +134,7 @@ static void value_to_action(const struct value *v, struct action *act) {
                 act->weight = v->weight;
                 break;
         case ACT_SCHED_FEATURE:
+        case ACT_CGROUP_SUBTREE:
                 act->enable = v->enabled;
                 break;
         case ACT_SYSCTL:
@@ -149,6 +152,7 @@ static bool value_equal(enum action_type t, const struct value *x, const struct 
         case ACT_CGROUP_WEIGHT:
                 return x->weight == y->weight;
         case ACT_SCHED_FEATURE:
+        case ACT_CGROUP_SUBTREE:
                 return x->enabled == y->enabled;
         case ACT_SYSCTL:
                 return streq(x->str, y->str);
@@ -168,6 +172,9 @@ static char *value_format(enum action_type t, const char *name, const struct val
                 break;
         case ACT_SCHED_FEATURE:
                 snprintf(buf, size, "%s%s", v->enabled ? "" : "NO_", name);
+                break;
+        case ACT_CGROUP_SUBTREE:
+                snprintf(buf, size, "%scpu", v->enabled ? "+" : "-");
                 break;
         case ACT_SYSCTL:
                 snprintf(buf, size, "%s", v->str);
@@ -208,6 +215,14 @@ static int value_parse(enum action_type t, const char *name, const char *s, stru
         case ACT_SYSCTL:
                 normalize_ws(s, v->str, sizeof(v->str));
                 return 0;
+        case ACT_CGROUP_SUBTREE:
+                if (streq(s, "+cpu"))
+                        v->enabled = true;
+                else if (streq(s, "-cpu"))
+                        v->enabled = false;
+                else
+                        return -EINVAL;
+                return 0;
         default:
                 return -EINVAL;
         }
@@ -234,6 +249,8 @@ static int value_get(struct applier *a, const struct action *act, struct value *
                         return r;
                 normalize_ws(buf, v->str, sizeof(v->str));
                 return 0;
+        case ACT_CGROUP_SUBTREE:
+                return o->subtree_get ? o->subtree_get(a->userdata, act->cgroup, &v->enabled) : -EOPNOTSUPP;
         default:
                 return -EINVAL;
         }
@@ -251,6 +268,8 @@ static int value_set(struct applier *a, const struct action *act, const struct v
                 return o->feature_set ? o->feature_set(a->userdata, act->name, v->enabled) : -EOPNOTSUPP;
         case ACT_SYSCTL:
                 return o->sysctl_set ? o->sysctl_set(a->userdata, act->name, v->str) : -EOPNOTSUPP;
+        case ACT_CGROUP_SUBTREE:
+                return o->subtree_set ? o->subtree_set(a->userdata, act->cgroup, v->enabled) : -EOPNOTSUPP;
         default:
                 return -EINVAL;
         }
@@ -274,6 +293,8 @@ static int action_validate(const struct action *act) {
         case ACT_SCHED_FEATURE:
         case ACT_SYSCTL:
                 return act->name[0] ? 0 : -EINVAL;
+        case ACT_CGROUP_SUBTREE:
+                return act->cgroup[0] ? 0 : -EINVAL;
         default:
                 return -EINVAL;
         }
@@ -296,6 +317,9 @@ static char *describe(const struct action *act, char *buf, size_t size) {
                 break;
         case ACT_SYSCTL:
                 snprintf(buf, size, "sysctl %s", act->name);
+                break;
+        case ACT_CGROUP_SUBTREE:
+                snprintf(buf, size, "cpu in cgroup.subtree_control of %s", act->cgroup);
                 break;
         default:
                 snprintf(buf, size, "unknown target");
@@ -367,6 +391,7 @@ static void entry_to_record(const struct entry *e, struct journal_record *r) {
         value_format(e->act.type, name, &e->target, r->target, sizeof(r->target));
         snprintf(r->policy, sizeof(r->policy), "%s", e->act.policy);
         snprintf(r->reason, sizeof(r->reason), "%s", e->act.reason);
+        snprintf(r->restore, sizeof(r->restore), "%s", e->restore);
 }
 
 static int entry_from_record(const struct journal_record *r, bool applied, struct entry *e) {
@@ -388,6 +413,7 @@ static int entry_from_record(const struct journal_record *r, bool applied, struc
                         return -EINVAL;
                 break;
         case ACT_CGROUP_WEIGHT:
+        case ACT_CGROUP_SUBTREE:
                 if (strlen(r->name) >= sizeof(e->act.cgroup))
                         return -EINVAL;
                 strcpy(e->act.cgroup, r->name);
@@ -403,6 +429,7 @@ static int entry_from_record(const struct journal_record *r, bool applied, struc
         }
         snprintf(e->act.policy, sizeof(e->act.policy), "%s", r->policy);
         snprintf(e->act.reason, sizeof(e->act.reason), "%s", r->reason);
+        snprintf(e->restore, sizeof(e->restore), "%s", r->restore);
         e->act.evidence_before = r->evidence;
         e->act.kind = r->kind;
         k = value_parse(r->type, target_name(&e->act), r->original, &e->original);
@@ -520,6 +547,51 @@ static bool older_entry_set(struct applier *a, size_t i, const struct value *liv
         return false;
 }
 
+/* Is child (a cgroup path) parent itself or below it? */
+static bool cgroup_below(const char *child, const char *parent) {
+        size_t n = strlen(parent);
+
+        while (n > 0 && parent[n - 1] == '/')
+                n--;
+        if (n == 0)
+                return true;   /* the root is everyone's ancestor */
+        return strncmp(child, parent, n) == 0 && (child[n] == '/' || child[n] == '\0');
+}
+
+/* A subtree entry stays while a weight we manage lives below it. */
+static bool subtree_needed(struct applier *a, const struct entry *sub) {
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].act.type == ACT_CGROUP_WEIGHT &&
+                    !streq(a->entries[i].act.cgroup, sub->act.cgroup) &&
+                    cgroup_below(a->entries[i].act.cgroup, sub->act.cgroup))
+                        return true;
+        return false;
+}
+
+/* Put the original back: a weight through the backend's exact restore when it has one. */
+static int value_restore(struct applier *a, const struct entry *e, const struct value *v) {
+        if (e->act.type == ACT_CGROUP_WEIGHT && a->ops->weight_restore)
+                return a->ops->weight_restore(a->userdata, e->act.cgroup, v->weight, e->restore);
+        return value_set(a, &e->act, v);
+}
+
+static const char *ops_last_error(struct applier *a) {
+        const char *s = a->ops->last_error ? a->ops->last_error(a->userdata) : NULL;
+        return s && s[0] ? s : NULL;
+}
+
+/* End of a batch of restores: let the backend finish what it deferred. */
+static void ops_flush(struct applier *a) {
+        int r;
+
+        if (!a->ops->flush)
+                return;
+        r = a->ops->flush(a->userdata);
+        if (r < 0)
+                emit(a, APPLIER_EVENT_FAILED, NULL, r, "after restoring: %s",
+                     ops_last_error(a) ? ops_last_error(a) : strerror(-r));
+}
+
 /*
  * Put entry i back if it is still ours; forget it in every case but a
  * failure. with_journal=false during recovery (the old file may end in a
@@ -583,7 +655,7 @@ static int entry_release(struct applier *a, size_t i, bool with_journal, struct 
         } else {
                 struct value restore = e->original;
 
-                r = value_set(a, &e->act, &restore);
+                r = value_restore(a, e, &restore);
                 if (r == -EINVAL && e->act.type == ACT_AFFINITY && a->ops->affinity_allowed) {
                         /* The original no longer fits (CPU hotplug, cpuset
                          * change): narrow it as the kernel would, or fall
@@ -601,8 +673,26 @@ static int entry_release(struct applier *a, size_t i, bool with_journal, struct 
                 }
                 if (r == -ESRCH)
                         goto gone;
+                if (r == -EBUSY && e->act.type == ACT_CGROUP_SUBTREE) {
+                        /* Someone depends on the controller now (systemd for another
+                         * unit, a child cgroup): taking it away would reset their
+                         * weights. Leave it, say why, stop managing it. */
+                        const char *why = ops_last_error(a);
+
+                        how = "in-use";
+                        result = APPLY_FOREIGN;
+                        emit(a, APPLIER_EVENT_FOREIGN, e, 0, "left %s enabled: in use now (%s)", what,
+                             why ? why : strerror(-r));
+                        if (o)
+                                snprintf(o->message, sizeof(o->message), "left %s enabled: in use now (%s)", what,
+                                         why ? why : strerror(-r));
+                        goto done;
+                }
                 if (r < 0) {
-                        emit(a, APPLIER_EVENT_FAILED, e, r, "cannot restore %s to %s: %s", what, orig_s, strerror(-r));
+                        const char *why = ops_last_error(a);
+
+                        emit(a, APPLIER_EVENT_FAILED, e, r, "cannot restore %s to %s: %s%s%s", what, orig_s,
+                             strerror(-r), why ? ": " : "", why ? why : "");
                         if (o)
                                 snprintf(o->message, sizeof(o->message), "cannot restore %s to %s: %s",
                                          what, orig_s, strerror(-r));
@@ -610,7 +700,14 @@ static int entry_release(struct applier *a, size_t i, bool with_journal, struct 
                 }
                 how = "restored";
                 result = APPLY_CHANGED;
-                emit(a, APPLIER_EVENT_RESTORED, e, 0, "restored %s: %s -> %s", what, live_s, orig_s);
+                {
+                        /* how a weight went back (systemd, drop-in removed, exact cpu.shares) */
+                        const char *d = e->act.type == ACT_CGROUP_WEIGHT && a->ops->last_detail
+                                        ? a->ops->last_detail(a->userdata) : NULL;
+
+                        emit(a, APPLIER_EVENT_RESTORED, e, 0, "restored %s: %s -> %s%s%s%s", what, live_s, orig_s,
+                             d && d[0] ? " [" : "", d && d[0] ? d : "", d && d[0] ? "]" : "");
+                }
                 if (o) {
                         snprintf(o->after, sizeof(o->after), "%s", orig_s);
                         snprintf(o->message, sizeof(o->message), "restored %s: %s -> %s", what, live_s, orig_s);
@@ -810,8 +907,17 @@ int applier_recover(struct applier *a) {
         }
         journal_contents_clear(&c);
 
+        /* The backend relearns what it needs for an exact restore (v1 cpu.shares). */
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].act.type == ACT_CGROUP_WEIGHT && a->ops->weight_recall)
+                        (void) a->ops->weight_recall(a->userdata, a->entries[i].act.cgroup, a->entries[i].restore);
+
         /* Newest first, as on stop. */
         for (size_t i = a->n_entries; i > 0; i--) {
+                if (a->entries[i - 1].act.type == ACT_CGROUP_SUBTREE && subtree_needed(a, &a->entries[i - 1])) {
+                        rep.failed++;   /* a weight below it could not be restored: kept with it */
+                        continue;
+                }
                 k = entry_release(a, i - 1, false, NULL);
                 switch (k) {
                 case APPLY_CHANGED: rep.restored++; break;
@@ -821,6 +927,9 @@ int applier_recover(struct applier *a) {
                 default: rep.failed++; break;
                 }
         }
+
+        if (rep.restored > 0)
+                ops_flush(a);
 
         /* Only what failed stays; the rewrite also drops a torn tail so
          * appends never glue onto half a line. */
@@ -863,6 +972,52 @@ static int apply_release(struct applier *a, const struct action *act, const char
                 return APPLY_NOTHING;
         }
         return entry_release(a, (size_t) i, true, o);
+}
+
+static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
+                     bool dry_run, struct apply_outcome *o);
+
+/*
+ * Before the first change of a cgroup's weight: ask the backend what it
+ * needs. Every ancestor that must hand "cpu" down becomes its own journaled
+ * change (ACT_CGROUP_SUBTREE), made before the weight's BEGIN, so that
+ * restoring newest first takes the weight back and then the controller.
+ */
+static int weight_prepare(struct applier *a, const struct action *act, uint64_t now_usec, char *restore,
+                          size_t restore_size) {
+        _cleanup_strv_free_ char **parents = NULL;
+        int r;
+
+        restore[0] = '\0';
+        if (!a->ops->weight_prepare)
+                return 0;
+        r = a->ops->weight_prepare(a->userdata, act->cgroup, act->weight, &parents, restore, restore_size);
+        if (r < 0)
+                return r;
+        for (char **p = parents; p && *p; p++) {
+                struct action sub = {
+                        .type = ACT_CGROUP_SUBTREE,
+                        .verb = VERB_SET,
+                        .enable = true,
+                        .kind = act->kind,
+                        .evidence_before = act->evidence_before,
+                };
+                struct apply_outcome so = {};
+                char key[128];
+
+                if (strlen(*p) >= sizeof(sub.cgroup))
+                        return -ENAMETOOLONG;
+                strcpy(sub.cgroup, *p);
+                snprintf(sub.name, sizeof(sub.name), "cpu");
+                snprintf(sub.policy, sizeof(sub.policy), "%s", act->policy);
+                snprintf(sub.reason, sizeof(sub.reason), "so that %.100s has a cpu.weight", act->cgroup);
+                if (!action_target_key(&sub, key, sizeof(key)))
+                        return -ENAMETOOLONG;
+                r = apply_set(a, &sub, key, now_usec, false, &so);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
@@ -938,6 +1093,21 @@ static int apply_set(struct applier *a, const struct action *act, const char *ke
                 return APPLY_NOTHING;
         }
 
+        if (act->type == ACT_CGROUP_WEIGHT) {
+                if (i >= 0)
+                        /* The true original, and how to put it back, are the old entry's. */
+                        snprintf(e.restore, sizeof(e.restore), "%s", a->entries[i].restore);
+                else {
+                        r = weight_prepare(a, act, now_usec, e.restore, sizeof(e.restore));
+                        if (r < 0) {
+                                snprintf(o->message, sizeof(o->message), "cannot prepare %s: %s", what, strerror(-r));
+                                return r;
+                        }
+                        /* weight_prepare may have added entries: the seq moved on */
+                        e.seq = a->next_seq;
+                }
+        }
+
         clock_gettime(CLOCK_REALTIME, &ts);
         e.time_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 
@@ -997,6 +1167,22 @@ static int apply_set(struct applier *a, const struct action *act, const char *ke
         return APPLY_CHANGED;
 }
 
+/*
+ * A "+cpu" we enabled for weights that are all gone (released, failed,
+ * changed by someone else) is taken back now rather than at stop. Newest
+ * first: a deeper cgroup's subtree_control goes before its parent's (the
+ * kernel refuses the other order).
+ */
+static void release_unneeded_subtrees(struct applier *a) {
+        for (size_t i = a->n_entries; i > 0; i--) {
+                if (i > a->n_entries)
+                        continue;   /* entries went away under us */
+                if (a->entries[i - 1].act.type != ACT_CGROUP_SUBTREE || subtree_needed(a, &a->entries[i - 1]))
+                        continue;
+                (void) entry_release(a, i - 1, true, NULL);
+        }
+}
+
 int applier_apply_full(struct applier *a, const struct action *act, uint64_t now_usec, bool dry_run,
                        struct apply_outcome *ret_outcome) {
         struct apply_outcome o = {};
@@ -1018,6 +1204,10 @@ int applier_apply_full(struct applier *a, const struct action *act, uint64_t now
                 r = apply_release(a, act, key, dry_run, &o);
         else
                 r = apply_set(a, act, key, now_usec, dry_run, &o);
+        if (act->type == ACT_CGROUP_WEIGHT && !dry_run) {
+                release_unneeded_subtrees(a);
+                ops_flush(a);
+        }
         if (r >= 0)
                 o.result = r;
         if (ret_outcome)
@@ -1043,6 +1233,12 @@ static int restore_matching(struct applier *a, pid_t pid) {
 
                 if (pid > 0 && (e->act.type != ACT_AFFINITY || e->act.task.pid != pid))
                         continue;
+                if (e->act.type == ACT_CGROUP_SUBTREE && subtree_needed(a, e)) {
+                        /* a weight below it could not be restored: it still needs cpu */
+                        if (first_error == 0)
+                                first_error = -EBUSY;
+                        continue;
+                }
                 any = true;
                 r = entry_release(a, i - 1, true, NULL);
                 if (r == APPLY_CHANGED)
@@ -1050,6 +1246,8 @@ static int restore_matching(struct applier *a, pid_t pid) {
                 else if (r < 0 && first_error == 0)
                         first_error = r;
         }
+        if (restored > 0)
+                ops_flush(a);
         if (pid > 0 && !any)
                 return -ENOENT;
         return first_error < 0 ? first_error : restored;
@@ -1097,8 +1295,10 @@ int applier_reconcile(struct applier *a) {
                 entries_remove(a, i - 1);
                 dropped++;
         }
-        if (dropped > 0)
+        if (dropped > 0) {
+                release_unneeded_subtrees(a);
                 maybe_compact(a);
+        }
         return dropped;
 }
 

@@ -72,6 +72,47 @@ struct apply_ops {
         /* cgroup CPU weight on the v2 scale (1..10000); v1 backends convert cpu.shares */
         int (*weight_get)(void *userdata, const char *cgroup, uint64_t *ret);
         int (*weight_set)(void *userdata, const char *cgroup, uint64_t weight);
+        /*
+         * Optional, cgroup weight only. weight_prepare is called before the
+         * BEGIN record of a new weight change (not for a managed cgroup whose
+         * target changes):
+         *   ret_parents: strv (may be NULL/empty) of the ancestors, top down,
+         *       whose cgroup.subtree_control must hand "cpu" down before
+         *       weight_set can write this cgroup's weight. The applier enables
+         *       each through subtree_set as its own journaled change
+         *       (ACT_CGROUP_SUBTREE) before the weight, so that a stop, a
+         *       revert or a replay takes it back (newest first: after the
+         *       weight). weight_set itself must then not enable anything.
+         *   ret_restore: one line (may be "") the backend needs to undo the
+         *       change exactly, journaled with it ("restore") and handed back
+         *       to weight_recall/weight_restore: e.g. the unit property and
+         *       drop-in of a weight set through systemd, the exact cgroup v1
+         *       cpu.shares.
+         * weight_recall is called at replay for each weight entry before any
+         * restore (a v1 backend relearns which cpu.shares are ours);
+         * weight_restore (else weight_set) puts the original back.
+         */
+        int (*weight_prepare)(void *userdata, const char *cgroup, uint64_t weight, char ***ret_parents,
+                              char *ret_restore, size_t restore_size);
+        int (*weight_recall)(void *userdata, const char *cgroup, const char *restore);
+        int (*weight_restore)(void *userdata, const char *cgroup, uint64_t weight, const char *restore);
+        /*
+         * cgroup v2: "cpu" in cgroup's cgroup.subtree_control. Disabling must
+         * refuse with -EBUSY when someone depends on it now (a child hands cpu
+         * further down, or has a non-default cpu.weight/cpu.max; the kernel's
+         * own EBUSY): the applier then leaves it and says why (last_error).
+         */
+        int (*subtree_get)(void *userdata, const char *cgroup, bool *ret_enabled);
+        int (*subtree_set)(void *userdata, const char *cgroup, bool enable);
+        /* optional: one line naming the cause of the last failure, and how
+         * the last weight change or restore went (systemd, drop-in removed,
+         * exact cpu.shares), for event messages */
+        const char *(*last_error)(void *userdata);
+        const char *(*last_detail)(void *userdata);
+        /* optional: after a batch of restores (stop, revert, replay, one
+         * apply), finish what the backend deferred (systemd: one reload for
+         * the drop-ins weight_restore removed). */
+        int (*flush)(void *userdata);
         /* one sched_features name */
         int (*feature_get)(void *userdata, const char *name, bool *ret_enabled);
         int (*feature_set)(void *userdata, const char *name, bool enable);
@@ -106,7 +147,8 @@ struct applier *applier_free(struct applier *a);
 enum applier_event_kind {
         APPLIER_EVENT_SET,        /* changed a value (journal BEGIN + APPLIED) */
         APPLIER_EVENT_RESTORED,   /* put the original back */
-        APPLIER_EVENT_FOREIGN,    /* someone else changed the value since: left as is, no longer managed */
+        APPLIER_EVENT_FOREIGN,    /* someone else changed the value since (or, for a subtree_control
+                                   * change, depends on it now): left as is, no longer managed */
         APPLIER_EVENT_GONE,       /* target exited or its PID was reused: forgotten, nothing touched */
         APPLIER_EVENT_FAILED,     /* a set or restore failed (error) */
         APPLIER_EVENT_JOURNAL,    /* journal trouble: torn/unknown records, write error, moved aside */

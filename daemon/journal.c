@@ -106,6 +106,10 @@ int journal_format_record(const struct journal_record *r, char **ret_line) {
                 json_object_object_add(o, "detector", json_object_new_string(detector_to_string(r->kind)));
                 json_object_object_add(o, "since_usec", json_object_new_uint64(r->since_usec));
                 json_object_object_add(o, "time_usec", json_object_new_uint64(r->time_usec));
+                /* Only where the backend has something to say (a weight set through
+                 * systemd, a cgroup v1 cpu.shares value): older readers ignore it. */
+                if (r->restore[0])
+                        json_object_object_add(o, "restore", json_object_new_string(r->restore));
                 break;
         case JREC_RELEASED:
                 json_object_object_add(o, "how", json_object_new_string(r->how));
@@ -251,7 +255,8 @@ static int parse_line(const char *line, size_t len, struct journal_record *ret, 
                     (r = get_str(o, "policy", ret->policy, sizeof(ret->policy), false)) < 0 ||
                     (r = get_str(o, "reason", ret->reason, sizeof(ret->reason), false)) < 0 ||
                     (r = get_u64(o, "since_usec", &ret->since_usec, false)) < 0 ||
-                    (r = get_u64(o, "time_usec", &ret->time_usec, false)) < 0)
+                    (r = get_u64(o, "time_usec", &ret->time_usec, false)) < 0 ||
+                    (r = get_str(o, "restore", ret->restore, sizeof(ret->restore), false)) < 0)
                         goto out;
                 ret->task.pid = pid;
                 ret->task.tid = tid;

@@ -16,7 +16,7 @@
  *   {"rec":"begin","seq":N,"type":"affinity","key":"task:TID:START",
  *    "pid":P,"tid":T,"start":S,"name":"","original":"0-1","target":"0",
  *    "policy":"...","reason":"...","evidence":0.97,
- *    "since_usec":MONO,"time_usec":REALTIME}
+ *    "since_usec":MONO,"time_usec":REALTIME[,"restore":"..."]}
  *   {"rec":"applied","seq":N}
  *   {"rec":"released","seq":N,"how":"restored|foreign|gone|failed|superseded"}
  *
@@ -74,6 +74,8 @@ struct journal_record {
         char target[JOURNAL_VALUE_MAX];
         char policy[64];
         char reason[160];
+        char restore[512];                 /* optional: what the backend needs to undo this exactly
+                                            * (apply_ops.weight_prepare); "" if nothing */
         double evidence;                   /* action.evidence_before */
         enum detector kind;                /* action.kind; DETECT_ALWAYS if the record has none */
         uint64_t since_usec;               /* CLOCK_MONOTONIC at the change */

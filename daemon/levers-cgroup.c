@@ -20,6 +20,7 @@
  * a crash the memo is gone and a restore may be off by < 1 % of the value.
  */
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -262,6 +263,13 @@ static bool cgroup_is_root(const char *cgroup) {
         return cgroup[strspn(cgroup, "/")] == '\0';
 }
 
+/* A valid path on a detected hierarchy: what every backend checks first. */
+static int cgroup_usable(struct levers *l, const char *cgroup) {
+        int r = cgroup_path_check(cgroup);
+
+        return r < 0 ? r : levers_cgroup_detect(l);
+}
+
 static int cg_file(struct levers *l, const char *cgroup, const char *file, char *buf, size_t size) {
         int n;
 
@@ -446,11 +454,11 @@ static int raw_write(struct levers *l, const char *cgroup, uint64_t value) {
 
 /* ---- cgroup v2: the parent must hand the cpu controller down ---- */
 
-static int v2_enable_cpu_in(struct levers *l, const char *parent) {
+static int subtree_read(struct levers *l, const char *cgroup, bool *ret) {
         char p[PATH_MAX], buf[512];
         int r;
 
-        r = cg_file(l, parent, "cgroup.subtree_control", p, sizeof(p));
+        r = cg_file(l, cgroup, "cgroup.subtree_control", p, sizeof(p));
         if (r < 0)
                 return r;
         r = levers_read_value(l, p, buf, sizeof(buf));
@@ -458,7 +466,45 @@ static int v2_enable_cpu_in(struct levers *l, const char *parent) {
                 detail(l, "cannot read %s: %s; ", p, strerror(-r));
                 return r;
         }
-        if (has_token(buf, " ", "cpu"))
+        *ret = has_token(buf, " ", "cpu");
+        return 0;
+}
+
+/*
+ * Write "+cpu" / "-cpu". The kernel takes the one token and keeps the
+ * rest; a fixture file is rewritten with the resulting list instead, so
+ * that it reads like the kernel's file afterwards.
+ */
+static int subtree_write(struct levers *l, const char *path, bool enable) {
+        char buf[512], out[512] = "";
+        int r;
+
+        if (levers_real_root(l))
+                return levers_write_file(l, path, enable ? "+cpu" : "-cpu");
+        r = levers_read_value(l, path, buf, sizeof(buf));
+        if (r < 0)
+                return r;
+        for (char *save = NULL, *t = strtok_r(buf, " ", &save); t; t = strtok_r(NULL, " ", &save)) {
+                if (t[0] == '+')
+                        t++;
+                if (streq(t, "cpu") || t[0] == '-')
+                        continue;
+                levers_fmt(out + strlen(out), sizeof(out) - strlen(out), "%s%s", out[0] ? " " : "", t);
+        }
+        if (enable)
+                levers_fmt(out + strlen(out), sizeof(out) - strlen(out), "%scpu", out[0] ? " " : "");
+        return levers_write_file(l, path, out);
+}
+
+static int v2_enable_cpu_in(struct levers *l, const char *parent) {
+        char p[PATH_MAX], buf[512];
+        bool on;
+        int r;
+
+        r = subtree_read(l, parent, &on);
+        if (r < 0)
+                return r;
+        if (on)
                 return 0;
 
         r = cg_file(l, parent, "cgroup.controllers", p, sizeof(p));
@@ -471,7 +517,7 @@ static int v2_enable_cpu_in(struct levers *l, const char *parent) {
         r = cg_file(l, parent, "cgroup.subtree_control", p, sizeof(p));
         if (r < 0)
                 return r;
-        r = levers_write_file(l, p, "+cpu");
+        r = subtree_write(l, p, true);
         if (r == -EBUSY) {
                 detail(l, "cannot enable +cpu in %s: it has processes of its own "
                           "(cgroup v2 no-internal-process rule); ", p);
@@ -488,28 +534,149 @@ static int v2_enable_cpu_in(struct levers *l, const char *parent) {
 /*
  * A new child has no cpu.weight until its parent lists cpu in
  * cgroup.subtree_control (shared/vm/README.md, measured in the VM), and a
- * group can only hand cpu down if its own parent did: enable it from the
- * hierarchy root down to the parent.
+ * group can only hand cpu down if its own parent did: the ancestors from
+ * the hierarchy root down to the parent that lack it, top down.
  */
-static int v2_enable_cpu(struct levers *l, const char *cgroup) {
-        char anc[256];
+static int v2_missing_parents(struct levers *l, const char *cgroup, char ***ret) {
+        char **list = NULL, anc[256];
         size_t len = strlen(cgroup);
+        bool on;
         int r;
 
         while (len > 1 && cgroup[len - 1] == '/')
                 len--;
-        r = v2_enable_cpu_in(l, "/");
+        for (size_t i = 0; i < len; i++) {
+                if (i > 0 && (cgroup[i] != '/' || cgroup[i - 1] == '/'))
+                        continue;
+                levers_fmt(anc, sizeof(anc), "%.*s", i == 0 ? 1 : (int) i, cgroup);
+                r = subtree_read(l, anc, &on);
+                if (r < 0) {
+                        strv_free(list);
+                        return r;
+                }
+                if (!on && strv_push(&list, anc) < 0) {
+                        strv_free(list);
+                        return -ENOMEM;
+                }
+        }
+        *ret = list;
+        return 0;
+}
+
+static int v2_enable_cpu(struct levers *l, const char *cgroup, bool may_enable) {
+        _cleanup_strv_free_ char **missing = NULL;
+        int r;
+
+        r = v2_missing_parents(l, cgroup, &missing);
         if (r < 0)
                 return r;
-        for (size_t i = 1; i < len; i++) {
-                if (cgroup[i] != '/' || cgroup[i - 1] == '/')
-                        continue;
-                levers_fmt(anc, sizeof(anc), "%.*s", (int) i, cgroup);
-                r = v2_enable_cpu_in(l, anc);
+        for (char **p = missing; p && *p; p++) {
+                if (!may_enable) {
+                        /* The applier enables (and journals) these before the weight. */
+                        detail(l, "cpu is not enabled in %s's cgroup.subtree_control (not recorded, "
+                                  "so not enabled here); ", *p);
+                        return -ENODEV;
+                }
+                r = v2_enable_cpu_in(l, *p);
                 if (r < 0)
                         return r;
         }
         return 0;
+}
+
+/*
+ * Does anyone depend on cpu being handed down from cgroup now? A child
+ * that hands it further down (the kernel refuses -cpu then anyway), or one
+ * whose cpu files say something other than the defaults: taking cpu away
+ * would silently reset them (a weight set by systemd for another unit, by
+ * an administrator, by another tool). why gets the first such child.
+ */
+static bool subtree_in_use(struct levers *l, const char *cgroup, char *why, size_t size) {
+        char dir[PATH_MAX], p[PATH_MAX], buf[512], child[PATH_MAX];
+        DIR *d;
+        struct dirent *de;
+        bool busy = false;
+
+        if (cg_file(l, cgroup, NULL, dir, sizeof(dir)) < 0 || !util_path_at(p, sizeof(p), l->root, dir))
+                return false;
+        d = opendir(p);
+        if (!d)
+                return false;
+        while (!busy && (de = readdir(d))) {
+                bool on;
+
+                if (de->d_name[0] == '.' || de->d_type != DT_DIR)
+                        continue;
+                levers_fmt(child, sizeof(child), "%s/%s", cgroup_is_root(cgroup) ? "" : cgroup, de->d_name);
+                if (subtree_read(l, child, &on) >= 0 && on) {
+                        levers_fmt(why, size, "%s%s hands cpu down further", l->cg_mount, child);
+                        busy = true;
+                        break;
+                }
+                if (cg_file(l, child, "cpu.weight", p, sizeof(p)) >= 0 && levers_read_value(l, p, buf, sizeof(buf)) >= 0 &&
+                    !streq(buf, "100")) {
+                        levers_fmt(why, size, "%s has cpu.weight %s", p, buf);
+                        busy = true;
+                } else if (cg_file(l, child, "cpu.max", p, sizeof(p)) >= 0 &&
+                           levers_read_value(l, p, buf, sizeof(buf)) >= 0 && strncmp(buf, "max", 3) != 0) {
+                        levers_fmt(why, size, "%s is %s", p, buf);
+                        busy = true;
+                }
+        }
+        closedir(d);
+        return busy;
+}
+
+int levers_subtree_get(void *userdata, const char *cgroup, bool *ret_enabled) {
+        struct levers *l = userdata;
+        int r;
+
+        r = cgroup_usable(l, cgroup);
+        if (r < 0)
+                return r;
+        if (l->cg_version != 2)
+                return -EOPNOTSUPP;
+        return subtree_read(l, cgroup, ret_enabled);
+}
+
+int levers_subtree_set(void *userdata, const char *cgroup, bool enable) {
+        struct levers *l = userdata;
+        char p[PATH_MAX], why[PATH_MAX + 64];
+        bool on;
+        int r;
+
+        l->last_detail[0] = '\0';
+        r = levers_subtree_get(l, cgroup, &on);
+        if (r < 0) {
+                levers_set_error(l, "%s: cgroup.subtree_control: %s", cgroup, strerror(-r));
+                return r;
+        }
+        if (on == enable)
+                return 0;
+        if (enable) {
+                r = v2_enable_cpu_in(l, cgroup);
+                if (r < 0)
+                        levers_set_error(l, "%s", l->last_detail);
+                return r < 0 ? r : 1;
+        }
+        if (subtree_in_use(l, cgroup, why, sizeof(why))) {
+                levers_set_error(l, "%s", why);
+                return -EBUSY;
+        }
+        r = cg_file(l, cgroup, "cgroup.subtree_control", p, sizeof(p));
+        if (r < 0)
+                return r;
+        r = subtree_write(l, p, false);
+        if (r == -EBUSY) {
+                levers_set_error(l, "the kernel refuses -cpu in %s: a child cgroup still uses it", p);
+                return r;
+        }
+        if (r < 0) {
+                levers_set_error(l, "cannot write -cpu to %s: %s", p, strerror(-r));
+                return r;
+        }
+        detail(l, "disabled cpu in %s", p);
+        return 1;
 }
 
 /* ---- systemd ---- */
@@ -568,8 +735,12 @@ static int systemd_bus(struct levers *l, sd_bus **ret) {
         return 0;
 }
 
-static int systemd_set(struct levers *l, const char *unit, const char *property, uint64_t value) {
-        sd_bus_error error = SD_BUS_ERROR_NULL;
+/*
+ * One method of systemd's Manager: the arguments are "sb" unit + runtime and
+ * "a(sv)" one uint64 property (SetUnitProperties), or none (unit NULL).
+ */
+static int systemd_manager_call(struct levers *l, const char *member, const char *unit, const char *property,
+                                uint64_t value, uint64_t timeout_usec, sd_bus_error *error) {
         sd_bus_message *m = NULL, *reply = NULL;
         sd_bus *bus;
         int r;
@@ -578,24 +749,31 @@ static int systemd_set(struct levers *l, const char *unit, const char *property,
         if (r < 0)
                 return r;
         r = sd_bus_message_new_method_call(bus, &m, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
-                                           "org.freedesktop.systemd1.Manager", "SetUnitProperties");
-        if (r >= 0)
+                                           "org.freedesktop.systemd1.Manager", member);
+        if (r >= 0 && unit)
                 r = sd_bus_message_append(m, "sb", unit, 1);
-        if (r >= 0)
+        if (r >= 0 && unit)
                 r = sd_bus_message_append(m, "a(sv)", 1, property, "t", value);
         if (r >= 0)
-                r = sd_bus_call(bus, m, SYSTEMD_CALL_TIMEOUT_USEC, &error, &reply);
-        if (r < 0) {
-                detail(l, "systemd: SetUnitProperties(%s, %s=%" PRIu64 ") failed: %s; ", unit, property, value,
-                       error.name ? error.name : strerror(-r));
-                if (!sd_bus_is_open(bus)) {
-                        sd_bus_flush_close_unref(l->bus);
-                        l->bus = NULL;
-                }
+                r = sd_bus_call(bus, m, timeout_usec, error, &reply);
+        if (r < 0 && !sd_bus_is_open(bus)) {
+                sd_bus_flush_close_unref(l->bus);
+                l->bus = NULL;
         }
-        sd_bus_error_free(&error);
         sd_bus_message_unref(reply);
         sd_bus_message_unref(m);
+        return r;
+}
+
+static int systemd_set(struct levers *l, const char *unit, const char *property, uint64_t value) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = systemd_manager_call(l, "SetUnitProperties", unit, property, value, SYSTEMD_CALL_TIMEOUT_USEC, &error);
+        if (r < 0)
+                detail(l, "systemd: SetUnitProperties(%s, %s=%" PRIu64 ") failed: %s; ", unit, property, value,
+                       error.name ? error.name : strerror(-r));
+        sd_bus_error_free(&error);
         return r;
 }
 
@@ -607,10 +785,7 @@ int levers_weight_get(void *userdata, const char *cgroup, uint64_t *ret) {
         uint64_t v;
         int r;
 
-        r = cgroup_path_check(cgroup);
-        if (r < 0)
-                return r;
-        r = levers_cgroup_detect(l);
+        r = cgroup_usable(l, cgroup);
         if (r < 0)
                 return r;
 
@@ -661,7 +836,7 @@ static int read_back(struct levers *l, const char *cgroup, uint64_t want, uint64
         return r < 0 ? r : -EIO;
 }
 
-static int weight_set(struct levers *l, const char *cgroup, uint64_t weight) {
+static int weight_set(struct levers *l, const char *cgroup, uint64_t weight, unsigned flags) {
         const struct levers_shares_memo *mm;
         char unit_buf[256], p[PATH_MAX];
         const char *unit;
@@ -725,7 +900,7 @@ static int weight_set(struct levers *l, const char *cgroup, uint64_t weight) {
         }
 
         if (l->cg_version == 2) {
-                r = v2_enable_cpu(l, cgroup);
+                r = v2_enable_cpu(l, cgroup, !(flags & LEVERS_WEIGHT_NO_PARENTS));
                 if (r < 0)
                         return r;
         }
@@ -745,11 +920,360 @@ done:
         return 1;
 }
 
+int levers_weight_set_flags(struct levers *l, const char *cgroup, uint64_t weight, unsigned flags) {
+        int r;
+
+        r = weight_set(l, cgroup, weight, flags);
+        if (r < 0)
+                levers_set_error(l, "%s", l->last_detail[0] ? l->last_detail : strerror(-r));
+        return r;
+}
+
 int levers_weight_set(void *userdata, const char *cgroup, uint64_t weight) {
+        return levers_weight_set_flags(userdata, cgroup, weight, 0);
+}
+
+/* ---- exact restore: what the applier journals with a weight change ---- */
+
+#define SYSTEMD_RELOAD_TIMEOUT_USEC (90 * USEC_PER_SEC)   /* a reload under QEMU/TCG takes seconds */
+
+struct restore_info {
+        bool have_shares, have_set;
+        uint64_t shares, weight, set_shares, set_weight;
+        char unit[256];
+        char property[32];
+        bool unit_original_unset;
+        uint64_t unit_original;
+        char dropin[PATH_MAX];
+        bool dropin_existed, dir_existed;
+};
+
+/* "key=value" words; unknown keys are ignored (a newer daemon may add some). */
+static void restore_parse(const char *s, struct restore_info *ri) {
+        char buf[1024];
+
+        *ri = (struct restore_info) { .dropin_existed = true, .dir_existed = true };
+        levers_fmt(buf, sizeof(buf), "%s", s ? s : "");
+        for (char *save = NULL, *w = strtok_r(buf, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+                char *v = strchr(w, '=');
+
+                if (!v)
+                        continue;
+                *v++ = '\0';
+                if (streq(w, "shares"))
+                        ri->have_shares = util_parse_u64(v, &ri->shares) >= 0;
+                else if (streq(w, "weight"))
+                        (void) util_parse_u64(v, &ri->weight);
+                else if (streq(w, "set_shares"))
+                        ri->have_set = util_parse_u64(v, &ri->set_shares) >= 0;
+                else if (streq(w, "set_weight"))
+                        (void) util_parse_u64(v, &ri->set_weight);
+                else if (streq(w, "unit"))
+                        levers_fmt(ri->unit, sizeof(ri->unit), "%s", v);
+                else if (streq(w, "property"))
+                        levers_fmt(ri->property, sizeof(ri->property), "%s", v);
+                else if (streq(w, "unit_original")) {
+                        ri->unit_original_unset = streq(v, "unset");
+                        if (!ri->unit_original_unset && util_parse_u64(v, &ri->unit_original) < 0)
+                                ri->unit[0] = '\0';   /* unusable: restore without systemd */
+                } else if (streq(w, "dropin"))
+                        levers_fmt(ri->dropin, sizeof(ri->dropin), "%s", v);
+                else if (streq(w, "dropin_existed"))
+                        ri->dropin_existed = !streq(v, "0");
+                else if (streq(w, "dir_existed"))
+                        ri->dir_existed = !streq(v, "0");
+        }
+        if (!ri->property[0] || !ri->dropin[0])
+                ri->unit[0] = '\0';
+}
+
+static const char *unit_section(const char *unit) {
+        const char *dot = strrchr(unit, '.');
+
+        if (dot && streq(dot, ".slice"))
+                return "Slice";
+        if (dot && streq(dot, ".scope"))
+                return "Scope";
+        return "Service";
+}
+
+/* The unit's own property (UINT64_MAX: not set) and whether it is transient. */
+static int systemd_unit_info(struct levers *l, const char *unit, const char *property, uint64_t *ret_value,
+                             bool *ret_transient) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        char iface[64];
+        const char *path;
+        _cleanup_free_ char *obj = NULL;
+        sd_bus *bus;
+        int transient = 0, r;
+
+        r = systemd_bus(l, &bus);
+        if (r < 0)
+                return r;
+        r = sd_bus_call_method(bus, "org.freedesktop.systemd1", "/org/freedesktop/systemd1",
+                               "org.freedesktop.systemd1.Manager", "GetUnit", &error, &reply, "s", unit);
+        if (r >= 0)
+                r = sd_bus_message_read(reply, "o", &path);
+        if (r >= 0) {
+                obj = strdup(path);
+                if (!obj)
+                        r = -ENOMEM;
+        }
+        sd_bus_message_unref(reply);
+        if (r >= 0) {
+                levers_fmt(iface, sizeof(iface), "org.freedesktop.systemd1.%s", unit_section(unit));
+                r = sd_bus_get_property_trivial(bus, "org.freedesktop.systemd1", obj, iface, property, &error, 't',
+                                                ret_value);
+        }
+        if (r >= 0)
+                r = sd_bus_get_property_trivial(bus, "org.freedesktop.systemd1", obj, "org.freedesktop.systemd1.Unit",
+                                                "Transient", &error, 'b', &transient);
+        if (r < 0)
+                detail(l, "systemd: cannot read %s of %s: %s; ", property, unit,
+                       error.name ? error.name : strerror(-r));
+        sd_bus_error_free(&error);
+        *ret_transient = transient;
+        return r;
+}
+
+int levers_weight_prepare(void *userdata, const char *cgroup, uint64_t weight, char ***ret_parents,
+                          char *ret_restore, size_t restore_size) {
+        struct levers *l = userdata;
+        char unit_buf[256], p[PATH_MAX], full[PATH_MAX];
+        const char *unit;
+        bool via_systemd = false;
+        size_t len;
+        int r;
+
+        *ret_parents = NULL;
+        ret_restore[0] = '\0';
+        l->last_detail[0] = '\0';
+        r = cgroup_usable(l, cgroup);
+        if (r < 0)
+                return r;
+
+        if (l->cg_version == 1) {
+                const struct levers_shares_memo *mm;
+                uint64_t shares, set_shares;
+
+                if (raw_read(l, cgroup, &shares) >= 0) {
+                        mm = memo_by_weight(l, cgroup, weight);
+                        set_shares = mm ? mm->shares : levers_weight_to_shares(weight);
+                        mm = memo_by_shares(l, cgroup, shares);
+                        levers_fmt(ret_restore, restore_size,
+                                   "shares=%" PRIu64 " weight=%" PRIu64 " set_shares=%" PRIu64 " set_weight=%" PRIu64,
+                                   shares, mm ? mm->weight : levers_shares_to_weight(shares), set_shares, weight);
+                }
+        }
+
+        unit = unit_of_cgroup(cgroup, unit_buf, sizeof(unit_buf));
+        if (unit) {
+                const char *property = l->cg_version == 1 ? "CPUShares" : "CPUWeight";
+                uint64_t orig;
+                bool transient;
+                struct stat st;
+
+                if (systemd_unit_info(l, unit, property, &orig, &transient) >= 0) {
+                        bool dropin_existed, dir_existed;
+                        char orig_s[24];
+
+                        via_systemd = true;
+                        levers_fmt(p, sizeof(p), "%s/%s.d/50-%s.conf",
+                                   transient ? "/run/systemd/transient" : "/run/systemd/system.control", unit, property);
+                        if (!util_path_at(full, sizeof(full), l->root, p))
+                                return -ENAMETOOLONG;
+                        dropin_existed = lstat(full, &st) >= 0;
+                        *strrchr(full, '/') = '\0';
+                        dir_existed = lstat(full, &st) >= 0;
+                        if (orig == UINT64_MAX)
+                                levers_fmt(orig_s, sizeof(orig_s), "unset");
+                        else
+                                levers_fmt(orig_s, sizeof(orig_s), "%" PRIu64, orig);
+                        len = strlen(ret_restore);
+                        levers_fmt(ret_restore + len, restore_size - len,
+                                   "%sunit=%s property=%s unit_original=%s dropin=%s dropin_existed=%d dir_existed=%d",
+                                   len ? " " : "", unit, property, orig_s, p, dropin_existed, dir_existed);
+                }
+        }
+
+        /* systemd enables cpu along the way for a unit it sets CPUWeight= on */
+        if (l->cg_version == 2 && !via_systemd) {
+                r = v2_missing_parents(l, cgroup, ret_parents);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int levers_weight_recall(void *userdata, const char *cgroup, const char *restore) {
+        struct levers *l = userdata;
+        struct restore_info ri;
+        int r = 0;
+
+        restore_parse(restore, &ri);
+        if (cgroup_path_check(cgroup) < 0)
+                return -EINVAL;
+        if (ri.have_set)
+                r = memo_put(l, cgroup, ri.set_weight, ri.set_shares);
+        if (r >= 0 && ri.have_shares)
+                r = memo_put(l, cgroup, ri.weight, ri.shares);
+        return r;
+}
+
+/* The drop-in holds exactly "[Section]" and "Property=value" besides comments: what our call wrote. */
+static bool dropin_is_ours(const char *text, const char *section, const char *property, const char *value) {
+        char want_section[48], want_line[96];
+        int seen = 0;
+        _cleanup_free_ char *copy = strdup(text);
+
+        if (!copy)
+                return false;
+        levers_fmt(want_section, sizeof(want_section), "[%s]", section);
+        levers_fmt(want_line, sizeof(want_line), "%s=%s", property, value);
+        for (char *save = NULL, *line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+                util_strip(line);
+                if (line[0] == '\0' || line[0] == '#' || line[0] == ';')
+                        continue;
+                if (seen == 0 && streq(line, want_section))
+                        seen = 1;
+                else if (seen == 1 && streq(line, want_line))
+                        seen = 2;
+                else
+                        return false;
+        }
+        return seen == 2;
+}
+
+static int systemd_reload(struct levers *l) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        int r;
+
+        r = systemd_manager_call(l, "Reload", NULL, NULL, 0, SYSTEMD_RELOAD_TIMEOUT_USEC, &error);
+        if (r < 0)
+                detail(l, "; daemon-reload failed: %s", error.name ? error.name : strerror(-r));
+        sd_bus_error_free(&error);
+        return r;
+}
+
+/* Take back the drop-in SetUnitProperties left, if it is still exactly ours. */
+static void dropin_cleanup(struct levers *l, const struct restore_info *ri, const char *value) {
+        _cleanup_free_ char *text = NULL;
+        char full[PATH_MAX], dir[PATH_MAX];
+        int r;
+
+        if (ri->dropin_existed)
+                return;   /* someone's before us: the restore call wrote their value back into it */
+        r = util_read_full_file_at(l->root, ri->dropin, &text, NULL);
+        if (r == -ENOENT)
+                return;
+        if (r < 0) {
+                detail(l, "; cannot read drop-in %s: %s", ri->dropin, strerror(-r));
+                return;
+        }
+        if (!dropin_is_ours(text, unit_section(ri->unit), ri->property, value)) {
+                detail(l, "; drop-in %s changed by someone else: left", ri->dropin);
+                return;
+        }
+        if (!util_path_at(full, sizeof(full), l->root, ri->dropin) || unlink(full) < 0) {
+                detail(l, "; cannot remove drop-in %s: %s", ri->dropin, strerror(errno));
+                return;
+        }
+        detail(l, "; removed drop-in %s", ri->dropin);
+        levers_fmt(dir, sizeof(dir), "%s", full);
+        *strrchr(dir, '/') = '\0';
+        if (!ri->dir_existed && rmdir(dir) >= 0)
+                detail(l, " and its directory");
+        /* Without a reload systemd keeps listing the file (DropInPaths,
+         * NeedDaemonReload=yes, `systemctl cat` fails on it): measured in the
+         * VM. One reload for a whole stop: levers_flush(). */
+        l->reload_pending = true;
+}
+
+int levers_flush(void *userdata) {
         struct levers *l = userdata;
         int r;
 
-        r = weight_set(l, cgroup, weight);
+        if (!l->reload_pending)
+                return 0;
+        l->reload_pending = false;
+        l->last_detail[0] = '\0';
+        r = systemd_reload(l);
+        if (r < 0) {
+                levers_set_error(l, "systemd: daemon-reload after removing runtime drop-ins failed%s", l->last_detail);
+                return r;
+        }
+        return 1;
+}
+
+static int read_back_or_default(struct levers *l, const char *cgroup, uint64_t want, uint64_t timeout_usec) {
+        uint64_t deadline = util_now_usec() + timeout_usec;
+        char p[PATH_MAX];
+
+        for (;;) {
+                uint64_t v;
+                int r = raw_read(l, cgroup, &v);
+
+                if (r >= 0 && v == want)
+                        return 0;
+                /* systemd trimmed cpu from the parent: no file is the default */
+                if (r == -ENOENT && l->cg_version == 2 && want == LEVERS_WEIGHT_DEFAULT &&
+                    cg_file(l, cgroup, NULL, p, sizeof(p)) >= 0 && file_exists_at(l, p))
+                        return 0;
+                if (util_now_usec() >= deadline)
+                        return read_back(l, cgroup, want, 0);
+                usleep(20 * USEC_PER_MSEC);
+        }
+}
+
+static int weight_restore(struct levers *l, const char *cgroup, uint64_t weight, const struct restore_info *ri) {
+        char value_s[24];
+        uint64_t value, want;
+        int r;
+
+        l->last_path = LEVERS_WEIGHT_PATH_NONE;
+        l->last_detail[0] = '\0';
+        if (ri->have_shares) {
+                /* the exact v1 value, whatever the memo of this process knows */
+                r = memo_put(l, cgroup, weight, ri->shares);
+                if (r < 0)
+                        return r;
+        }
+        if (!ri->unit[0] || cgroup_path_check(cgroup) < 0 || levers_cgroup_detect(l) < 0)
+                return weight_set(l, cgroup, weight, LEVERS_WEIGHT_NO_PARENTS);
+
+        value = ri->unit_original_unset ? UINT64_MAX : ri->unit_original;
+        r = systemd_set(l, ri->unit, ri->property, value);
+        if (r < 0) {
+                detail(l, "restoring without systemd; ");
+                return weight_set(l, cgroup, weight, LEVERS_WEIGHT_NO_PARENTS);
+        }
+        if (ri->unit_original_unset)
+                value_s[0] = '\0';
+        else
+                levers_fmt(value_s, sizeof(value_s), "%" PRIu64, value);
+        l->last_path = LEVERS_WEIGHT_PATH_SYSTEMD;
+        detail(l, "systemd: %s %s=%s", ri->unit, ri->property, ri->unit_original_unset ? "(unset)" : value_s);
+
+        want = l->cg_version == 1 ? (ri->have_shares ? ri->shares : levers_weight_to_shares(weight)) : weight;
+        r = read_back_or_default(l, cgroup, want, SYSTEMD_APPLY_TIMEOUT_USEC);
+        if (r < 0) {
+                detail(l, "; systemd did not apply it, writing directly; ");
+                r = weight_set(l, cgroup, weight, LEVERS_WEIGHT_NO_PARENTS);
+                if (r < 0)
+                        return r;
+        }
+        dropin_cleanup(l, ri, value_s);
+        return 1;
+}
+
+int levers_weight_restore(void *userdata, const char *cgroup, uint64_t weight, const char *restore) {
+        struct levers *l = userdata;
+        struct restore_info ri;
+        int r;
+
+        restore_parse(restore, &ri);
+        r = weight_restore(l, cgroup, weight, &ri);
         if (r < 0)
                 levers_set_error(l, "%s", l->last_detail[0] ? l->last_detail : strerror(-r));
         return r;

@@ -43,6 +43,7 @@ struct levers {
 
         struct levers_shares_memo *memo;
         size_t n_memo;
+        bool reload_pending;           /* a drop-in was removed: systemd must reload (levers_flush) */
 
         enum levers_weight_path last_path;
         char last_detail[PATH_MAX + 128];

@@ -152,6 +152,66 @@ int levers_sysctl_get(void *userdata, const char *name, char *buf, size_t size);
 int levers_sysctl_set(void *userdata, const char *name, const char *value);
 
 /*
+ * levers_weight_set() with flags. LEVERS_WEIGHT_NO_PARENTS: on cgroup v2,
+ * do not enable "+cpu" in ancestors that lack it (fail with -ENODEV): the
+ * applier enables them itself first, as journaled changes of their own
+ * (levers_weight_prepare). levers_weight_set() (flags 0) enables them, for
+ * levers-tool and direct callers that undo nothing.
+ */
+#define LEVERS_WEIGHT_NO_PARENTS 1u
+int levers_weight_set_flags(struct levers *l, const char *cgroup, uint64_t weight, unsigned flags);
+
+/*
+ * The applier's weight hooks (apply_ops.weight_prepare/recall/restore).
+ *
+ * prepare, before the first change of cgroup to weight: ret_parents are the
+ * ancestors (top down) whose cgroup.subtree_control lacks cpu, on v2, when
+ * the weight will be written directly (for a unit's cgroup set through
+ * systemd, systemd enables cpu on the way itself: empty). ret_restore is one
+ * line of "key=value" words, journaled with the change:
+ *   shares=S weight=W set_shares=S2 set_weight=W2    (cgroup v1: the exact
+ *       cpu.shares before and after, so that a restore after a crash writes
+ *       S, not the v2->v1 conversion of W)
+ *   unit=U property=CPUWeight|CPUShares unit_original=N|unset
+ *   dropin=PATH dropin_existed=0|1 dir_existed=0|1   (set through systemd:
+ *       the unit's own property before, and the runtime drop-in systemd
+ *       writes for SetUnitProperties(runtime=true): in systemd 252
+ *       /run/systemd/transient/U.d/50-P.conf for a transient unit,
+ *       /run/systemd/system.control/U.d/50-P.conf otherwise)
+ * recall (replay after a crash) relearns the v1 pairs. restore puts weight
+ * back: through systemd with the unit's original property (the "unset"
+ * value when it had none), then, if the drop-in did not exist before and
+ * holds exactly what that call wrote, removes it (and its directory if
+ * that is new and empty); levers_flush() then has systemd reload its
+ * units (once per batch of restores): measured in
+ * the VM, without a reload `systemctl cat` then fails on the missing file
+ * and NeedDaemonReload=yes; with it, CPUWeight, DropInPaths and
+ * `systemctl cat` are as before. Else the exact v1 cpu.shares, else as
+ * levers_weight_set_flags(NO_PARENTS).
+ */
+int levers_weight_prepare(void *userdata, const char *cgroup, uint64_t weight, char ***ret_parents,
+                          char *ret_restore, size_t restore_size);
+int levers_weight_recall(void *userdata, const char *cgroup, const char *restore);
+int levers_weight_restore(void *userdata, const char *cgroup, uint64_t weight, const char *restore);
+/*
+ * After a batch of restores (apply_ops.flush): the systemd reload that
+ * removed drop-ins need, once for all of them (measured in the VM: a reload
+ * takes ~2 s under TCG, and a stop restores every weight). 0 if none was
+ * needed, 1 after a reload, -errno (the cause in levers_last_error()).
+ */
+int levers_flush(void *userdata);
+
+/*
+ * cgroup v2 only (-EOPNOTSUPP otherwise): "cpu" in cgroup's
+ * cgroup.subtree_control (cgroup "/" is the hierarchy root). Disabling
+ * refuses with -EBUSY, the cause in levers_last_error(), when a child
+ * hands cpu further down or has a cpu.weight other than 100 or a cpu.max
+ * other than "max ..." (someone depends on it), or the kernel says EBUSY.
+ */
+int levers_subtree_get(void *userdata, const char *cgroup, bool *ret_enabled);
+int levers_subtree_set(void *userdata, const char *cgroup, bool enable);
+
+/*
  * One line naming the cause of the last failure of any backend above
  * (e.g. "lockdown: /sys/kernel/security/lockdown says [integrity]; EPERM on
  * /sys/kernel/debug/sched/features"), for the applier's log; "" if none.
@@ -174,10 +234,9 @@ const char *levers_weight_path_to_string(enum levers_weight_path p);
  * "enabled +cpu in /sys/fs/cgroup/x/cgroup.subtree_control; libcgroup: /sys/fs/cgroup/x/y/cpu.weight=50",
  * "systemd: SetUnitProperties(ghost.service, ...) failed: org.freedesktop.systemd1.NoSuchUnit; file: ...".
  *
- * Not undone by a restore: "+cpu" written to a v2 subtree_control (systemd
- * itself enables cpu on a slice once a unit sets CPUWeight=, and trims it
- * when no unit needs it), and the runtime drop-in systemd writes for
- * SetUnitProperties (it then holds the original value, gone at reboot).
+ * Restores go through levers_weight_restore(), which also takes back the
+ * runtime drop-in systemd wrote; "+cpu" in a v2 subtree_control is its
+ * own change (levers_subtree_set), made and undone by the applier.
  */
 enum levers_weight_path levers_weight_last_path(const struct levers *l, const char **ret_detail);
 

@@ -5,8 +5,12 @@
 # the cgroup v1 cpu controller (the development machines: v1 cpu, no
 # systemd, no system bus). Creates a test cgroup, sets cpu.shares through
 # levers_weight_set(), reads it back from the file, restores the exact
-# original, removes the cgroup. Skips (77) without root or a writable v1
-# cpu hierarchy; the v2 side is checked in the VM (tests/vm).
+# original, removes the cgroup. Then the daemon: a weight policy on a group
+# whose cpu.shares (1000) the v2 scale cannot express, kill -9, restart
+# without the policy: the replay must write back exactly 1000 (the
+# journal's "restore" field), not the v2->v1 conversion of weight 97 (993).
+# Skips (77) without root or a writable v1 cpu hierarchy; the v2 side is
+# checked in the VM (tests/vm).
 set -u
 
 tool="${top_builddir:-.}/tests/levers-tool"
@@ -26,7 +30,15 @@ mnt=$(val cgroup.mount)
 
 cg="/affinityd-test-$$"
 dir="$mnt$cg"
-cleanup() { [ -d "$dir" ] && rmdir "$dir"; }
+daemon=
+sleeper=
+work=
+cleanup() {
+        [ -n "$daemon" ] && kill -9 "$daemon" 2>/dev/null
+        [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null
+        [ -n "$work" ] && rm -rf "$work"
+        [ -d "$dir" ] && rmdir "$dir"
+}
 trap cleanup EXIT INT TERM
 mkdir "$dir" || skip "cannot create $dir"
 
@@ -68,5 +80,46 @@ rmdir "$mnt$ucg"
 [ $rc = 0 ] || fail "unit cgroup without systemd: $out"
 case "$out" in "changed path=libcgroup "*) ;; *) fail "expected the libcgroup path without a system bus: $out";; esac
 
-echo "PASS: cgroup v1 cpu.shares set, read back and restored through libcgroup"
+# The daemon: set, kill -9, restart, the replay restores the exact value.
+daemon_bin="${top_builddir:-.}/affinityd"
+ctl_bin="${top_builddir:-.}/affctl"
+[ -x "$daemon_bin" ] || fail "$daemon_bin not built"
+work=$(mktemp -d /tmp/affd-v1.XXXXXX)
+mkdir -p "$work/run" "$work/cfg/policies.d" "$work/quiet"
+printf '[Daemon]\nInterval=200ms\nHysteresis=1\nEffectCheck=no\n' > "$work/cfg/affinityd.conf"
+printf '[Daemon]\nInterval=200ms\n' > "$work/quiet/affinityd.conf"
+printf '[Policy]\nDetector=always\nAction=weight\nEnabled=yes\n[Match]\nCgroup=%s\n[Action]\nCPUWeight=400\n' "$cg" \
+        > "$work/cfg/policies.d/50-v1.policy"
+echo 1000 > "$dir/cpu.shares"
+sleep 600 &
+sleeper=$!
+echo "$sleeper" > "$dir/cgroup.procs" || fail "cannot move a task into $dir"
+shares() { cat "$dir/cpu.shares"; }
+shares_is() { [ "$(shares)" = "$1" ]; }
+# wait_for SECONDS CMD...: poll every 100 ms until CMD succeeds or the deadline passes
+wait_for() {
+        end=$(( $(date +%s) + $1 )); shift
+        until "$@"; do
+                [ "$(date +%s)" -lt "$end" ] || return 1
+                sleep 0.1
+        done
+}
+"$daemon_bin" --runtime-dir "$work/run" --config-dir "$work/cfg" > "$work/daemon1.log" 2>&1 &
+daemon=$!
+wait_for 30 shares_is 4096 || { cat "$work/daemon1.log"; fail "daemon did not set cpu.shares 4096 (weight 400): $(shares)"; }
+grep -q '"restore":"shares=1000 weight=97 set_shares=4096 set_weight=400"' "$work/run/journal" ||
+        { cat "$work/run/journal"; fail "journal lacks the exact shares"; }
+kill -9 "$daemon"; wait "$daemon" 2>/dev/null; daemon=
+shares_is 4096 || fail "cpu.shares changed by itself after kill -9: $(shares)"
+"$daemon_bin" --runtime-dir "$work/run" --config-dir "$work/quiet" > "$work/daemon2.log" 2>&1 &
+daemon=$!
+wait_for 30 "$ctl_bin" --runtime-dir "$work/run" status >/dev/null 2>&1 || { cat "$work/daemon2.log"; fail "restarted daemon does not answer"; }
+shares_is 1000 || { cat "$work/daemon2.log"; fail "replay after kill -9 left cpu.shares $(shares), want exactly 1000"; }
+kill -TERM "$daemon"; wait "$daemon" 2>/dev/null; daemon=
+shares_is 1000 || fail "stop changed cpu.shares to $(shares)"
+echo "ok: kill -9 + restart restored cpu.shares exactly (1000, not 993)"
+kill "$sleeper" 2>/dev/null; wait "$sleeper" 2>/dev/null; sleeper=
+# the group must be empty before cleanup's rmdir: the sleeper is gone
+
+echo "PASS: cgroup v1 cpu.shares set, read back and restored (also after kill -9) through libcgroup"
 exit 0

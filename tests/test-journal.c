@@ -123,6 +123,39 @@ static void test_roundtrip(void) {
         journal_free(j);
 }
 
+/* The optional "restore" words of a weight, and the cgroup-subtree type, survive a round trip. */
+static void test_restore_field_and_subtree(void) {
+        struct journal_record r = begin_rec(1, 1, "100", "500"), s = begin_rec(2, 1, "-cpu", "+cpu");
+        struct journal_contents c = {};
+        char *l1, *l2, *text;
+
+        r.type = ACT_CGROUP_WEIGHT;
+        r.task = (struct task_id) {};
+        snprintf(r.key, sizeof(r.key), "cgroup:/e2e.slice/x.service");
+        snprintf(r.name, sizeof(r.name), "/e2e.slice/x.service");
+        snprintf(r.restore, sizeof(r.restore), "unit=x.service property=CPUWeight unit_original=unset "
+                 "dropin=/run/systemd/transient/x.service.d/50-CPUWeight.conf dropin_existed=0 dir_existed=0");
+        s.type = ACT_CGROUP_SUBTREE;
+        s.task = (struct task_id) {};
+        snprintf(s.key, sizeof(s.key), "subtree:/plain");
+        snprintf(s.name, sizeof(s.name), "/plain");
+        ASSERT_OK(journal_format_record(&s, &l1));
+        ASSERT_OK(journal_format_record(&r, &l2));
+        ASSERT_TRUE(!strstr(l1, "\"restore\""));   /* only written when there is something to say */
+        ASSERT_TRUE(asprintf(&text, JOURNAL_MAGIC " 1 boot_id=- created_usec=1\n%s\n%s\n", l1, l2) > 0);
+        ASSERT_OK(journal_parse(text, strlen(text), &c));
+        ASSERT_EQ(c.n_entries, 2);
+        ASSERT_EQ(c.entries[0].begin.type, ACT_CGROUP_SUBTREE);
+        ASSERT_STREQ(c.entries[0].begin.restore, "");
+        ASSERT_STREQ(c.entries[0].begin.original, "-cpu");
+        ASSERT_EQ(c.entries[1].begin.type, ACT_CGROUP_WEIGHT);
+        ASSERT_STREQ(c.entries[1].begin.restore, r.restore);
+        journal_contents_clear(&c);
+        free(text);
+        free(l1);
+        free(l2);
+}
+
 /* Cut the file at every byte of the last record: everything before survives. */
 static void test_torn_last_record(void) {
         struct journal *j = write_sample();
@@ -404,6 +437,7 @@ int main(int argc, char **argv) {
         make_dir();
         test_crc();
         test_roundtrip();
+        test_restore_field_and_subtree();
         test_torn_last_record();
         test_damaged_middle_record();
         test_version_mismatch();

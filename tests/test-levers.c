@@ -174,8 +174,8 @@ static void test_v2_weight(void) {
         /* +cpu is enabled in every ancestor that lacks it, from the top down */
         ASSERT_EQ(levers_weight_set(l, "/app.slice/deep.slice/worker.service", 400), 1);
         ASSERT_STREQ(levers_slurp(root, "/sys/fs/cgroup/app.slice/deep.slice/worker.service/cpu.weight"), "400");
-        ASSERT_STREQ(levers_slurp(root, "/sys/fs/cgroup/app.slice/cgroup.subtree_control"), "+cpu");
-        ASSERT_STREQ(levers_slurp(root, "/sys/fs/cgroup/app.slice/deep.slice/cgroup.subtree_control"), "+cpu");
+        ASSERT_STREQ(levers_slurp(root, "/sys/fs/cgroup/app.slice/cgroup.subtree_control"), "memory pids cpu");
+        ASSERT_STREQ(levers_slurp(root, "/sys/fs/cgroup/app.slice/deep.slice/cgroup.subtree_control"), "cpu");
         ASSERT_STREQ(levers_slurp(root, "/sys/fs/cgroup/cgroup.subtree_control"), "cpu memory pids");
         levers_weight_last_path(l, &detail);
         ASSERT_CONTAINS(detail, "enabled +cpu in /sys/fs/cgroup/app.slice/cgroup.subtree_control");

@@ -49,6 +49,20 @@ export POLICY_DIR=/etc/affinityd/policies.d
 # The cgroup whose cpu.weight 50-e2e.policy sets (see the ADJUST note there).
 export E2E_WEIGHT_CGROUP=${E2E_WEIGHT_CGROUP:-/sys/fs/cgroup/e2e.slice/e2e-weighted.service}
 export E2E_WEIGHT=500
+# Every cgroup 50-e2e.policy weights, one per way a weight is set and undone:
+#   e2e-weighted.service  transient unit with CPUWeight=100 (systemd path; its
+#                         runtime drop-in goes to /run/systemd/transient/)
+#   e2e-unset.service     transient unit without CPUWeight= (restored to "unset")
+#   e2e-static.service    unit file in /etc (drop-in in /run/systemd/system.control/)
+#   /e2e-plain/child      not a unit: written directly; affinityd enables +cpu in
+#                         /e2e-plain's cgroup.subtree_control (journaled, undone)
+export E2E_UNITS="e2e-weighted.service e2e-unset.service e2e-static.service"
+export E2E_PLAIN=/sys/fs/cgroup/e2e-plain
+export E2E_WEIGHT_CGROUPS="$E2E_WEIGHT_CGROUP /sys/fs/cgroup/e2e.slice/e2e-unset.service /sys/fs/cgroup/e2e.slice/e2e-static.service $E2E_PLAIN/child"
+# The steal-time check: the file bound over the daemon's /proc/stat, and the
+# feature its policy (53-e2e-steal.policy) turns off.
+export E2E_STEAL_DIR=/run/affinityd-test
+export E2E_STEAL_FEATURE=WAKEUP_PREEMPTION
 export FEATURES=/sys/kernel/debug/sched/features
 # The sysctl that 52-e2e-sysctl.policy sets, read from the policy itself so
 # the value is changed in one place: "kernel.foo=V" -> /proc/sys/kernel/foo, V.
@@ -115,6 +129,17 @@ stop_daemon() {
         fail "stop ended with Result=$result (did not exit cleanly on SIGTERM within TimeoutStopSec)"
 }
 
+# kill -9 the daemon and wait until systemd restarted it (Restart=on-failure).
+kill9_and_restart() {
+    local old
+    old=$(main_pid)
+    run kill -9 "$old"
+    wait_until "$E2E_DEADLINE" "restarted with a new MainPID" \
+        bash -c '[ "$(systemctl is-active affinityd)" = active ] &&
+                 p=$(systemctl show -p MainPID --value affinityd) && [ "$p" != 0 ] && [ "$p" != '"$old"' ]' ||
+        fail "not restarted after SIGKILL (Restart=on-failure?): state $(systemctl is-active "$UNIT"), MainPID $(main_pid)"
+}
+
 reload_daemon() {
     run timeout 120 systemctl reload "$UNIT"
 }
@@ -128,7 +153,15 @@ install_policy() {
     echo "$POLICY_DIR/$1" >> "$STATE/installed"
 }
 
-weight_is() { [ "$(cat "$E2E_WEIGHT_CGROUP/cpu.weight")" = "$1" ]; }
+weight_is() {
+    local cg
+    for cg in $E2E_WEIGHT_CGROUPS; do [ "$(cat "$cg/cpu.weight" 2>/dev/null)" = "$1" ] || return 1; done
+}
+# affctl status lists a changed lever with its original: status_lists TARGET ORIGINAL
+status_lists() {
+    affctl status --json | jq -e --arg t "$1" --arg o "$2" \
+        '.levers_changed | any(.target == $t and .original == $o)' >/dev/null
+}
 feature_on() { tr ' ' '\n' < "$FEATURES" | grep -qx "$1"; }
 sysctl_is() { [ "$(cat "$E2E_SYSCTL_PATH")" = "$1" ]; }
 
@@ -176,7 +209,7 @@ policies_applied() {
 
 # For messages: the current value of each lever.
 levers_now() {
-    printf 'weight=%s features:%s %s=%s' "$(cat "$E2E_WEIGHT_CGROUP/cpu.weight" 2>/dev/null)" \
+    printf 'weights=%s features:%s %s=%s' "$(for cg in $E2E_WEIGHT_CGROUPS; do printf '%s,' "$(cat "$cg/cpu.weight" 2>/dev/null)"; done)" \
         "$(tr ' ' '\n' < "$FEATURES" | grep -x -e GENTLE_FAIR_SLEEPERS -e NO_GENTLE_FAIR_SLEEPERS)" \
         "$E2E_SYSCTL_NAME" "$(cat "$E2E_SYSCTL_PATH")"
 }
@@ -195,6 +228,20 @@ snapshot() {
             sed 's|^/proc/sys/\([^:]*\):|sysctl:\1\t|' || true
         find /sys/fs/cgroup -name cpu.weight -exec grep -H '' {} + 2>/dev/null |
             sed 's|^\(.*\)/cpu\.weight:|weight:\1\t|' || true
+        # Which controllers every cgroup hands down (empty files too: read, not grep).
+        local f v u
+        while read -r f; do
+            v=; read -r v < "$f" 2>/dev/null || true
+            printf 'subtree:%s\t%s\n' "${f%/cgroup.subtree_control}" "$v"
+        done < <(find /sys/fs/cgroup -name cgroup.subtree_control 2>/dev/null)
+        # What systemd says about the weighted units: their property, their
+        # drop-ins, and `systemctl cat` (text kept next to the snapshot).
+        for u in $E2E_UNITS; do
+            systemctl show -p CPUWeight -p DropInPaths -p NeedDaemonReload "$u" 2>/dev/null |
+                sed "s|^\([^=]*\)=|unit:$u:\1\t|"
+            systemctl cat "$u" > "$out.cat.$u" 2>&1 || true
+            printf 'unitcat:%s\t%s\n' "$u" "$(md5sum < "$out.cat.$u" | cut -c1-12)"
+        done
         # Tasks vanish between the glob and the read: grep skips them (2>/dev/null).
         grep -H -e '^Name:' -e '^PPid:' -e '^Cpus_allowed_list:' \
                 /proc/[0-9]*/task/[0-9]*/status 2>/dev/null |
@@ -228,6 +275,10 @@ same_as_baseline() {
                 ($1 in base) && base[$1] != $2 { printf "    %s: was \"%s\", now \"%s\"\n", $1, base[$1], $2 }' \
             "$STATE/baseline-$1" "$STATE/now")
     if [ -n "$diffs" ]; then
+        for u in $E2E_UNITS; do
+            cmp -s "$STATE/baseline-$1.cat.$u" "$STATE/now.cat.$u" ||
+                { say "systemctl cat $u, before vs now:"; diff "$STATE/baseline-$1.cat.$u" "$STATE/now.cat.$u" | sed 's/^/    /'; }
+        done
         printf '  values left changed:\n%s\n' "$diffs"
         fail "$(printf '%s\n' "$diffs" | wc -l) value(s) differ from before start (listed above)"
     fi
@@ -388,8 +439,22 @@ check_policy_cgroup_weight() {
     require_active
     install_policy 50-e2e.policy
     reload_daemon || fail "'systemctl reload $UNIT' failed with a valid policy"
-    wait_until "$E2E_DEADLINE" "$E2E_WEIGHT_CGROUP/cpu.weight = $E2E_WEIGHT" weight_is "$E2E_WEIGHT" ||
-        fail "$E2E_WEIGHT_CGROUP/cpu.weight is $(cat "$E2E_WEIGHT_CGROUP/cpu.weight"), want $E2E_WEIGHT"
+    wait_until "$E2E_DEADLINE" "cpu.weight = $E2E_WEIGHT in $E2E_WEIGHT_CGROUPS" weight_is "$E2E_WEIGHT" ||
+        fail "cpu.weight not $E2E_WEIGHT everywhere: $(levers_now)"
+    local u
+    # The units through systemd (so a daemon-reload keeps it), the plain group directly.
+    for u in $E2E_UNITS; do
+        [ "$(systemctl show -p CPUWeight --value "$u")" = "$E2E_WEIGHT" ] ||
+            fail "systemd says $u CPUWeight=$(systemctl show -p CPUWeight --value "$u"), want $E2E_WEIGHT"
+    done
+    say "drop-ins now: $(find /run/systemd/transient /run/systemd/system.control -name '50-CPUWeight.conf' 2>/dev/null | paste -sd ' ' -)"
+    grep -qw cpu "$E2E_PLAIN/cgroup.subtree_control" || fail "+cpu not in $E2E_PLAIN/cgroup.subtree_control"
+    # affctl status lists each change with its original, +cpu included.
+    status_lists "subtree:/e2e-plain" "-cpu" ||
+        fail "affctl status does not list subtree:/e2e-plain (original -cpu): $(affctl status --json | jq -c .levers_changed)"
+    status_lists "cgroup:/e2e.slice/e2e-weighted.service" "100" ||
+        fail "affctl status does not list the weight with original 100: $(affctl status --json | jq -c .levers_changed)"
+    run affctl status | grep -iA8 'changed' | head -n 12 || true
     echo weight >> "$STATE/levers-ok"
 }
 
@@ -400,6 +465,8 @@ check_policy_sched_features() {
     reload_daemon || fail "'systemctl reload $UNIT' failed with a valid policy"
     wait_until "$E2E_DEADLINE" "NO_GENTLE_FAIR_SLEEPERS in $FEATURES" feature_on NO_GENTLE_FAIR_SLEEPERS ||
         fail "features still: $(cat "$FEATURES")"
+    status_lists "feature:GENTLE_FAIR_SLEEPERS" "GENTLE_FAIR_SLEEPERS" ||
+        fail "affctl status does not list feature:GENTLE_FAIR_SLEEPERS with its original: $(affctl status --json | jq -c .levers_changed)"
     echo features >> "$STATE/levers-ok"
 }
 
@@ -413,6 +480,8 @@ check_policy_sysctl() {
     reload_daemon || fail "'systemctl reload $UNIT' failed with a valid policy"
     wait_until "$E2E_DEADLINE" "$E2E_SYSCTL_NAME = $E2E_SYSCTL_VALUE" sysctl_is "$E2E_SYSCTL_VALUE" ||
         fail "$E2E_SYSCTL_NAME is $(cat "$E2E_SYSCTL_PATH"), want $E2E_SYSCTL_VALUE"
+    status_lists "sysctl:$E2E_SYSCTL_NAME" "$before" ||
+        fail "affctl status does not list sysctl:$E2E_SYSCTL_NAME with original $before: $(affctl status --json | jq -c .levers_changed)"
     echo sysctl >> "$STATE/levers-ok"
 }
 
@@ -423,17 +492,11 @@ check_stop_restores() {
 }
 
 check_restart_after_sigkill() {
-    local old
     require_active
     ensure_e2e_policies
     wait_until "$E2E_DEADLINE" "e2e policies in force" policies_applied ||
         fail "e2e policies ($(levers)) not in force after start: $(levers_now)"
-    old=$(main_pid)
-    run kill -9 "$old"
-    wait_until "$E2E_DEADLINE" "restarted with a new MainPID" \
-        bash -c '[ "$(systemctl is-active affinityd)" = active ] &&
-                 p=$(systemctl show -p MainPID --value affinityd) && [ "$p" != 0 ] && [ "$p" != '"$old"' ]' ||
-        fail "not restarted after SIGKILL (Restart=on-failure?): state $(systemctl is-active "$UNIT"), MainPID $(main_pid)"
+    kill9_and_restart
     say "NRestarts=$(systemctl show -p NRestarts --value "$UNIT") new MainPID=$(main_pid)"
     wait_until "$E2E_DEADLINE" "e2e policies in force again" policies_applied ||
         fail "e2e policies ($(levers)) not in force after the restart: $(levers_now)"
@@ -442,6 +505,64 @@ check_restart_after_sigkill() {
 check_restore_after_crash() {
     require_active
     stop_daemon
+    same_as_baseline start
+}
+
+# kill -9, and the next start has no lever policies: what it finds in force
+# comes only from replaying the journal, and must be undone exactly: values,
+# +cpu, the units' CPUWeight, drop-ins and `systemctl cat`.
+check_replay_restores() {
+    local l
+    require_active
+    ensure_e2e_policies
+    wait_until "$E2E_DEADLINE" "e2e policies in force" policies_applied ||
+        fail "e2e policies ($(levers)) not in force: $(levers_now)"
+    for l in $(levers); do run rm -f "$POLICY_DIR/$(lever_policy "$l")"; done
+    kill9_and_restart
+    # The replay runs before READY=1: active means it is done.
+    journalctl -u "$UNIT" --no-pager -o cat | grep 'entries:' | tail -n 1 | sed 's/^/  journal: /'
+    say "runtime drop-ins left: $(find /run/systemd/transient /run/systemd/system.control -name '50-CPUWeight.conf' 2>/dev/null | wc -l)"
+    same_as_baseline start
+}
+
+# `affctl revert --all` undoes everything exactly, as a stop does (dry-run on
+# first, or the policies would apply again at the next interval).
+check_revert_all() {
+    require_active
+    ensure_e2e_policies
+    wait_until "$E2E_DEADLINE" "e2e policies in force" policies_applied ||
+        fail "e2e policies ($(levers)) not in force: $(levers_now)"
+    run affctl dry-run on
+    run affctl revert --all
+    same_as_baseline start
+    run affctl dry-run off
+    wait_until "$E2E_DEADLINE" "e2e policies in force again after dry-run off" policies_applied ||
+        fail "e2e policies ($(levers)) not in force after dry-run off: $(levers_now)"
+}
+
+# A "+cpu" affinityd enabled that someone else depends on by stop time is left,
+# and the journal says why.
+check_subtree_in_use() {
+    local l=50-e2e.policy
+    require_active
+    cmp -s "$E2E_POLICY_SRC/$l" "$POLICY_DIR/$l" || { install_policy "$l"; reload_daemon || fail "reload failed"; }
+    wait_until "$E2E_DEADLINE" "cpu.weight $E2E_WEIGHT in $E2E_PLAIN/child" \
+        bash -c '[ "$(cat '"$E2E_PLAIN"'/child/cpu.weight)" = '"$E2E_WEIGHT"' ]' ||
+        fail "$E2E_PLAIN/child not weighted: $(cat "$E2E_PLAIN/child/cpu.weight" 2>&1)"
+    run mkdir -p "$E2E_PLAIN/other"
+    echo 200 > "$E2E_PLAIN/other/cpu.weight"
+    stop_daemon
+    grep -qw cpu "$E2E_PLAIN/cgroup.subtree_control" ||
+        fail "+cpu taken from $E2E_PLAIN although $E2E_PLAIN/other has cpu.weight 200"
+    [ "$(cat "$E2E_PLAIN/other/cpu.weight")" = 200 ] || fail "$E2E_PLAIN/other lost its weight"
+    [ "$(cat "$E2E_PLAIN/child/cpu.weight")" = 100 ] || fail "$E2E_PLAIN/child not restored"
+    wait_until 30 "journal says why +cpu was left" \
+        bash -c "journalctl -u $UNIT --no-pager -o cat | grep -q 'of /e2e-plain enabled: in use now ($E2E_PLAIN/other/cpu.weight has cpu.weight 200)'" ||
+        fail "no 'in use now' line in the journal: $(journalctl -u "$UNIT" --no-pager -o cat | grep -i subtree | tail -n 3)"
+    run journalctl -u "$UNIT" --no-pager -o cat | grep 'in use now' | tail -n 1
+    rmdir "$E2E_PLAIN/other"
+    echo -cpu > "$E2E_PLAIN/cgroup.subtree_control"
+    rm -f "$POLICY_DIR/$l"
     same_as_baseline start
 }
 
@@ -639,6 +760,92 @@ check_final_stop_restores_all() {
     same_as_baseline start
 }
 
+# The steal policy (53-e2e-steal.policy) driven by a /proc/stat that e2e.sh
+# writes: the daemon runs with BindReadOnlyPaths=$E2E_STEAL_DIR/stat:/proc/stat
+# (a drop-in), and a feeder (a transient unit) rewrites that file in place
+# (same inode, so the bind mount sees it) every 0.5 s from the real /proc/stat,
+# its steal column as told by $E2E_STEAL_DIR/mode: real (unchanged), rise (as
+# large as the other columns together: ~50 % steal), flat (frozen).
+steal_feeder() {
+    local d=$1
+    while :; do
+        awk -v mode="$(cat "$d/mode" 2>/dev/null || echo real)" -v frozen="$d/frozen" '
+            BEGIN { while ((getline l < frozen) > 0) { split(l, a, " "); fz[a[1]] = a[2] } }
+            /^cpu/ { n = $2 + $3 + $4 + $5 + $6 + $7 + $8
+                     if (mode == "rise") $9 = n
+                     else if (mode == "flat" && ($1 in fz)) $9 = fz[$1]
+                     st[$1] = $9 }
+            { print }
+            END { if (mode == "rise") { printf "" > frozen; for (c in st) print c, st[c] > frozen } }' \
+            /proc/stat > "$d/stat.new"
+        # one write() without truncating first: a reader never sees an empty
+        # file (the counters only grow, so the content never gets shorter)
+        dd if="$d/stat.new" of="$d/stat" bs=1M conv=notrunc status=none
+        sleep 0.5
+    done
+}
+
+steal_of_cpu0() { awk '$1 == "cpu0" { print $9 }' "$E2E_STEAL_DIR/stat"; }
+
+check_steal_profile() {
+    local dropin=/etc/systemd/system/affinityd.service.d/50-e2e-steal.conf pid ino_file ino_seen s1 f=$E2E_STEAL_FEATURE
+    feature_on "$f" || skip "$f is not on by default here: $(cat "$FEATURES")"
+    systemctl stop e2e-steal-feeder 2>/dev/null || true
+    mkdir -p "$E2E_STEAL_DIR"
+    echo real > "$E2E_STEAL_DIR/mode"
+    rm -f "$E2E_STEAL_DIR/frozen"
+    # The first copy is written whole: the feeder's in-place writes keep this inode.
+    awk '/^cpu/ { $1 = $1 } { print }' /proc/stat > "$E2E_STEAL_DIR/stat"
+    # From a file: systemd 252 would expand ${...} in a command line given to systemd-run.
+    { declare -f steal_feeder; echo 'steal_feeder "$1"'; } > "$E2E_STEAL_DIR/feeder.sh"
+    run systemd-run --quiet --collect --unit=e2e-steal-feeder bash "$E2E_STEAL_DIR/feeder.sh" "$E2E_STEAL_DIR"
+    s1=$(steal_of_cpu0)
+    mkdir -p "${dropin%/*}"
+    printf '[Service]\nBindReadOnlyPaths=%s/stat:/proc/stat\n' "$E2E_STEAL_DIR" > "$dropin"
+    echo "$dropin" >> "$STATE/installed"
+    run systemctl daemon-reload
+    run timeout 120 systemctl restart "$UNIT"
+    wait_until 60 "$UNIT active" is_active || fail "$UNIT not active with the /proc/stat bind"
+    pid=$(main_pid)
+    # The bind works on this kernel: the daemon's /proc/stat is our file, same inode.
+    grep ' /proc/stat ' "/proc/$pid/mountinfo" | sed 's/^/  mountinfo: /' || fail "no mount on /proc/stat in the daemon's namespace"
+    ino_file=$(stat -c %i "$E2E_STEAL_DIR/stat")
+    ino_seen=$(stat -L -c %i "/proc/$pid/root/proc/stat")
+    [ "$ino_file" = "$ino_seen" ] || fail "daemon's /proc/stat is inode $ino_seen, the fed file $ino_file"
+    install_policy 53-e2e-steal.policy
+    reload_daemon || fail "'systemctl reload' failed with 53-e2e-steal.policy"
+    # No steal yet: the profile must not be applied (a few intervals to be sure it would have been seen).
+    wait_until 20 "the feeder rewrote the file" bash -c '[ "$(stat -c %Y '"$E2E_STEAL_DIR"'/stat)" -gt '"$(date +%s)"' ]' ||
+        fail "feeder does not write $E2E_STEAL_DIR/stat"
+    feature_on "$f" || fail "NO_$f applied with no steal (steal of cpu0: $s1 -> $(steal_of_cpu0))"
+
+    echo rise > "$E2E_STEAL_DIR/mode"
+    wait_until "$E2E_DEADLINE" "steal rises: NO_$f applied" feature_on "NO_$f" ||
+        fail "NO_$f not applied under ~50% steal: $(cat "$FEATURES" | tr ' ' '\n' | grep "$f"); $(affctl status --json | jq -c .levers_changed)"
+    say "steal of cpu0 now $(steal_of_cpu0) (was $s1)"
+    status_lists "feature:$f" "$f" ||
+        fail "affctl status does not list feature:$f with original $f: $(affctl status --json | jq -c .levers_changed)"
+    journalctl -u "$UNIT" --no-pager -o cat | grep -i steal | tail -n 2 | sed 's/^/  journal: /' || true
+
+    echo flat > "$E2E_STEAL_DIR/mode"
+    wait_until "$E2E_DEADLINE" "steal flat: $f back after the hysteresis" feature_on "$f" ||
+        fail "NO_$f still applied after steal went flat: $(affctl status --json | jq -c .levers_changed)"
+    journalctl -u "$UNIT" --no-pager -o cat | grep -i "restored sched feature $f" | tail -n 1 | sed 's/^/  journal: /' || true
+
+    echo rise > "$E2E_STEAL_DIR/mode"
+    wait_until "$E2E_DEADLINE" "steal rises again: NO_$f applied" feature_on "NO_$f" ||
+        fail "NO_$f not applied the second time"
+    stop_daemon
+    feature_on "$f" || fail "stop left NO_$f: $(cat "$FEATURES")"
+    say "stop restored $f"
+
+    run systemctl stop e2e-steal-feeder
+    rm -f "$dropin" "$POLICY_DIR/53-e2e-steal.policy"
+    rm -rf "$E2E_STEAL_DIR"
+    run systemctl daemon-reload
+    same_as_baseline start
+}
+
 # ------------------------------------------------------------------ driver
 
 PASSED=0 FAILED=0 SKIPPED=0
@@ -703,6 +910,19 @@ systemd-run --quiet --collect --unit=e2e-weighted --slice=e2e.slice -p CPUWeight
     echo "e2e: WARNING: could not start e2e-weighted.service"
 wait_until 30 "$E2E_WEIGHT_CGROUP/cpu.weight exists" test -e "$E2E_WEIGHT_CGROUP/cpu.weight" ||
     echo "e2e: WARNING: no $E2E_WEIGHT_CGROUP/cpu.weight"
+systemctl stop e2e-unset e2e-static 2>/dev/null || true
+systemd-run --quiet --collect --unit=e2e-unset --slice=e2e.slice sleep infinity ||
+    echo "e2e: WARNING: could not start e2e-unset.service"
+printf '[Unit]\nDescription=e2e: a unit from a unit file\n[Service]\nSlice=e2e.slice\nExecStart=/bin/sleep infinity\n' \
+    > /etc/systemd/system/e2e-static.service
+systemctl daemon-reload
+systemctl start e2e-static || echo "e2e: WARNING: could not start e2e-static.service"
+# A cgroup that is no unit's: its parent hands nothing down (+cpu is affinityd's to add).
+mkdir -p "$E2E_PLAIN/child"
+sleep infinity &
+PLAIN_PID=$!
+echo "$PLAIN_PID" > "$E2E_PLAIN/child/cgroup.procs" || echo "e2e: WARNING: cannot move a task into $E2E_PLAIN/child"
+echo "e2e: $E2E_PLAIN/cgroup.subtree_control: '$(cat "$E2E_PLAIN/cgroup.subtree_control")', root: '$(cat /sys/fs/cgroup/cgroup.subtree_control)'"
 mkdir -p "$POLICY_DIR"
 rm -f "$POLICY_DIR"/5[0-9]-e2e*.policy "$POLICY_DIR"/6[0-9]-e2e*.policy "$POLICY_DIR/50-bad.policy"
 # Daemon settings for the whole run (see the file for why).
@@ -723,18 +943,23 @@ check policy-sysctl
 check stop-restores
 check restart-after-sigkill
 check restore-after-crash
+check replay-restores
+check revert-all
 check reload-bad-policy
 check watchdog-restart 300
 check hog-pin
 check hog-unpin-on-stop
 check pair-colocate 240
 check final-stop-restores-all
+check subtree-in-use
+check steal-profile 300
 
 if [ -s "$STATE/exposure" ]; then
     echo "e2e: systemd-analyze security exposure: $(cat "$STATE/exposure")"
     [ -z "$E2E_RESULTS" ] || printf 'INFO\tsecurity-exposure-score\t0\t%s\n' "$(cat "$STATE/exposure")" >> "$E2E_RESULTS"
 fi
-systemctl stop e2e-hogs e2e-pair e2e-weighted 2>/dev/null || true
+systemctl stop e2e-hogs e2e-pair e2e-weighted e2e-unset e2e-static e2e-steal-feeder 2>/dev/null || true
+[ -z "${PLAIN_PID:-}" ] || kill "$PLAIN_PID" 2>/dev/null || true
 rm -rf "$STATE"
 echo "e2e: $PASSED passed, $FAILED failed, $SKIPPED skipped"
 [ "$FAILED" = 0 ]
