@@ -312,8 +312,14 @@ static void on_applier_event(const struct applier_event *ev, void *userdata) {
         case APPLIER_EVENT_FAILED:
                 level = LOG_WARNING;
                 break;
+        case APPLIER_EVENT_RESTORED:
+                /* On stop, revert and crash replay nothing else says what came
+                 * back (and which systemd drop-in was removed); a release in a
+                 * pass is said twice, once as the plan's action. */
+                level = LOG_INFO;
+                break;
         default:
-                level = LOG_DEBUG; /* set/restored/gone: log_action() already said it */
+                level = LOG_DEBUG; /* set/gone: log_action() already said it */
                 break;
         }
         snprintf(f[n], sizeof(f[n]), "EVENT=%s", applier_event_kind_to_string(ev->kind));
