@@ -62,48 +62,96 @@ enum key {
         _K_MAX,
 };
 
+/*
+ * How a key's value is read. Most keys are "one value, parsed with explicit
+ * bounds, stored in one field": the table below says which parser, which
+ * bounds and which field (offset into struct daemon_settings for [Daemon],
+ * into struct policy for the others), and store_value() does the rest. Keys
+ * whose logic differs (names, enums, lists with per-entry checks, CPUs,
+ * sysctls, RunDelay, MaxWakeEvents, LogLevel) are V_CUSTOM and written out
+ * in daemon_key() / policy_key().
+ */
+enum value_kind {
+        V_CUSTOM,
+        V_BOOL,       /* bool */
+        V_TRISTATE,   /* int, enum match_tristate: yes → MATCH_YES, no → MATCH_NO */
+        V_UINT,       /* unsigned, int, int64_t or uint64_t (field_size), within umin..umax */
+        V_DURATION,   /* uint64_t µs, within umin..umax */
+        V_PERCENT,    /* double fraction, dmin..dmax in percent */
+        V_RATE,       /* double per second, within dmin..dmax */
+        V_LIST,       /* char ** of words, checked per key by list_add() */
+};
+
 static const struct key_def {
         enum section section;
         const char *name;
+        enum value_kind kind;
+        size_t offset;
+        size_t field_size;
+        uint64_t umin, umax;
+        double dmin, dmax;
 } keys[_K_MAX] = {
-        [K_INTERVAL]            = { SEC_DAEMON, "Interval" },
-        [K_DRY_RUN]             = { SEC_DAEMON, "DryRun" },
+#define FIELD(type, field) .offset = offsetof(type, field), .field_size = sizeof(((type *) NULL)->field)
+#define DAEMON(n, k, f, ...)    { SEC_DAEMON, n, k, FIELD(struct daemon_settings, f), __VA_ARGS__ }
+#define POLICY(s, n, k, f, ...) { s, n, k, FIELD(struct policy, f), __VA_ARGS__ }
+        [K_INTERVAL]            = DAEMON("Interval", V_DURATION, interval_usec,
+                                         .umin = 100 * USEC_PER_MSEC, .umax = 60 * USEC_PER_SEC),
+        [K_DRY_RUN]             = DAEMON("DryRun", V_BOOL, dry_run),
         [K_LOG_LEVEL]           = { SEC_DAEMON, "LogLevel" },
-        [K_MAX_ACTIONS]         = { SEC_DAEMON, "MaxActionsPerInterval" },
-        [K_HYSTERESIS]          = { SEC_DAEMON, "Hysteresis" },
-        [K_COOLDOWN]            = { SEC_DAEMON, "Cooldown" },
-        [K_EFFECT_CHECK]        = { SEC_DAEMON, "EffectCheck" },
-        [K_EFFECT_TOLERANCE]    = { SEC_DAEMON, "EffectTolerance" },
-        [K_RETRY_AFTER]         = { SEC_DAEMON, "RetryAfter" },
-        [K_MAX_THREADS]         = { SEC_DAEMON, "MaxThreads" },
-        [K_WAKE_SAMPLE_PERIOD]  = { SEC_DAEMON, "WakeSamplePeriod" },
+        [K_MAX_ACTIONS]         = DAEMON("MaxActionsPerInterval", V_UINT, max_actions_per_interval,
+                                         .umin = 1, .umax = 1000),
+        [K_HYSTERESIS]          = DAEMON("Hysteresis", V_UINT, hysteresis_intervals, .umin = 1, .umax = 100),
+        [K_COOLDOWN]            = DAEMON("Cooldown", V_DURATION, cooldown_usec,
+                                         .umin = 0, .umax = 24 * 3600 * USEC_PER_SEC),
+        [K_EFFECT_CHECK]        = DAEMON("EffectCheck", V_BOOL, effect_check),
+        [K_EFFECT_TOLERANCE]    = DAEMON("EffectTolerance", V_PERCENT, effect_tolerance, .dmin = 0, .dmax = 100),
+        [K_RETRY_AFTER]         = DAEMON("RetryAfter", V_DURATION, retry_after_usec,
+                                         .umin = 0, .umax = 7 * 86400 * USEC_PER_SEC),
+        /* 4194304 is PID_MAX_LIMIT on 64-bit */
+        [K_MAX_THREADS]         = DAEMON("MaxThreads", V_UINT, max_tracked_threads, .umin = 64, .umax = 4194304),
+        [K_WAKE_SAMPLE_PERIOD]  = DAEMON("WakeSamplePeriod", V_UINT, wake_sample_period,
+                                         .umin = 1, .umax = 1000000),
         [K_MAX_WAKE_EVENTS]     = { SEC_DAEMON, "MaxWakeEvents" },
+
         [K_NAME]                = { SEC_POLICY, "Name" },
-        [K_ENABLED]             = { SEC_POLICY, "Enabled" },
-        [K_PRIORITY]            = { SEC_POLICY, "Priority" },
+        [K_ENABLED]             = POLICY(SEC_POLICY, "Enabled", V_BOOL, enabled),
+        [K_PRIORITY]            = POLICY(SEC_POLICY, "Priority", V_UINT, priority, .umin = 0, .umax = 999),
         [K_DETECTOR]            = { SEC_POLICY, "Detector" },
         [K_ACTION]              = { SEC_POLICY, "Action" },
-        [K_COMM]                = { SEC_MATCH, "Comm" },
-        [K_EXE]                 = { SEC_MATCH, "Exe" },
-        [K_CMDLINE]             = { SEC_MATCH, "Cmdline" },
-        [K_CGROUP]              = { SEC_MATCH, "Cgroup" },
-        [K_UNIT]                = { SEC_MATCH, "Unit" },
-        [K_USER]                = { SEC_MATCH, "User" },
-        [K_KERNEL]              = { SEC_MATCH, "Kernel" },
-        [K_REALTIME]            = { SEC_MATCH, "Realtime" },
-        [K_UTIL]                = { SEC_DETECT, "Util" },
-        [K_MIGRATIONS]          = { SEC_DETECT, "Migrations" },
-        [K_WAKE_RATE]           = { SEC_DETECT, "WakeRate" },
+
+        [K_COMM]                = POLICY(SEC_MATCH, "Comm", V_LIST, match.comm),
+        [K_EXE]                 = POLICY(SEC_MATCH, "Exe", V_LIST, match.exe),
+        [K_CMDLINE]             = POLICY(SEC_MATCH, "Cmdline", V_LIST, match.cmdline),
+        [K_CGROUP]              = POLICY(SEC_MATCH, "Cgroup", V_LIST, match.cgroup),
+        [K_UNIT]                = POLICY(SEC_MATCH, "Unit", V_LIST, match.unit),
+        [K_USER]                = POLICY(SEC_MATCH, "User", V_LIST, match.user),
+        [K_KERNEL]              = POLICY(SEC_MATCH, "Kernel", V_TRISTATE, match.kthreads),
+        [K_REALTIME]            = POLICY(SEC_MATCH, "Realtime", V_TRISTATE, match.realtime),
+
+        /* util is a fraction of one CPU: one thread cannot use more than 100 % */
+        [K_UTIL]                = POLICY(SEC_DETECT, "Util", V_PERCENT, util_min, .dmin = 1, .dmax = 100),
+        [K_MIGRATIONS]          = POLICY(SEC_DETECT, "Migrations", V_RATE, migrations_min_per_s,
+                                         .dmin = 0.001, .dmax = 1000000),
+        [K_WAKE_RATE]           = POLICY(SEC_DETECT, "WakeRate", V_RATE, wake_rate_min_per_s,
+                                         .dmin = 1, .dmax = 100000000),
         [K_RUN_DELAY]           = { SEC_DETECT, "RunDelay" },
-        [K_STEAL]               = { SEC_DETECT, "Steal" },
-        [K_MAX_COMBINED_UTIL]   = { SEC_DETECT, "MaxCombinedUtil" },
-        [K_WINDOW]              = { SEC_DETECT, "Window" },
-        [K_CPU_WEIGHT]          = { SEC_ACTION, "CPUWeight" },
-        [K_SCHED_FEATURES]      = { SEC_ACTION, "SchedFeatures" },
+        [K_STEAL]               = POLICY(SEC_DETECT, "Steal", V_PERCENT, steal_min, .dmin = 0.01, .dmax = 100),
+        /* two threads together use at most two CPUs */
+        [K_MAX_COMBINED_UTIL]   = POLICY(SEC_DETECT, "MaxCombinedUtil", V_PERCENT, group_util_max,
+                                         .dmin = 1, .dmax = 200),
+        [K_WINDOW]              = POLICY(SEC_DETECT, "Window", V_DURATION, window_usec,
+                                         .umin = 100 * USEC_PER_MSEC, .umax = 3600 * USEC_PER_SEC),
+
+        /* cgroup v2 cpu.weight range; levers converts to v1 cpu.shares */
+        [K_CPU_WEIGHT]          = POLICY(SEC_ACTION, "CPUWeight", V_UINT, cpu_weight, .umin = 1, .umax = 10000),
+        [K_SCHED_FEATURES]      = POLICY(SEC_ACTION, "SchedFeatures", V_LIST, features),
         [K_SYSCTL]              = { SEC_ACTION, "Sysctl" },
         [K_CPUS]                = { SEC_ACTION, "CPUs" },
-        [K_ALLOW_REALTIME]      = { SEC_ACTION, "AllowRealtime" },
-        [K_ALLOW_NARROWED]      = { SEC_ACTION, "AllowNarrowed" },
+        [K_ALLOW_REALTIME]      = POLICY(SEC_ACTION, "AllowRealtime", V_BOOL, allow_realtime),
+        [K_ALLOW_NARROWED]      = POLICY(SEC_ACTION, "AllowNarrowed", V_BOOL, allow_narrowed),
+#undef POLICY
+#undef DAEMON
+#undef FIELD
 };
 
 #define KBIT(k) (UINT64_C(1) << (k))
@@ -454,27 +502,40 @@ static void format_fixed(uint64_t v, unsigned dec, const char *unit, char *buf, 
         snprintf(buf, size, "%" PRIu64 ".%s%s", ip, frac, unit);
 }
 
-int config_parse_percent(const char *s, double min_pct, double max_pct,
-                         double *ret_frac, char *reason, size_t size) {
-        uint64_t v;  /* hundredths of a percent */
+/*
+ * parse_fixed_unit() with the range check: min and max are in the unit as
+ * written, per_unit turns that into the stored value (100: "80%" → 0.80),
+ * format prints a stored value for the "out of range" reason.
+ */
+static int parse_fixed_bounded(const char *s, unsigned dec, const char *unit, const char *what,
+                               double min, double max, double per_unit,
+                               char *(*format)(double, char *, size_t),
+                               double *ret, char *reason, size_t size) {
+        double scale = (double) pow10u(dec);
+        uint64_t v;  /* value * 10^dec */
         int r;
 
         if (strlen(s) > 16) {
                 snprintf(reason, size, "number too large");
                 return -ERANGE;
         }
-        r = parse_fixed_unit(s, 2, "%", "percentage", &v, reason, size);
+        r = parse_fixed_unit(s, dec, unit, what, &v, reason, size);
         if (r < 0)
                 return r;
-        if ((double) v < min_pct * 100 - 0.5 || (double) v > max_pct * 100 + 0.5) {
+        if ((double) v < min * scale - 0.5 || (double) v > max * scale + 0.5) {
                 char a[32], b[32];
                 snprintf(reason, size, "out of range (%s..%s)",
-                         config_format_percent(min_pct / 100, a, sizeof(a)),
-                         config_format_percent(max_pct / 100, b, sizeof(b)));
+                         format(min / per_unit, a, sizeof(a)), format(max / per_unit, b, sizeof(b)));
                 return -ERANGE;
         }
-        *ret_frac = (double) v / 10000.0;
+        *ret = (double) v / (scale * per_unit);
         return 0;
+}
+
+int config_parse_percent(const char *s, double min_pct, double max_pct,
+                         double *ret_frac, char *reason, size_t size) {
+        return parse_fixed_bounded(s, 2, "%", "percentage", min_pct, max_pct, 100, config_format_percent,
+                                   ret_frac, reason, size);
 }
 
 char *config_format_percent(double frac, char *buf, size_t size) {
@@ -484,24 +545,7 @@ char *config_format_percent(double frac, char *buf, size_t size) {
 }
 
 int config_parse_rate(const char *s, double min, double max, double *ret, char *reason, size_t size) {
-        uint64_t v;  /* thousandths */
-        int r;
-
-        if (strlen(s) > 16) {
-                snprintf(reason, size, "number too large");
-                return -ERANGE;
-        }
-        r = parse_fixed_unit(s, 3, "/s", "rate", &v, reason, size);
-        if (r < 0)
-                return r;
-        if ((double) v < min * 1000 - 0.5 || (double) v > max * 1000 + 0.5) {
-                char a[32], b[32];
-                snprintf(reason, size, "out of range (%s..%s)",
-                         config_format_rate(min, a, sizeof(a)), config_format_rate(max, b, sizeof(b)));
-                return -ERANGE;
-        }
-        *ret = (double) v / 1000.0;
-        return 0;
+        return parse_fixed_bounded(s, 3, "/s", "rate", min, max, 1, config_format_rate, ret, reason, size);
 }
 
 char *config_format_rate(double r, char *buf, size_t size) {
@@ -735,6 +779,64 @@ static int lookup_key(enum section sec, const char *name, enum key *ret_any_sect
         return -1;
 }
 
+/* The field keys[k] says k is stored in, in base (struct daemon_settings or struct policy). */
+static void *key_field(enum key k, void *base) {
+        return (uint8_t *) base + keys[k].offset;
+}
+
+/* V_UINT fields are unsigned, int (≤ 999 here), int64_t or uint64_t; the bounds fit all of them. */
+_Static_assert(sizeof(unsigned) == sizeof(uint32_t) && sizeof(int) == sizeof(uint32_t), "32-bit int");
+
+static void store_uint(void *field, size_t size, uint64_t u) {
+        if (size == sizeof(uint32_t)) {
+                uint32_t v = (uint32_t) u;
+                memcpy(field, &v, sizeof(v));
+        } else
+                memcpy(field, &u, sizeof(u));
+}
+
+/*
+ * Parse value for a key of the table (V_BOOL ... V_RATE) with its bounds
+ * and store it in base. Returns 0, or -EINVAL/-ERANGE with a reason (the
+ * field is left alone then).
+ */
+static int key_parse_store(enum key k, void *base, const char *value, char *reason, size_t size) {
+        const struct key_def *kd = &keys[k];
+        void *field = key_field(k, base);
+        uint64_t u;
+        bool b;
+        int r;
+
+        switch (kd->kind) {
+        case V_BOOL:
+        case V_TRISTATE:
+                if (config_parse_bool(value, &b) < 0) {
+                        snprintf(reason, size, "not a boolean (yes or no)");
+                        return -EINVAL;
+                }
+                if (kd->kind == V_BOOL)
+                        *(bool *) field = b;
+                else
+                        *(int *) field = b ? MATCH_YES : MATCH_NO;
+                return 0;
+        case V_UINT:
+                r = config_parse_uint(value, kd->umin, kd->umax, &u, reason, size);
+                if (r >= 0)
+                        store_uint(field, kd->field_size, u);
+                return r;
+        case V_DURATION:
+                return config_parse_duration(value, kd->umin, kd->umax, field, reason, size);
+        case V_PERCENT:
+                return config_parse_percent(value, kd->dmin, kd->dmax, field, reason, size);
+        case V_RATE:
+                return config_parse_rate(value, kd->dmin, kd->dmax, field, reason, size);
+        default:
+                /* V_CUSTOM and V_LIST are handled by their callers */
+                snprintf(reason, size, "internal error: key %s has no parser", kd->name);
+                return -EINVAL;
+        }
+}
+
 static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char ***list, const char *name,
                      const char *value) {
         _cleanup_strv_free_ char **words = NULL;
@@ -836,21 +938,10 @@ static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char
         }
 }
 
-static int parse_tristate(const char *value, int *ret) {
-        bool b;
-
-        if (config_parse_bool(value, &b) < 0)
-                return -EINVAL;
-        *ret = b ? MATCH_YES : MATCH_NO;
-        return 0;
-}
-
 static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, const char *name, const char *value) {
         struct policy *p = &pd->p;
         char reason[160] = "";
         uint64_t u;
-        double d;
-        bool b;
         int r = 0;
 
         free(pd->origin[k].value);
@@ -875,18 +966,6 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
                         return ctx_oom(ctx);
                 p->name_line = ctx->line;
                 break;
-        case K_ENABLED:
-                r = config_parse_bool(value, &b);
-                if (r < 0)
-                        snprintf(reason, sizeof(reason), "not a boolean (yes or no)");
-                else
-                        p->enabled = b;
-                break;
-        case K_PRIORITY:
-                r = config_parse_uint(value, 0, 999, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        p->priority = (int) u;
-                break;
         case K_DETECTOR:
                 p->detector = detector_from_string(value);
                 if (p->detector == _DETECT_INVALID) {
@@ -902,42 +981,6 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
                                  "unknown action (pin, colocate, spread, weight, features, sysctl, report, exclude)");
                         r = -EINVAL;
                 }
-                break;
-        case K_COMM:
-                return list_add(ctx, pd, k, &p->match.comm, name, value);
-        case K_EXE:
-                return list_add(ctx, pd, k, &p->match.exe, name, value);
-        case K_CMDLINE:
-                return list_add(ctx, pd, k, &p->match.cmdline, name, value);
-        case K_CGROUP:
-                return list_add(ctx, pd, k, &p->match.cgroup, name, value);
-        case K_UNIT:
-                return list_add(ctx, pd, k, &p->match.unit, name, value);
-        case K_USER:
-                return list_add(ctx, pd, k, &p->match.user, name, value);
-        case K_SCHED_FEATURES:
-                return list_add(ctx, pd, k, &p->features, name, value);
-        case K_KERNEL:
-        case K_REALTIME:
-                r = parse_tristate(value, k == K_KERNEL ? &p->match.kthreads : &p->match.realtime);
-                if (r < 0)
-                        snprintf(reason, sizeof(reason), "not a boolean (yes or no)");
-                break;
-        case K_UTIL:
-                /* util is a fraction of one CPU: one thread cannot use more than 100 % */
-                r = config_parse_percent(value, 1, 100, &d, reason, sizeof(reason));
-                if (r >= 0)
-                        p->util_min = d;
-                break;
-        case K_MIGRATIONS:
-                r = config_parse_rate(value, 0.001, 1000000, &d, reason, sizeof(reason));
-                if (r >= 0)
-                        p->migrations_min_per_s = d;
-                break;
-        case K_WAKE_RATE:
-                r = config_parse_rate(value, 1, 100000000, &d, reason, sizeof(reason));
-                if (r >= 0)
-                        p->wake_rate_min_per_s = d;
                 break;
         case K_RUN_DELAY: {
                 const char *rest;
@@ -957,28 +1000,6 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
                 }
                 break;
         }
-        case K_STEAL:
-                r = config_parse_percent(value, 0.01, 100, &d, reason, sizeof(reason));
-                if (r >= 0)
-                        p->steal_min = d;
-                break;
-        case K_MAX_COMBINED_UTIL:
-                /* two threads together use at most two CPUs */
-                r = config_parse_percent(value, 1, 200, &d, reason, sizeof(reason));
-                if (r >= 0)
-                        p->group_util_max = d;
-                break;
-        case K_WINDOW:
-                r = config_parse_duration(value, 100 * USEC_PER_MSEC, 3600 * USEC_PER_SEC, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        p->window_usec = u;
-                break;
-        case K_CPU_WEIGHT:
-                /* cgroup v2 cpu.weight range; levers converts to v1 cpu.shares */
-                r = config_parse_uint(value, 1, 10000, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        p->cpu_weight = (int64_t) u;
-                break;
         case K_SYSCTL: {
                 char sname[128], *entry;
                 const char *sval;
@@ -1041,17 +1062,10 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
                 }
                 break;
         }
-        case K_ALLOW_REALTIME:
-        case K_ALLOW_NARROWED:
-                r = config_parse_bool(value, &b);
-                if (r < 0)
-                        snprintf(reason, sizeof(reason), "not a boolean (yes or no)");
-                else if (k == K_ALLOW_REALTIME)
-                        p->allow_realtime = b;
-                else
-                        p->allow_narrowed = b;
-                break;
         default:
+                if (keys[k].kind == V_LIST)
+                        return list_add(ctx, pd, k, key_field(k, p), name, value);
+                r = key_parse_store(k, p, value, reason, sizeof(reason));
                 break;
         }
 
@@ -1064,27 +1078,10 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
 static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, const char *value) {
         struct daemon_settings *d = &ctx->config->daemon;
         char reason[160] = "";
-        uint64_t u;
         double x;
-        bool b;
         int r = 0;
 
         switch (k) {
-        case K_INTERVAL:
-                r = config_parse_duration(value, 100 * USEC_PER_MSEC, 60 * USEC_PER_SEC, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        d->interval_usec = u;
-                break;
-        case K_DRY_RUN:
-        case K_EFFECT_CHECK:
-                r = config_parse_bool(value, &b);
-                if (r < 0)
-                        snprintf(reason, sizeof(reason), "not a boolean (yes or no)");
-                else if (k == K_DRY_RUN)
-                        d->dry_run = b;
-                else
-                        d->effect_check = b;
-                break;
         case K_LOG_LEVEL: {
                 static const struct {
                         const char *name;
@@ -1104,42 +1101,6 @@ static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, cons
                         snprintf(reason, sizeof(reason), "unknown level (err, warning, notice, info, debug)");
                 break;
         }
-        case K_MAX_ACTIONS:
-                r = config_parse_uint(value, 1, 1000, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        d->max_actions_per_interval = (unsigned) u;
-                break;
-        case K_HYSTERESIS:
-                r = config_parse_uint(value, 1, 100, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        d->hysteresis_intervals = (unsigned) u;
-                break;
-        case K_COOLDOWN:
-                r = config_parse_duration(value, 0, 24 * 3600 * USEC_PER_SEC, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        d->cooldown_usec = u;
-                break;
-        case K_EFFECT_TOLERANCE:
-                r = config_parse_percent(value, 0, 100, &x, reason, sizeof(reason));
-                if (r >= 0)
-                        d->effect_tolerance = x;
-                break;
-        case K_RETRY_AFTER:
-                r = config_parse_duration(value, 0, 7 * 86400 * USEC_PER_SEC, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        d->retry_after_usec = u;
-                break;
-        case K_MAX_THREADS:
-                /* 4194304 is PID_MAX_LIMIT on 64-bit */
-                r = config_parse_uint(value, 64, 4194304, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        d->max_tracked_threads = (unsigned) u;
-                break;
-        case K_WAKE_SAMPLE_PERIOD:
-                r = config_parse_uint(value, 1, 1000000, &u, reason, sizeof(reason));
-                if (r >= 0)
-                        d->wake_sample_period = u;
-                break;
         case K_MAX_WAKE_EVENTS:
                 r = config_parse_rate(value, 100, 100000000, &x, reason, sizeof(reason));
                 if (r >= 0 && x != floor(x)) {
@@ -1150,6 +1111,7 @@ static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, cons
                         d->max_wake_events_per_s = (uint64_t) x;
                 break;
         default:
+                r = key_parse_store(k, d, value, reason, sizeof(reason));
                 break;
         }
         if (r < 0)

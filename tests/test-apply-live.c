@@ -23,6 +23,7 @@
 #include "apply.h"
 #include "common/util.h"
 #include "journal.h"
+#include "test-fixtures.h"
 #include "test-util.h"
 
 static char dir[256];
@@ -151,21 +152,6 @@ static int last_cpu(pid_t pid) {
 
 /* ---- applier ---- */
 
-static void clean_dir(void) {
-        DIR *d = opendir(dir);
-        struct dirent *de;
-        char p[512];
-
-        if (!d)
-                return;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.') {
-                        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-                        unlink(p);
-                }
-        closedir(d);
-}
-
 static struct applier *new_applier(struct applier_recover_report *rep) {
         struct applier *a;
         ASSERT_OK(applier_new(dir, &apply_ops_system, &sys, &a));
@@ -219,7 +205,7 @@ static void test_pin_and_restore(void) {
         ASSERT_STREQ(allowed_list(pid, pid), orig_list);
         applier_free(a);
         reap(pid);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* The pin takes effect in scheduling, not just in the mask. */
@@ -244,7 +230,7 @@ static void test_busy_child_runs_where_pinned(void) {
         ASSERT_STREQ(allowed_list(pid, pid), orig_list);
         applier_free(a);
         reap(pid);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* A non-leader thread: PIDFD_THREAD on >= 6.9, the process pidfd + start time before. */
@@ -268,7 +254,7 @@ static void test_thread(void) {
         ASSERT_EQ(applier_apply(a, &act, util_now_usec(), false), -ESRCH);
         applier_free(a);
         reap(pid);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* A daemon that dies without restoring: the next one restores from the journal. */
@@ -300,7 +286,7 @@ static void test_crash_recover(void) {
         ASSERT_STREQ(allowed_list(target, target), orig_list);
         applier_free(a);
         reap(target);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /*
@@ -353,7 +339,7 @@ static void test_reused_pid_never_touched(void) {
         ASSERT_STREQ(allowed_list(pid, pid), orig_list);
         applier_free(a);
         reap(pid);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* The user runs taskset after our change: theirs stays. */
@@ -381,7 +367,7 @@ static void test_user_taskset_respected(void) {
         ASSERT_STREQ(allowed_list(pid, pid), cpu_str(cpu_b));
         applier_free(a);
         reap(pid);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static pid_t find_kthread(void) {
@@ -462,7 +448,7 @@ static void test_refusals(void) {
         ASSERT_EQ(applier_apply(a, &act, util_now_usec(), false), -ESRCH);
         ASSERT_EQ(n_managed(a), 0);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_dry_run_live(void) {
@@ -476,13 +462,12 @@ static void test_dry_run_live(void) {
         ASSERT_STREQ(allowed_list(pid, pid), orig_list);
         applier_free(a);
         reap(pid);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 int main(void) {
         cpu_set_t set;
         cpumask_t mine;
-        const char *tmp = getenv("TMPDIR");
 
         CPU_ZERO(&set);
         ASSERT_OK(sched_getaffinity(0, sizeof(set), &set));
@@ -493,8 +478,7 @@ int main(void) {
         cpu_b = cpumask_next(&mine, cpu_a + 1);
         ASSERT_TRUE(cpumask_format_list(&mine, orig_list, sizeof(orig_list)));
 
-        snprintf(dir, sizeof(dir), "%s/test-apply-live-XXXXXX", tmp ? tmp : "/tmp");
-        ASSERT_TRUE(mkdtemp(dir));
+        test_mkdtemp(dir, sizeof(dir), "test-apply-live-");
 
         test_pin_and_restore();
         test_busy_child_runs_where_pinned();
@@ -513,7 +497,7 @@ int main(void) {
         test_reused_pid_never_touched();
         test_refusals();
 
-        clean_dir();
+        test_clean_dir(dir);
         rmdir(dir);
         return 0;
 }

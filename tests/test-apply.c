@@ -15,6 +15,7 @@
 #include "apply.h"
 #include "common/util.h"
 #include "journal.h"
+#include "test-fixtures.h"
 #include "test-util.h"
 
 /* ---- the fake system ---- */
@@ -203,27 +204,6 @@ static void on_event(const struct applier_event *ev, void *ud) {
 
 static char dir[256];
 
-static void make_dir(void) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof(dir), "%s/test-apply-XXXXXX", tmp ? tmp : "/tmp");
-        ASSERT_TRUE(mkdtemp(dir));
-}
-
-static void clean_dir(void) {
-        DIR *d = opendir(dir);
-        struct dirent *de;
-        char p[512];
-
-        if (!d)
-                return;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.') {
-                        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-                        unlink(p);
-                }
-        closedir(d);
-}
-
 static struct applier *new_applier(struct fake *f, struct events *ev) {
         struct applier *a;
         ASSERT_OK(applier_new(dir, &recorder_ops, f, &a));
@@ -334,7 +314,7 @@ static void test_set_and_restore_order(void) {
         /* everything released: compacted to the header */
         ASSERT_TRUE(file_size(applier_journal_path(a)) < 200);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_unchanged_target_not_journaled(void) {
@@ -352,7 +332,7 @@ static void test_unchanged_target_not_journaled(void) {
         ASSERT_EQ(n_managed(a), 0);
         ASSERT_EQ(file_size(applier_journal_path(a)), size);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_dry_run(void) {
@@ -394,7 +374,7 @@ static void test_dry_run(void) {
         ASSERT_EQ(applier_apply_full(a, &rel, 3, false, &o), APPLY_CHANGED);
         ASSERT_STREQ(mask_of(&f, 0), "0-3");
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_foreign_change(void) {
@@ -446,7 +426,7 @@ static void test_foreign_change(void) {
         ASSERT_STREQ(mask_of(&f, 2), "2-3");
         ASSERT_EQ(n_managed(a), 0);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_exited_and_reused(void) {
@@ -483,7 +463,7 @@ static void test_exited_and_reused(void) {
         ASSERT_EQ(ev.count[APPLIER_EVENT_GONE], 2);
         ASSERT_EQ(n_managed(a), 0);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* CPU 3 goes offline while task 0 is pinned, CPUs 0-2 while task 1 is: never left pinned. */
@@ -509,7 +489,7 @@ static void test_restore_after_hotplug(void) {
         ASSERT_STREQ(mask_of(&f, 1), "3");     /* original 0-3 ∩ {3} */
         ASSERT_EQ(n_managed(a), 0);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_restore_pid(void) {
@@ -539,7 +519,7 @@ static void test_restore_pid(void) {
         ASSERT_EQ(applier_restore_pid(a, 0), -EINVAL);
         ASSERT_EQ(applier_restore_all(a), 1);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_supersede(void) {
@@ -576,7 +556,7 @@ static void test_supersede(void) {
         ASSERT_EQ(n_managed(a), 0);
         ASSERT_STREQ(mask_of(&f, 0), "0-3");
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_other_types(void) {
@@ -616,7 +596,7 @@ static void test_other_types(void) {
         ASSERT_STREQ(f.log[1], "feature GENTLE_FAIR_SLEEPERS");
         ASSERT_STREQ(f.log[2], "weight /app 100");
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_set_failure(void) {
@@ -646,7 +626,7 @@ static void test_set_failure(void) {
         ASSERT_EQ(applier_apply(a, &x, 1, false), -ESRCH);
         ASSERT_EQ(n_managed(a), 0);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_crash_replay(void) {
@@ -700,7 +680,7 @@ static void test_crash_replay(void) {
         ASSERT_EQ(c.entries[0].begin.seq, 5);
         journal_contents_clear(&c);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* A crash between BEGIN and APPLIED: the change may or may not have happened. */
@@ -742,7 +722,7 @@ static void test_replay_begin_without_applied(void) {
         ASSERT_STREQ(mask_of(&f, 0), "0-3");
         ASSERT_STREQ(mask_of(&f, 2), "2");
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* A crash between a superseding BEGIN and its change. */
@@ -778,7 +758,7 @@ static void test_replay_superseded(void) {
         ASSERT_EQ(f.n_log, 1);
         ASSERT_STREQ(mask_of(&f, 0), "0-3");
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_replay_other_boot(void) {
@@ -804,7 +784,7 @@ static void test_replay_other_boot(void) {
         ASSERT_EQ(f.n_get, 1);   /* only the one get of the earlier apply: nothing was even read */
         ASSERT_STREQ(mask_of(&f, 0), "0");
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_replay_failure_kept(void) {
@@ -837,7 +817,7 @@ static void test_replay_failure_kept(void) {
         ASSERT_EQ(applier_restore_all(a), 1);
         ASSERT_STREQ(mask_of(&f, 0), "0-3");
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_replay_bad_journal(void) {
@@ -872,7 +852,7 @@ static void test_replay_bad_journal(void) {
         ASSERT_EQ(applier_apply(a, &x, 1, false), APPLY_CHANGED);
         ASSERT_EQ(applier_restore_all(a), 1);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* A torn last record: the change it announced is still restored from the earlier ones. */
@@ -910,7 +890,7 @@ static void test_replay_torn(void) {
         ASSERT_EQ(c.n_entries, 1);
         journal_contents_clear(&c);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_compaction_by_size(void) {
@@ -936,7 +916,7 @@ static void test_compaction_by_size(void) {
         ASSERT_STREQ(mask_of(&f, 0), "0-3");
         ASSERT_STREQ(mask_of(&f, 3), "0-3");
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_lock(void) {
@@ -949,7 +929,7 @@ static void test_lock(void) {
         applier_free(a);
         b = new_applier(&f, NULL);
         applier_free(b);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 static void test_json(void) {
@@ -985,7 +965,7 @@ static void test_json(void) {
         ASSERT_EQ(json_object_get_int(v), 101);
         json_object_put(arr);
         applier_free(a);
-        clean_dir();
+        test_clean_dir(dir);
 }
 
 /* apply_system_allowed_cpus on a made-up /proc + /sys under a root prefix. */
@@ -1034,7 +1014,7 @@ static void test_allowed_cpus_fixture(void) {
 }
 
 int main(void) {
-        make_dir();
+        test_mkdtemp(dir, sizeof(dir), "test-apply-");
         test_allowed_cpus_fixture();
         test_set_and_restore_order();
         test_unchanged_target_not_journaled();
@@ -1056,7 +1036,7 @@ int main(void) {
         test_compaction_by_size();
         test_lock();
         test_json();
-        clean_dir();
+        test_clean_dir(dir);
         rmdir(dir);
         return 0;
 }

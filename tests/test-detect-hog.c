@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "detect.h"
+#include "test-fixtures.h"
 #include "test-util.h"
 
 /* ---------------------------------------------------------------- fixtures */
@@ -24,20 +25,6 @@ static struct topology topo4;
 
 static struct proc_info procs[64];
 static size_t n_procs;
-
-static struct policy policy_literal(const char *name, enum detector d, enum policy_action a) {
-        return (struct policy) {
-                .name = (char *) name,
-                .enabled = true,
-                .priority = 50,
-                .detector = d,
-                .action = a,
-                .match = { .kthreads = -1, .realtime = -1 },
-                .util_min = -1, .migrations_min_per_s = -1, .wake_rate_min_per_s = -1,
-                .run_delay_min_ms_per_s = -1, .steal_min = -1, .group_util_max = -1,
-                .cpu_weight = -1,
-        };
-}
 
 static struct task task_literal(pid_t tid, const char *comm, double util, double delay, double mig, int last_cpu) {
         struct proc_info *p;
@@ -101,7 +88,7 @@ static void test_findings_list(void) {
         findings_clear(&f);
 
         {
-                struct policy p = policy_literal("workers", DETECT_SPREAD, ACTION_SPREAD);
+                struct policy p = TEST_POLICY("workers", DETECT_SPREAD, ACTION_SPREAD);
                 struct finding g = { .kind = DETECT_SPREAD, .policy = &p };
                 struct finding pr = { .kind = DETECT_PAIR, .n_members = 2,
                                       .members = { { .tid = 30 }, { .tid = 20 } } };
@@ -112,7 +99,7 @@ static void test_findings_list(void) {
 }
 
 static void test_thresholds(void) {
-        struct policy p = policy_literal("x", DETECT_HOG, ACTION_PIN);
+        struct policy p = TEST_POLICY("x", DETECT_HOG, ACTION_PIN);
         struct task t = task_literal(1, "t", 0.5, 300, 0, 0);
 
         ASSERT_NEAR(detect_util_min(NULL, DETECT_HOG), 0.80, 1e-9);
@@ -140,7 +127,7 @@ static void test_thresholds(void) {
 }
 
 static void test_hogs(void) {
-        struct policy pol[] = { policy_literal("hogs", DETECT_HOG, ACTION_PIN) };
+        struct policy pol[] = { TEST_POLICY("hogs", DETECT_HOG, ACTION_PIN) };
         struct config c = config_of(pol, ELEMENTSOF(pol));
         struct task tasks[] = {
                 task_literal(101, "hopper", 0.97, 20, 0.6, 1),     /* the seed's hog: found */
@@ -214,8 +201,8 @@ static void test_hogs(void) {
 
 static void test_spread(void) {
         struct policy pol[] = {
-                policy_literal("workers", DETECT_SPREAD, ACTION_SPREAD),
-                policy_literal("others", DETECT_SPREAD, ACTION_SPREAD),
+                TEST_POLICY("workers", DETECT_SPREAD, ACTION_SPREAD),
+                TEST_POLICY("others", DETECT_SPREAD, ACTION_SPREAD),
         };
         char *workers[] = { (char *) "worker*", NULL }, *others[] = { (char *) "other*", NULL };
         struct config c;
@@ -266,7 +253,7 @@ static void test_spread(void) {
 }
 
 static void test_rundelay(void) {
-        struct policy pol[] = { policy_literal("latency", DETECT_RUNDELAY, ACTION_REPORT) };
+        struct policy pol[] = { TEST_POLICY("latency", DETECT_RUNDELAY, ACTION_REPORT) };
         struct config c = config_of(pol, 1);
         struct task tasks[] = {
                 task_literal(301, "victim", 0.20, 120, 0, 0),
@@ -294,8 +281,8 @@ static void test_rundelay(void) {
 
 static void test_detect_all(void) {
         struct policy pol[] = {
-                policy_literal("hogs", DETECT_HOG, ACTION_PIN),
-                policy_literal("latency", DETECT_RUNDELAY, ACTION_REPORT),
+                TEST_POLICY("hogs", DETECT_HOG, ACTION_PIN),
+                TEST_POLICY("latency", DETECT_RUNDELAY, ACTION_REPORT),
         };
         struct config c = config_of(pol, ELEMENTSOF(pol));
         struct task tasks[] = {

@@ -15,31 +15,10 @@
 
 #include "common/util.h"
 #include "journal.h"
+#include "test-fixtures.h"
 #include "test-util.h"
 
 static char dir[256];
-
-static void make_dir(void) {
-        const char *tmp = getenv("TMPDIR");
-        snprintf(dir, sizeof(dir), "%s/test-journal-XXXXXX", tmp ? tmp : "/tmp");
-        ASSERT_TRUE(mkdtemp(dir));
-}
-
-static void remove_dir(void) {
-        DIR *d = opendir(dir);
-        struct dirent *de;
-        char p[512];
-
-        if (!d)
-                return;
-        while ((de = readdir(d)))
-                if (de->d_name[0] != '.') {
-                        snprintf(p, sizeof(p), "%s/%s", dir, de->d_name);
-                        unlink(p);
-                }
-        closedir(d);
-        rmdir(dir);
-}
 
 static struct journal_record begin_rec(uint64_t seq, int tid, const char *orig, const char *target) {
         struct journal_record r = {
@@ -434,7 +413,7 @@ int main(int argc, char **argv) {
         if (argc >= 3 && streq(argv[1], "--bench"))
                 return bench(argv[2], argc >= 4 ? (unsigned) atoi(argv[3]) : 200);
 
-        make_dir();
+        test_mkdtemp(dir, sizeof(dir), "test-journal-");
         test_crc();
         test_roundtrip();
         test_restore_field_and_subtree();
@@ -445,6 +424,7 @@ int main(int argc, char **argv) {
         test_unknown_records();
         test_documented_example();
         test_compaction();
-        remove_dir();
+        test_clean_dir(dir);
+        rmdir(dir);
         return 0;
 }

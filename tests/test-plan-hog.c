@@ -2,13 +2,12 @@
 /*
  * The hog planner's invariants on struct literals (issue 5, seed 002).
  *
- * A small "world" stands in for the sampler and the applier: tasks with a
- * util, run delay and a migration rate they show while not pinned; each
- * step builds the snapshot and the hog findings the detector would give
- * (busy and migrating in this window, not pinned by us), runs plan_run(),
- * and applies the actions the way the applier would (SET records the
- * original and narrows the mask, RELEASE puts it back). After every step
- * the invariants are checked on what is in force.
+ * A small world (test-plan-world.h) stands in for the sampler and the
+ * applier: tasks with a util, run delay and a migration rate they show
+ * while not pinned; each step builds the snapshot and the hog findings the
+ * detector would give (busy and migrating in this window, not pinned by
+ * us), runs plan_run(), and applies the actions the way the applier would.
+ * After every step the invariants are checked on what is in force.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,171 +18,33 @@
 
 #include "common/util.h"
 #include "plan.h"
+#include "test-fixtures.h"
+#include "test-plan-world.h"
 #include "test-util.h"
 
-#define MAX_TASKS 32
-#define MAX_CPUS 16
+/* The detector, as detect_hogs() with a policy covering every thread we did not pin. */
+static void detect(struct world *w) {
+        for (size_t i = 0; i < w->n_tasks; i++) {
+                const struct task *t = &w->tasks[i];
+                struct finding f = { .kind = DETECT_HOG, .policy = &w->pol[0], .n_members = 1 };
 
-struct world {
-        struct topo_cpu cpus[MAX_CPUS];
-        struct topology topo;
-        struct task tasks[MAX_TASKS];
-        double mig_free[MAX_TASKS];        /* migrations/s while not pinned */
-        size_t n_tasks;
-        struct policy pol[2];
-        struct config cfg;
-        struct plan_state *state;
-        struct managed managed[64];
-        size_t n_managed;
-        struct findings findings;
-        struct action_list out;            /* the last step's actions */
-        unsigned n_sets, n_releases;       /* in the last step */
-        unsigned total_sets, total_releases;
-        uint64_t now;
-};
-
-static void world_init(struct world *w, int n_cpus) {
-        memset(w, 0, sizeof(*w));
-        ASSERT_TRUE(n_cpus <= MAX_CPUS);
-        for (int c = 0; c < n_cpus; c++)
-                w->cpus[c] = (struct topo_cpu) { .online = true, .core_id = c, .llc_id = 0, .package_id = 0, .node = 0 };
-        w->topo = (struct topology) {
-                .n_cpus = n_cpus,
-                .cpus = w->cpus,
-                .online = cpumask_first_n(n_cpus),
-                .self_allowed = cpumask_first_n(n_cpus),
-                .n_llcs = 1, .n_nodes = 1, .n_cores = n_cpus,
-        };
-        w->pol[0] = (struct policy) {
-                .name = (char *) "hogs",
-                .enabled = true,
-                .priority = 50,
-                .detector = DETECT_HOG,
-                .action = ACTION_PIN,
-                .util_min = -1, .migrations_min_per_s = -1, .wake_rate_min_per_s = -1,
-                .run_delay_min_ms_per_s = -1, .steal_min = -1, .group_util_max = -1,
-                .cpu_weight = -1,
-        };
-        w->cfg = (struct config) {
-                .daemon = {
-                        .interval_usec = USEC_PER_SEC,
-                        .max_actions_per_interval = 4,
-                        .hysteresis_intervals = 3,
-                        .cooldown_usec = 30 * USEC_PER_SEC,
-                        .retry_after_usec = 600 * USEC_PER_SEC,
-                },
-                .policies = w->pol,
-                .n_policies = 1,
-        };
-        w->state = plan_state_new();
-        ASSERT_TRUE(w->state);
-        w->now = 1000 * USEC_PER_SEC;
-}
-
-static void world_done(struct world *w) {
-        plan_state_free(w->state);
-        findings_clear(&w->findings);
-        action_list_clear(&w->out);
-}
-
-/* A thread: util and run delay (ms/s) it shows, migrations/s while free. */
-static struct task *add_task(struct world *w, pid_t tid, double util, double delay, double mig, int last_cpu) {
-        struct task *t;
-
-        ASSERT_TRUE(w->n_tasks < MAX_TASKS);
-        t = &w->tasks[w->n_tasks];
-        *t = (struct task) {
-                .id = { .pid = tid, .tid = tid, .start_time = 1000 + tid },
-                .policy = TASK_SCHED_OTHER,
-                .last_cpu = last_cpu,
-                .allowed = w->topo.online,
-                .have_schedstat = true,
-                .have_migrations = true,
-                .have_rates = true,
-                .util = util,
-                .run_delay_ms_per_s = delay,
-                .window_usec = USEC_PER_SEC,
-        };
-        snprintf(t->comm, sizeof(t->comm), "hog%d", (int) tid);
-        cpumask_set(&t->cpus_seen, last_cpu);
-        w->mig_free[w->n_tasks] = mig;
-        w->n_tasks++;
-        return t;
-}
-
-static struct task *task_of(struct world *w, pid_t tid) {
-        for (size_t i = 0; i < w->n_tasks; i++)
-                if (w->tasks[i].id.tid == tid)
-                        return &w->tasks[i];
-        return NULL;
-}
-
-static void remove_task(struct world *w, pid_t tid) {
-        for (size_t i = 0; i < w->n_tasks; i++)
-                if (w->tasks[i].id.tid == tid) {
-                        memmove(&w->tasks[i], &w->tasks[i + 1], (w->n_tasks - i - 1) * sizeof(w->tasks[0]));
-                        memmove(&w->mig_free[i], &w->mig_free[i + 1], (w->n_tasks - i - 1) * sizeof(w->mig_free[0]));
-                        w->n_tasks--;
-                        return;
-                }
-}
-
-static struct managed *managed_of(struct world *w, pid_t tid) {
-        for (size_t i = 0; i < w->n_managed; i++)
-                if (w->managed[i].task.tid == tid)
-                        return &w->managed[i];
-        return NULL;
-}
-
-/* CPU a task is pinned to by us, or -1. */
-static int pinned_cpu(struct world *w, pid_t tid) {
-        struct managed *m = managed_of(w, tid);
-
-        return m && cpumask_weight(&m->mask) == 1 ? cpumask_next(&m->mask, 0) : -1;
-}
-
-/* What the applier would do. */
-static void apply(struct world *w) {
-        w->n_sets = w->n_releases = 0;
-        for (size_t i = 0; i < w->out.n; i++) {
-                const struct action *a = &w->out.items[i];
-                struct task *t = task_of(w, a->task.tid);
-                struct managed *m = managed_of(w, a->task.tid);
-
-                ASSERT_EQ(a->type, ACT_AFFINITY);
-                if (a->verb == VERB_RELEASE) {
-                        w->n_releases++;
-                        /* every SET of this step comes after every RELEASE */
-                        ASSERT_EQ(w->n_sets, 0);
-                        ASSERT_TRUE(m);
-                        if (t && cpumask_equal(&t->allowed, &m->mask)) {
-                                cpumask_t o;
-                                ASSERT_OK(cpumask_parse_list(m->original, &o));
-                                t->allowed = o;
-                        }
-                        *m = w->managed[--w->n_managed];
+                if (w->cfg.n_policies == 0)
+                        break;
+                if (world_managed(w, t->id.tid))
+                        continue; /* narrowed (by us): detect_policy_for would refuse it */
+                if (task_demand(t) < detect_util_min(&w->pol[0], DETECT_HOG))
                         continue;
-                }
-                w->n_sets++;
-                ASSERT_TRUE(t);
-                ASSERT_TRUE(!m); /* never SET twice without a RELEASE in between */
-                ASSERT_TRUE(w->n_managed < ELEMENTSOF(w->managed));
-                m = &w->managed[w->n_managed++];
-                *m = (struct managed) {
-                        .type = ACT_AFFINITY,
-                        .task = a->task,
-                        .mask = a->mask,
-                        /* as today's applier: struct action has no detector, so it
-                         * cannot say; plan_run() must work it out from the policy */
-                        .kind = DETECT_ALWAYS,
-                        .since_usec = w->now,
-                };
-                snprintf(m->policy, sizeof(m->policy), "%s", a->policy);
-                snprintf(m->reason, sizeof(m->reason), "%s", a->reason);
-                snprintf(m->key, sizeof(m->key), "task:%d:%" PRIu64, (int) a->task.tid, a->task.start_time);
-                ASSERT_TRUE(cpumask_format_list(&t->allowed, m->original, sizeof(m->original)));
-                ASSERT_TRUE(cpumask_format_list(&a->mask, m->current, sizeof(m->current)));
-                t->allowed = a->mask;
+                if (!(t->migrations_per_s > detect_migrations_min_per_s(&w->pol[0], DETECT_HOG)))
+                        continue;
+                f.members[0] = t->id;
+                f.util = t->util;
+                f.demand = task_demand(t);
+                f.migrations_per_s = t->migrations_per_s;
+                f.run_delay_ms_per_s = t->run_delay_ms_per_s;
+                f.cpus_seen = t->cpus_seen;
+                f.last_cpu = t->last_cpu;
+                memcpy(f.comm, t->comm, sizeof(f.comm));
+                ASSERT_OK(findings_add(&w->findings, &f));
         }
 }
 
@@ -194,7 +55,7 @@ static void check_invariants(struct world *w) {
         cpumask_zero(&used);
         for (size_t i = 0; i < w->n_managed; i++) {
                 const struct managed *m = &w->managed[i];
-                struct task *t = task_of(w, m->task.tid);
+                struct task *t = world_task(w, m->task.tid);
                 cpumask_t orig;
                 int c;
 
@@ -218,76 +79,20 @@ static void check_invariants(struct world *w) {
                 }
 }
 
-static void step(struct world *w) {
-        struct snapshot snap;
-        struct plan_input in;
-
-        /* the sampler: pinned threads stop migrating and run where pinned */
-        for (size_t i = 0; i < w->n_tasks; i++) {
-                struct task *t = &w->tasks[i];
-                int c = pinned_cpu(w, t->id.tid);
-                cpumask_t one = cpumask_of(c);
-
-                if (c >= 0 && cpumask_equal(&t->allowed, &one)) {
-                        t->migrations_per_s = 0;
-                        t->last_cpu = c;
-                } else
-                        t->migrations_per_s = w->mig_free[i];
-        }
-        snap = (struct snapshot) {
-                .timestamp_usec = w->now,
-                .window_usec = USEC_PER_SEC,
-                .topo = &w->topo,
-                .tasks = w->tasks,
-                .n_tasks = w->n_tasks,
-                .psi_cpu_some_avg10 = -1,
-        };
-
-        /* the detector, as detect_hogs() with a policy covering every thread we did not pin */
-        findings_clear(&w->findings);
-        for (size_t i = 0; i < w->n_tasks; i++) {
-                const struct task *t = &w->tasks[i];
-                struct finding f = { .kind = DETECT_HOG, .policy = &w->pol[0], .n_members = 1 };
-
-                if (w->cfg.n_policies == 0)
-                        break;
-                if (managed_of(w, t->id.tid))
-                        continue; /* narrowed (by us): detect_policy_for would refuse it */
-                if (task_demand(t) < detect_util_min(&w->pol[0], DETECT_HOG))
-                        continue;
-                if (!(t->migrations_per_s > detect_migrations_min_per_s(&w->pol[0], DETECT_HOG)))
-                        continue;
-                f.members[0] = t->id;
-                f.util = t->util;
-                f.demand = task_demand(t);
-                f.migrations_per_s = t->migrations_per_s;
-                f.run_delay_ms_per_s = t->run_delay_ms_per_s;
-                f.cpus_seen = t->cpus_seen;
-                f.last_cpu = t->last_cpu;
-                memcpy(f.comm, t->comm, sizeof(f.comm));
-                ASSERT_OK(findings_add(&w->findings, &f));
-        }
-
-        in = (struct plan_input) {
-                .snap = &snap,
-                .config = &w->cfg,
-                .findings = &w->findings,
-                .managed = w->managed,
-                .n_managed = w->n_managed,
-                .now_usec = w->now,
-        };
-        action_list_clear(&w->out);
-        ASSERT_OK(plan_run(w->state, &in, &w->out));
-        apply(w);
-        w->total_sets += w->n_sets;
-        w->total_releases += w->n_releases;
-        check_invariants(w);
-        w->now += USEC_PER_SEC;
+static void world_init_hogs(struct world *w, int n_cpus) {
+        world_init(w, n_cpus);
+        w->pol[0] = (struct policy) TEST_POLICY("hogs", DETECT_HOG, ACTION_PIN);
+        w->cfg.n_policies = 1;
+        w->cfg.daemon.retry_after_usec = 600 * USEC_PER_SEC;
+        w->detect = detect;
+        w->check = check_invariants;
 }
 
-static void steps(struct world *w, unsigned n) {
-        for (unsigned i = 0; i < n; i++)
-                step(w);
+static struct task *add_task(struct world *w, pid_t tid, double util, double delay, double mig, int last_cpu) {
+        char comm[16];
+
+        snprintf(comm, sizeof(comm), "hog%d", (int) tid);
+        return world_add_task(w, tid, comm, util, delay, mig, last_cpu);
 }
 
 static const struct plan_target_state *hog_state(struct world *w, pid_t tid) {
@@ -309,7 +114,7 @@ static void test_two_hogs_pinned(void) {
         struct world w;
         const struct plan_target_state *st;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         /* both last seen on CPU 0: the kernel just stacked them there */
         add_task(&w, 101, 0.90, 80, 2.0, 0);
         add_task(&w, 102, 0.85, 120, 2.0, 0);
@@ -318,24 +123,24 @@ static void test_two_hogs_pinned(void) {
         add_task(&w, 201, 0.10, 5, 3.0, 0);
 
         /* Hysteresis=3: nothing in the first two intervals */
-        steps(&w, 2);
+        world_steps(&w, 2);
         ASSERT_EQ(n_pinned(&w), 0);
         st = hog_state(&w, 101);
         ASSERT_TRUE(st);
         ASSERT_STREQ(st->state, "watching");
         ASSERT_STREQ(st->why, "watching 2/3");
 
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_sets, 2);
         ASSERT_EQ(n_pinned(&w), 2);
         /* the first keeps CPU 0 where it runs, the other gets CPU 1 */
-        ASSERT_TRUE(pinned_cpu(&w, 101) != pinned_cpu(&w, 102));
-        ASSERT_TRUE(pinned_cpu(&w, 101) == 0 || pinned_cpu(&w, 102) == 0);
-        ASSERT_EQ(managed_of(&w, 200) == NULL, 1);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) != world_pinned_cpu(&w, 102));
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) == 0 || world_pinned_cpu(&w, 102) == 0);
+        ASSERT_EQ(world_managed(&w, 200) == NULL, 1);
 
         /* pinned: no more migrations, no findings; they stay pinned while they are hogs
          * (long after the decayed migration rate has gone to zero) */
-        steps(&w, 60);
+        world_steps(&w, 60);
         ASSERT_EQ(n_pinned(&w), 2);
         ASSERT_EQ(w.total_sets, 2);
         ASSERT_EQ(w.total_releases, 0);
@@ -349,15 +154,15 @@ static void test_two_hogs_pinned(void) {
 static void test_quiet_hog_left_alone(void) {
         struct world w;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.99, 1, 0.0, 1);
-        steps(&w, 10);
+        world_steps(&w, 10);
         ASSERT_EQ(n_pinned(&w), 0);
         /* one hop is not "keeps hopping": a single migration in 10 s */
         w.mig_free[0] = 1.0;
-        step(&w);
+        world_step(&w);
         w.mig_free[0] = 0.0;
-        steps(&w, 10);
+        world_steps(&w, 10);
         ASSERT_EQ(n_pinned(&w), 0);
         world_done(&w);
 }
@@ -367,13 +172,13 @@ static void test_slow_hopper_pinned(void) {
         struct world w;
         unsigned i;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 30, 0.55, 0);
         for (i = 0; i < 20 && n_pinned(&w) == 0; i++)
-                step(&w);
+                world_step(&w);
         ASSERT_EQ(n_pinned(&w), 1);
         ASSERT_TRUE(i >= 3);
-        ASSERT_EQ(pinned_cpu(&w, 101), 0);
+        ASSERT_EQ(world_pinned_cpu(&w, 101), 0);
         world_done(&w);
 }
 
@@ -382,12 +187,12 @@ static void test_n_plus_one_never_pinned(void) {
         struct world w;
         const struct plan_target_state *st;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         /* three hogs sharing two CPUs: 66 % each, waiting the rest */
         add_task(&w, 101, 0.66, 330, 3.0, 0);
         add_task(&w, 102, 0.66, 330, 3.0, 1);
         add_task(&w, 103, 0.66, 330, 3.0, 0);
-        steps(&w, 20);
+        world_steps(&w, 20);
         ASSERT_EQ(n_pinned(&w), 0);
         st = hog_state(&w, 101);
         ASSERT_TRUE(st);
@@ -401,46 +206,46 @@ static void test_n_plus_one_releases(void) {
         struct world w;
         struct task *t;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 20, 2.0, 0);
         add_task(&w, 102, 0.95, 20, 2.0, 1);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 2);
 
         /* the third one shares CPU 1 with a pinned hog: 50/50 there, 100 % on CPU 0 */
-        t = task_of(&w, 102);
+        t = world_task(&w, 102);
         t->util = 0.5;
         t->run_delay_ms_per_s = 500;
         add_task(&w, 103, 0.5, 500, 1.0, 1);
 
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_sets, 0);
         ASSERT_EQ(n_pinned(&w), 2);
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(n_pinned(&w), 2);
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 2);
         ASSERT_EQ(w.n_sets, 0);
         ASSERT_EQ(n_pinned(&w), 0);
         ASSERT_STREQ(hog_state(&w, 101)->why, "left alone: 3 hogs > 2 usable CPUs");
 
         /* while they outnumber the CPUs, nothing is pinned again */
-        task_of(&w, 101)->util = 0.66;
-        task_of(&w, 101)->run_delay_ms_per_s = 330;
-        task_of(&w, 102)->util = 0.66;
-        task_of(&w, 102)->run_delay_ms_per_s = 330;
-        task_of(&w, 103)->util = 0.66;
-        task_of(&w, 103)->run_delay_ms_per_s = 330;
-        steps(&w, 40);
+        world_task(&w, 101)->util = 0.66;
+        world_task(&w, 101)->run_delay_ms_per_s = 330;
+        world_task(&w, 102)->util = 0.66;
+        world_task(&w, 102)->run_delay_ms_per_s = 330;
+        world_task(&w, 103)->util = 0.66;
+        world_task(&w, 103)->run_delay_ms_per_s = 330;
+        world_steps(&w, 40);
         ASSERT_EQ(n_pinned(&w), 0);
 
         /* the third exits: after cool-down and hysteresis, two are pinned again */
-        remove_task(&w, 103);
-        task_of(&w, 101)->util = 0.95;
-        task_of(&w, 101)->run_delay_ms_per_s = 10;
-        task_of(&w, 102)->util = 0.95;
-        task_of(&w, 102)->run_delay_ms_per_s = 10;
-        steps(&w, 10);
+        world_remove_task(&w, 103);
+        world_task(&w, 101)->util = 0.95;
+        world_task(&w, 101)->run_delay_ms_per_s = 10;
+        world_task(&w, 102)->util = 0.95;
+        world_task(&w, 102)->run_delay_ms_per_s = 10;
+        world_steps(&w, 10);
         ASSERT_EQ(n_pinned(&w), 2);
         world_done(&w);
 }
@@ -449,11 +254,11 @@ static void test_n_plus_one_releases(void) {
 static void test_uncovered_busy_thread_counts(void) {
         struct world w;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.66, 330, 3.0, 0);
         add_task(&w, 102, 0.66, 330, 3.0, 1);
         add_task(&w, 103, 0.66, 330, 0.0, 0);   /* busy, but never a finding: does not hop */
-        steps(&w, 10);
+        world_steps(&w, 10);
         ASSERT_EQ(n_pinned(&w), 0);
         world_done(&w);
 }
@@ -462,7 +267,7 @@ static void test_uncovered_busy_thread_counts(void) {
 static void test_unusable_cpus(void) {
         struct world w;
 
-        world_init(&w, 6);
+        world_init_hogs(&w, 6);
         cpumask_set(&w.topo.isolated, 2);
         cpumask_set(&w.topo.nohz_full, 3);
         cpumask_clear(&w.topo.online, 4);
@@ -470,44 +275,44 @@ static void test_unusable_cpus(void) {
         /* hogs last seen on the unusable CPUs */
         add_task(&w, 101, 0.95, 10, 2.0, 2);
         add_task(&w, 102, 0.95, 10, 2.0, 3);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 2);
         for (pid_t tid = 101; tid <= 102; tid++) {
-                int c = pinned_cpu(&w, tid);
+                int c = world_pinned_cpu(&w, tid);
                 ASSERT_TRUE(c == 0 || c == 1 || c == 5);
         }
         world_done(&w);
 
         /* only CPU 0 and 1 usable, a third hog: 3 > 2, none pinned */
-        world_init(&w, 4);
+        world_init_hogs(&w, 4);
         cpumask_set(&w.topo.isolated, 2);
         cpumask_set(&w.topo.nohz_full, 3);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
         add_task(&w, 102, 0.95, 10, 2.0, 1);
         add_task(&w, 103, 0.95, 10, 2.0, 2);
-        steps(&w, 6);
+        world_steps(&w, 6);
         ASSERT_EQ(n_pinned(&w), 0);
         world_done(&w);
 
         /* allowed set: a hog allowed 2-3 only, last seen on 0 (stale), gets 2 or 3 */
-        world_init(&w, 4);
+        world_init_hogs(&w, 4);
         {
                 struct task *t = add_task(&w, 101, 0.95, 10, 2.0, 0);
                 cpumask_t a;
                 ASSERT_OK(cpumask_parse_list("2-3", &a));
                 t->allowed = a;
         }
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 1);
-        ASSERT_TRUE(pinned_cpu(&w, 101) == 2 || pinned_cpu(&w, 101) == 3);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) == 2 || world_pinned_cpu(&w, 101) == 3);
         world_done(&w);
 
         /* the policy's CPUs= restricts too */
-        world_init(&w, 4);
+        world_init_hogs(&w, 4);
         ASSERT_OK(cpumask_parse_list("3", &w.pol[0].cpus_mask));
         add_task(&w, 101, 0.95, 10, 2.0, 0);
         add_task(&w, 102, 0.95, 10, 2.0, 1);
-        steps(&w, 6);
+        world_steps(&w, 6);
         /* two hogs, one CPU allowed by the policy: 2 > 1, none */
         ASSERT_EQ(n_pinned(&w), 0);
         world_done(&w);
@@ -517,14 +322,14 @@ static void test_unusable_cpus(void) {
 static void test_prefer_last_cpu(void) {
         struct world w;
 
-        world_init(&w, 8);
+        world_init_hogs(&w, 8);
         add_task(&w, 101, 0.95, 10, 2.0, 5);
         add_task(&w, 102, 0.95, 10, 2.0, 2);
         add_task(&w, 103, 0.95, 10, 2.0, 7);
-        steps(&w, 3);
-        ASSERT_EQ(pinned_cpu(&w, 101), 5);
-        ASSERT_EQ(pinned_cpu(&w, 102), 2);
-        ASSERT_EQ(pinned_cpu(&w, 103), 7);
+        world_steps(&w, 3);
+        ASSERT_EQ(world_pinned_cpu(&w, 101), 5);
+        ASSERT_EQ(world_pinned_cpu(&w, 102), 2);
+        ASSERT_EQ(world_pinned_cpu(&w, 103), 7);
         world_done(&w);
 }
 
@@ -534,7 +339,7 @@ static void test_prefer_last_cpu(void) {
  * siblings (4 with 0, 5 with 1, ...). 4 hogs → one per core, two per LLC.
  */
 static void smt_topology(struct world *w) {
-        world_init(w, 8);
+        world_init_hogs(w, 8);
         for (int c = 0; c < 8; c++) {
                 int core = c % 4, pkg = core / 2;
                 w->cpus[c] = (struct topo_cpu) { .online = true, .core_id = core, .llc_id = pkg * 2,
@@ -555,10 +360,10 @@ static void test_smt_two_llcs(void) {
         add_task(&w, 102, 0.95, 10, 2.0, 4);
         add_task(&w, 103, 0.95, 10, 2.0, 1);
         add_task(&w, 104, 0.95, 10, 2.0, 5);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 4);
         for (pid_t tid = 101; tid <= 104; tid++) {
-                int c = pinned_cpu(&w, tid);
+                int c = world_pinned_cpu(&w, tid);
                 ASSERT_TRUE(c >= 0);
                 cores[w.cpus[c].core_id]++;
                 llcs[w.cpus[c].llc_id]++;
@@ -570,29 +375,29 @@ static void test_smt_two_llcs(void) {
         ASSERT_EQ(llcs[0], 2);
         ASSERT_EQ(llcs[2], 2);
         /* and the first one stayed where it was */
-        ASSERT_EQ(pinned_cpu(&w, 101), 0);
+        ASSERT_EQ(world_pinned_cpu(&w, 101), 0);
         world_done(&w);
 
         /* 2 hogs on that machine: one per socket */
         smt_topology(&w);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
         add_task(&w, 102, 0.95, 10, 2.0, 1);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 2);
-        ASSERT_TRUE(w.cpus[pinned_cpu(&w, 101)].llc_id != w.cpus[pinned_cpu(&w, 102)].llc_id);
+        ASSERT_TRUE(w.cpus[world_pinned_cpu(&w, 101)].llc_id != w.cpus[world_pinned_cpu(&w, 102)].llc_id);
         world_done(&w);
 
         /* one socket, one LLC, 4 cores x 2 threads: two hogs on sibling threads are split */
-        world_init(&w, 8);
+        world_init_hogs(&w, 8);
         for (int c = 0; c < 8; c++)
                 w.cpus[c].core_id = c % 4;
         add_task(&w, 101, 0.95, 10, 2.0, 0);
         add_task(&w, 102, 0.95, 10, 2.0, 4);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 2);
-        ASSERT_TRUE(w.cpus[pinned_cpu(&w, 101)].core_id != w.cpus[pinned_cpu(&w, 102)].core_id);
+        ASSERT_TRUE(w.cpus[world_pinned_cpu(&w, 101)].core_id != w.cpus[world_pinned_cpu(&w, 102)].core_id);
         /* and one of them stayed where it was */
-        ASSERT_TRUE(pinned_cpu(&w, 101) == 0 || pinned_cpu(&w, 102) == 4);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) == 0 || world_pinned_cpu(&w, 102) == 4);
         world_done(&w);
 
         /* 6 hogs on 8 threads: SMT siblings are used only once every core has one */
@@ -600,11 +405,11 @@ static void test_smt_two_llcs(void) {
         for (pid_t tid = 101; tid <= 106; tid++)
                 add_task(&w, tid, 0.95, 10, 2.0, 0);
         w.cfg.daemon.max_actions_per_interval = 8;
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 6);
         memset(cores, 0, sizeof(cores));
         for (pid_t tid = 101; tid <= 106; tid++)
-                cores[w.cpus[pinned_cpu(&w, tid)].core_id]++;
+                cores[w.cpus[world_pinned_cpu(&w, tid)].core_id]++;
         for (int k = 0; k < 4; k++)
                 ASSERT_TRUE(cores[k] >= 1 && cores[k] <= 2);
         world_done(&w);
@@ -615,25 +420,25 @@ static void test_release_when_not_hog(void) {
         struct world w;
         const struct plan_target_state *st;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 1);
 
-        task_of(&w, 101)->util = 0.05;
-        task_of(&w, 101)->run_delay_ms_per_s = 0;
-        step(&w);
+        world_task(&w, 101)->util = 0.05;
+        world_task(&w, 101)->run_delay_ms_per_s = 0;
+        world_step(&w);
         ASSERT_EQ(n_pinned(&w), 1);
         st = hog_state(&w, 101);
         ASSERT_STREQ(st->state, "pinned");
         ASSERT_STREQ(st->why, "pinned to 0 (not a hog for 1/3 intervals)");
         /* a blip: back to busy resets the count */
-        task_of(&w, 101)->util = 0.95;
-        step(&w);
-        task_of(&w, 101)->util = 0.05;
-        steps(&w, 2);
+        world_task(&w, 101)->util = 0.95;
+        world_step(&w);
+        world_task(&w, 101)->util = 0.05;
+        world_steps(&w, 2);
         ASSERT_EQ(n_pinned(&w), 1);
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 1);
         ASSERT_EQ(n_pinned(&w), 0);
         st = hog_state(&w, 101);
@@ -641,11 +446,11 @@ static void test_release_when_not_hog(void) {
         ASSERT_TRUE(strstr(st->why, "no longer a hog"));
 
         /* busy and hopping again: the cool-down (30 s) holds it back */
-        task_of(&w, 101)->util = 0.95;
-        steps(&w, 10);
+        world_task(&w, 101)->util = 0.95;
+        world_steps(&w, 10);
         ASSERT_EQ(n_pinned(&w), 0);
         ASSERT_STREQ(hog_state(&w, 101)->state, "cooldown");
-        steps(&w, 25);
+        world_steps(&w, 25);
         ASSERT_EQ(n_pinned(&w), 1);
         world_done(&w);
 }
@@ -654,13 +459,13 @@ static void test_release_when_not_hog(void) {
 static void test_pinned_hog_with_noise_stays(void) {
         struct world w;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 1);
-        task_of(&w, 101)->util = 0.6;
-        task_of(&w, 101)->run_delay_ms_per_s = 400;
-        steps(&w, 10);
+        world_task(&w, 101)->util = 0.6;
+        world_task(&w, 101)->run_delay_ms_per_s = 400;
+        world_steps(&w, 10);
         ASSERT_EQ(n_pinned(&w), 1);
         world_done(&w);
 }
@@ -669,19 +474,19 @@ static void test_pinned_hog_with_noise_stays(void) {
 static void test_hysteresis(void) {
         struct world w;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         w.cfg.daemon.hysteresis_intervals = 5;
         add_task(&w, 101, 0.95, 10, 2.0, 0);
-        steps(&w, 3);
+        world_steps(&w, 3);
         /* not busy for one interval */
-        task_of(&w, 101)->util = 0.1;
-        task_of(&w, 101)->run_delay_ms_per_s = 0;
-        step(&w);
-        task_of(&w, 101)->util = 0.95;
-        steps(&w, 4);
+        world_task(&w, 101)->util = 0.1;
+        world_task(&w, 101)->run_delay_ms_per_s = 0;
+        world_step(&w);
+        world_task(&w, 101)->util = 0.95;
+        world_steps(&w, 4);
         ASSERT_EQ(n_pinned(&w), 0);
         ASSERT_STREQ(hog_state(&w, 101)->why, "watching 4/5");
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(n_pinned(&w), 1);
         world_done(&w);
 }
@@ -690,19 +495,19 @@ static void test_hysteresis(void) {
 static void test_budget(void) {
         struct world w;
 
-        world_init(&w, 8);
+        world_init_hogs(&w, 8);
         w.cfg.daemon.max_actions_per_interval = 2;
         for (pid_t tid = 101; tid <= 106; tid++)
                 add_task(&w, tid, 0.95, 10, 2.0, (int) (tid - 101));
-        steps(&w, 2);
-        step(&w);
+        world_steps(&w, 2);
+        world_step(&w);
         ASSERT_EQ(w.n_sets, 2);
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_sets, 2);
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_sets, 2);
         ASSERT_EQ(n_pinned(&w), 6);
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_sets, 0);
         world_done(&w);
 }
@@ -711,19 +516,19 @@ static void test_budget(void) {
 static void test_block(void) {
         struct world w;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
         add_task(&w, 102, 0.95, 10, 2.0, 1);
         ASSERT_OK(plan_state_block(w.state, "task:101:1101", w.now + 20 * USEC_PER_SEC, "got slower"));
         ASSERT_OK(plan_state_block(w.state, "hog:102:1102", w.now + 40 * USEC_PER_SEC, "got slower"));
-        steps(&w, 5);
+        world_steps(&w, 5);
         ASSERT_EQ(n_pinned(&w), 0);
         ASSERT_STREQ(hog_state(&w, 101)->state, "blocked");
         ASSERT_TRUE(strstr(hog_state(&w, 101)->why, "got slower"));
-        steps(&w, 20);
+        world_steps(&w, 20);
         ASSERT_EQ(n_pinned(&w), 1);
-        ASSERT_TRUE(pinned_cpu(&w, 101) >= 0);
-        steps(&w, 20);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) >= 0);
+        world_steps(&w, 20);
         ASSERT_EQ(n_pinned(&w), 2);
         world_done(&w);
 }
@@ -733,46 +538,46 @@ static void test_hotplug_moves(void) {
         struct world w;
         int c;
 
-        world_init(&w, 4);
+        world_init_hogs(&w, 4);
         add_task(&w, 101, 0.95, 10, 2.0, 1);
         add_task(&w, 102, 0.95, 10, 2.0, 2);
-        steps(&w, 3);
-        ASSERT_EQ(pinned_cpu(&w, 101), 1);
+        world_steps(&w, 3);
+        ASSERT_EQ(world_pinned_cpu(&w, 101), 1);
 
         /* CPU 1 goes offline; the snapshot still shows the mask we set */
         cpumask_clear(&w.topo.online, 1);
         w.cpus[1].online = false;
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 1);
         ASSERT_EQ(w.n_sets, 1);
         ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
         ASSERT_EQ(w.out.items[1].verb, VERB_SET);
-        c = pinned_cpu(&w, 101);
+        c = world_pinned_cpu(&w, 101);
         ASSERT_TRUE(c == 0 || c == 3);
-        ASSERT_EQ(pinned_cpu(&w, 102), 2);
+        ASSERT_EQ(world_pinned_cpu(&w, 102), 2);
         ASSERT_TRUE(strstr(w.out.items[0].reason, "CPU 1 is no longer usable"));
 
         /* isolated at runtime: same */
         cpumask_set(&w.topo.isolated, c);
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 1);
         ASSERT_EQ(w.n_sets, 1);
-        ASSERT_TRUE(pinned_cpu(&w, 101) >= 0 && pinned_cpu(&w, 101) != c && pinned_cpu(&w, 101) != 1);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) >= 0 && world_pinned_cpu(&w, 101) != c && world_pinned_cpu(&w, 101) != 1);
         world_done(&w);
 
         /* no CPU left to move to: released, not stuck, not stacked */
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
         add_task(&w, 102, 0.95, 10, 2.0, 1);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 2);
         cpumask_clear(&w.topo.online, 1);
         w.cpus[1].online = false;
-        step(&w);
+        world_step(&w);
         ASSERT_TRUE(w.n_releases >= 1);
         ASSERT_EQ(w.n_sets, 0);
-        ASSERT_TRUE(pinned_cpu(&w, 101) == 0 || pinned_cpu(&w, 101) == -1);
-        ASSERT_TRUE(pinned_cpu(&w, 102) == -1);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) == 0 || world_pinned_cpu(&w, 101) == -1);
+        ASSERT_TRUE(world_pinned_cpu(&w, 102) == -1);
         world_done(&w);
 }
 
@@ -782,28 +587,28 @@ static void test_cpuset_change(void) {
         struct task *t;
         cpumask_t a;
 
-        world_init(&w, 4);
+        world_init_hogs(&w, 4);
         t = add_task(&w, 101, 0.95, 10, 2.0, 1);
-        steps(&w, 3);
-        ASSERT_EQ(pinned_cpu(&w, 101), 1);
+        world_steps(&w, 3);
+        ASSERT_EQ(world_pinned_cpu(&w, 101), 1);
 
         /* the cpuset became 2-3: the kernel reset the task's mask to it */
         ASSERT_OK(cpumask_parse_list("2-3", &a));
         t->allowed = a;
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 1);
         ASSERT_EQ(w.n_sets, 1);
-        ASSERT_TRUE(pinned_cpu(&w, 101) == 2 || pinned_cpu(&w, 101) == 3);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) == 2 || world_pinned_cpu(&w, 101) == 3);
         world_done(&w);
 
         /* someone ran taskset 0-1 (pinned CPU still in it): released, not moved */
-        world_init(&w, 4);
+        world_init_hogs(&w, 4);
         t = add_task(&w, 101, 0.95, 10, 2.0, 1);
-        steps(&w, 3);
-        ASSERT_EQ(pinned_cpu(&w, 101), 1);
+        world_steps(&w, 3);
+        ASSERT_EQ(world_pinned_cpu(&w, 101), 1);
         ASSERT_OK(cpumask_parse_list("0-1", &a));
         t->allowed = a;
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 1);
         ASSERT_EQ(w.n_sets, 0);
         ASSERT_TRUE(strstr(hog_state(&w, 101)->why, "someone else"));
@@ -814,22 +619,22 @@ static void test_cpuset_change(void) {
 static void test_exit_and_policy_change(void) {
         struct world w;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
         add_task(&w, 102, 0.95, 10, 2.0, 1);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 2);
-        remove_task(&w, 101);
-        step(&w);
+        world_remove_task(&w, 101);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 1);
         ASSERT_EQ(n_pinned(&w), 1);
 
         w.pol[0].action = ACTION_REPORT;
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 1);
         ASSERT_EQ(n_pinned(&w), 0);
         add_task(&w, 103, 0.95, 10, 2.0, 0);
-        steps(&w, 10);
+        world_steps(&w, 10);
         ASSERT_EQ(n_pinned(&w), 0);
         ASSERT_STREQ(hog_state(&w, 103)->state, "report");
         world_done(&w);
@@ -839,20 +644,20 @@ static void test_exit_and_policy_change(void) {
 static void test_policy_removed(void) {
         struct world w;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
-        steps(&w, 3);
+        world_steps(&w, 3);
         ASSERT_EQ(n_pinned(&w), 1);
         w.cfg.n_policies = 0;
-        step(&w);
+        world_step(&w);
         ASSERT_EQ(w.n_releases, 1);
         ASSERT_EQ(n_pinned(&w), 0);
-        steps(&w, 40);
+        world_steps(&w, 40);
         ASSERT_EQ(w.total_sets, 1);
         world_done(&w);
 }
 
-/* Property: random machines and hogs, the invariants hold at every step (checked in step()). */
+/* Property: random machines and hogs, the invariants hold at every step (checked in world_step()). */
 static void test_random(void) {
         unsigned seed = 12345;
 
@@ -861,7 +666,7 @@ static void test_random(void) {
                 int n_cpus = 1 + rand_r(&seed) % 8;
                 int n_hogs = rand_r(&seed) % 10;
 
-                world_init(&w, n_cpus);
+                world_init_hogs(&w, n_cpus);
                 w.cfg.daemon.hysteresis_intervals = 1 + rand_r(&seed) % 3;
                 w.cfg.daemon.cooldown_usec = (rand_r(&seed) % 5) * USEC_PER_SEC;
                 for (int c = 0; c < n_cpus; c++) {
@@ -884,7 +689,7 @@ static void test_random(void) {
                         }
                 }
                 for (int s = 0; s < 30; s++) {
-                        step(&w);
+                        world_step(&w);
                         /* never pinned while the busy threads outnumber the CPUs (as the planner
                          * counts them: test_n_plus_one_* check the counting itself) */
                         if (w.state->hog_overcommit_seen >= 1)
@@ -915,9 +720,9 @@ static void test_json(void) {
         struct json_object *o = NULL, *hogs, *h, *v;
         bool found = false;
 
-        world_init(&w, 2);
+        world_init_hogs(&w, 2);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
-        steps(&w, 4);
+        world_steps(&w, 4);
         ASSERT_OK(hogs_to_json(w.state, &w.findings, &o));
         ASSERT_TRUE(json_object_object_get_ex(o, "hogs", &hogs));
         for (size_t i = 0; i < json_object_array_length(hogs); i++) {
@@ -952,11 +757,11 @@ static void test_claims_for_pairs(void) {
         struct plan_ctx ctx;
         int claim[4] = {};
 
-        world_init(&w, 4);
+        world_init_hogs(&w, 4);
         add_task(&w, 101, 0.95, 10, 2.0, 0);
         add_task(&w, 102, 0.95, 10, 0.0, 3);   /* a hog that does not hop: not pinned, still a hog's CPU */
-        steps(&w, 3);
-        ASSERT_EQ(pinned_cpu(&w, 101), 0);
+        world_steps(&w, 3);
+        ASSERT_EQ(world_pinned_cpu(&w, 101), 0);
 
         snap = (struct snapshot) { .window_usec = USEC_PER_SEC, .topo = &w.topo, .tasks = w.tasks, .n_tasks = w.n_tasks };
         in = (struct plan_input) { .snap = &snap, .config = &w.cfg, .findings = &w.findings,
@@ -964,7 +769,7 @@ static void test_claims_for_pairs(void) {
         /* the quiet hog needs a state to be known as a hog: it has one only if it was a finding once */
         {
                 struct finding f = { .kind = DETECT_HOG, .policy = &w.pol[0], .n_members = 1,
-                                     .members[0] = task_of(&w, 102)->id, .last_cpu = 3 };
+                                     .members[0] = world_task(&w, 102)->id, .last_cpu = 3 };
                 ASSERT_OK(findings_add(&w.findings, &f));
         }
         action_list_clear(&w.out);

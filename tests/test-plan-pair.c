@@ -12,6 +12,7 @@
 
 #include "common/util.h"
 #include "plan.h"
+#include "test-fixtures.h"
 #include "test-util.h"
 
 #define ALL4 ((cpumask_t) { .bits = { 0xf } })
@@ -28,17 +29,7 @@ static struct topology topo = {
         .n_llcs = 1, .n_nodes = 1, .n_cores = 2,
 };
 
-static struct policy pair_policy = {
-        .name = (char *) "pairs",
-        .enabled = true,
-        .priority = 50,
-        .detector = DETECT_PAIR,
-        .action = ACTION_COLOCATE,
-        .match = { .kthreads = MATCH_ANY, .realtime = MATCH_ANY },
-        .util_min = -1, .migrations_min_per_s = -1, .wake_rate_min_per_s = -1,
-        .run_delay_min_ms_per_s = -1, .steal_min = -1, .group_util_max = -1,
-        .cpu_weight = -1,
-};
+static struct policy pair_policy = TEST_POLICY("pairs", DETECT_PAIR, ACTION_COLOCATE);
 
 static struct config config = {
         .daemon = {

@@ -25,6 +25,7 @@
 #include "sample-internal.h"
 #include "sample-table.h"
 #include "sample.h"
+#include "test-fixtures.h"
 #include "test-util.h"
 
 #define SEC USEC_PER_SEC
@@ -33,17 +34,9 @@ static char tmp_root[PATH_MAX];
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
-static void rm_tree(const char *path) {
-        (void) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void cleanup(void) {
         if (tmp_root[0])
-                rm_tree(tmp_root);
+                test_rm_tree(tmp_root);
         tmp_root[0] = '\0';
 }
 
@@ -58,15 +51,8 @@ static const struct {
 };
 
 static const char *copy_fixture(const char *name) {
-        char src[PATH_MAX], cmd[4 * PATH_MAX];
-
         cleanup();
-        snprintf(tmp_root, sizeof(tmp_root), "/tmp/test-sample.XXXXXX");
-        ASSERT_TRUE(mkdtemp(tmp_root));
-        test_fixture(src, sizeof(src), name);
-        /* u+w: under make distcheck the source tree is read-only, and tests write into the copy */
-        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s/' && chmod -R u+w '%s'", src, tmp_root, tmp_root);
-        ASSERT_EQ(system(cmd), 0);
+        test_copy_fixture(tmp_root, sizeof(tmp_root), "test-sample.", name);
         /*
          * The exe links are made here, not only kept in git: `make dist`
          * packs with tar -h, which drops dangling symlinks, so a tarball
@@ -82,36 +68,6 @@ static const char *copy_fixture(const char *name) {
                 ASSERT_EQ(symlink(fixture_links[i].target, path), 0);
         }
         return tmp_root;
-}
-
-static void write_at(const char *root, const char *rel, const char *content) {
-        char path[PATH_MAX];
-        FILE *f;
-
-        ASSERT_TRUE(util_path_at(path, sizeof(path), root, rel));
-        f = fopen(path, "we");
-        ASSERT_TRUE(f);
-        fputs(content, f);
-        ASSERT_EQ(fclose(f), 0);
-}
-
-/* With embedded NULs (cmdline). */
-static void write_bytes_at(const char *root, const char *rel, const char *content, size_t n) {
-        char path[PATH_MAX];
-        FILE *f;
-
-        ASSERT_TRUE(util_path_at(path, sizeof(path), root, rel));
-        f = fopen(path, "we");
-        ASSERT_TRUE(f);
-        ASSERT_EQ(fwrite(content, 1, n, f), n);
-        ASSERT_EQ(fclose(f), 0);
-}
-
-static void remove_at(const char *root, const char *rel) {
-        char path[PATH_MAX];
-
-        ASSERT_TRUE(util_path_at(path, sizeof(path), root, rel));
-        rm_tree(path);
 }
 
 static void mkdir_at(const char *root, const char *rel) {
@@ -138,7 +94,7 @@ static void write_stat(const char *root, const char *rel, int pid, const struct 
                  "18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 %d 0 %d 0 0 0 0 0 0 0 0 0 0 0\n",
                  pid, s->comm, s->state ? s->state : 'S', pid, pid, s->flags ? s->flags : 0x400000u, s->utime,
                  s->stime, 20 + s->nice, s->nice, s->nthreads ? s->nthreads : 1, s->start, s->cpu, s->policy);
-        write_at(root, rel, line);
+        test_write_at(root, rel, line);
 }
 
 static void write_status(const char *root, const char *rel, const char *allowed, unsigned long long nv,
@@ -149,7 +105,7 @@ static void write_status(const char *root, const char *rel, const char *allowed,
                  "Name:\tx\nState:\tS (sleeping)\nUid:\t1000\t1000\t1000\t1000\n"
                  "Cpus_allowed_list:\t%s\nvoluntary_ctxt_switches:\t%llu\nnonvoluntary_ctxt_switches:\t%llu\n",
                  allowed, nv, niv);
-        write_at(root, rel, buf);
+        test_write_at(root, rel, buf);
 }
 
 static void write_schedstat(const char *root, const char *rel, unsigned long long run, unsigned long long wait,
@@ -157,7 +113,7 @@ static void write_schedstat(const char *root, const char *rel, unsigned long lon
         char buf[128];
 
         snprintf(buf, sizeof(buf), "%llu %llu %llu\n", run, wait, slices);
-        write_at(root, rel, buf);
+        test_write_at(root, rel, buf);
 }
 
 static void write_sched(const char *root, const char *rel, unsigned long long mig) {
@@ -169,7 +125,7 @@ static void write_sched(const char *root, const char *rel, unsigned long long mi
                  "se.nr_migrations                             :                 %llu\n"
                  "nr_switches                                  :                    0\n",
                  mig);
-        write_at(root, rel, buf);
+        test_write_at(root, rel, buf);
 }
 
 static const struct task *find(const struct snapshot *s, pid_t tid) {
@@ -492,14 +448,14 @@ static void test_smp2_rates(void) {
         write_stat(root, "/proc/100/task/102/stat", 102,
                    &(struct st) { .comm = "renamed", .utime = 1, .stime = 1, .start = 5000, .nthreads = 3 });
         /* CPU 0: 50 user + 25 system + 20 idle + 5 iowait jiffies; CPU 1: 10 of 100 stolen */
-        write_at(root, "/proc/stat",
+        test_write_at(root, "/proc/stat",
                  "cpu  0 0 0 0 0 0 0 0 0 0\n"
                  "cpu0 3793 0 3340 34438 68 0 8 4 0 0\n"
                  "cpu1 4954 0 3917 32008 612 0 111 18 0 0\n");
-        write_at(root, "/proc/schedstat",
+        test_write_at(root, "/proc/schedstat",
                  "version 15\ntimestamp 1\ncpu0 0 0 0 0 0 0 1000000000 600000000 2000\n"
                  "cpu1 0 0 0 0 0 0 2000000000 700000000 3000\n");
-        write_at(root, "/proc/pressure/cpu", "some avg10=40.00 avg60=3.00 avg300=1.00 total=1\n");
+        test_write_at(root, "/proc/pressure/cpu", "some avg10=40.00 avg60=3.00 avg300=1.00 total=1\n");
 
         ASSERT_OK(sample_pass(s, 11 * SEC, &snap));
         sampler_get_stats(s, &st);
@@ -622,7 +578,7 @@ static void test_smp2_lifecycle(void) {
 
         /* PID 300 is now another process (new start time) that used a lot of CPU:
          * its record starts over, no rate is computed across the two. */
-        remove_at(root, "/proc/300");
+        test_remove_at(root, "/proc/300");
         mkdir_at(root, "/proc/300");
         mkdir_at(root, "/proc/300/task");
         mkdir_at(root, "/proc/300/task/300");
@@ -634,8 +590,8 @@ static void test_smp2_lifecycle(void) {
         write_status(root, "/proc/300/status", "0-1", 1, 1);
         write_schedstat(root, "/proc/300/task/300/schedstat", 9000000000ULL, 0, 1);
         write_sched(root, "/proc/300/task/300/sched", 0);
-        write_at(root, "/proc/300/cmdline", "newcomer");
-        write_at(root, "/proc/300/cgroup", "0::/system.slice/new.service\n");
+        test_write_at(root, "/proc/300/cmdline", "newcomer");
+        test_write_at(root, "/proc/300/cgroup", "0::/system.slice/new.service\n");
 
         /* TID 102 exited and the number came back as a new thread of 100. */
         write_stat(root, "/proc/100/task/102/stat", 102,
@@ -651,7 +607,7 @@ static void test_smp2_lifecycle(void) {
                    &(struct st) { .comm = "worker", .utime = 716, .stime = 106, .start = 5000, .nthreads = 4 });
 
         /* The kernel thread's process is gone. */
-        remove_at(root, "/proc/200");
+        test_remove_at(root, "/proc/200");
 
         ASSERT_OK(sample_pass(s, 12 * SEC, &snap));
         sampler_get_stats(s, &st);
@@ -691,7 +647,7 @@ static void test_smp2_lifecycle(void) {
 
         /* exec: the connector says so, the info is read again (even though the gate did not move). */
         static const char cmd[] = "/usr/lib/systemd/systemd\0--switched-root";
-        write_bytes_at(root, "/proc/1/cmdline", cmd, sizeof(cmd));
+        test_write_bytes_at(root, "/proc/1/cmdline", cmd, sizeof(cmd));
         sampler_note_exec(s, 1);
         ASSERT_STREQ(find(snap, 1)->proc->cmdline, "/sbin/init splash");   /* snapshot untouched until the next pass */
         ASSERT_OK(sample_pass(s, 14 * SEC, &snap));
@@ -701,7 +657,7 @@ static void test_smp2_lifecycle(void) {
         write_stat(root, "/proc/1/stat", 1, &(struct st) { .comm = "init2", .utime = 50, .stime = 31, .start = 2 });
         write_stat(root, "/proc/1/task/1/stat", 1,
                    &(struct st) { .comm = "init2", .utime = 50, .stime = 31, .start = 2, .cpu = 1 });
-        write_at(root, "/proc/1/cmdline", "init2");
+        test_write_at(root, "/proc/1/cmdline", "init2");
         ASSERT_OK(sample_pass(s, 15 * SEC, &snap));
         ASSERT_STREQ(find(snap, 1)->proc->comm, "init2");
         ASSERT_STREQ(find(snap, 1)->proc->cmdline, "init2");
@@ -842,7 +798,7 @@ static void test_backoff(void) {
         for (unsigned pass = 18; pass <= 30; pass++)
                 ASSERT_OK(sample_pass(s, (uint64_t) pass * SEC, &snap));
         sampler_get_stats(s, &st);
-        remove_at(root, "/proc/100");
+        test_remove_at(root, "/proc/100");
         sampler_note_exit(s, 100, 100);
         ASSERT_OK(sample_pass(s, 31 * SEC, &snap));
         ASSERT_TRUE(find(snap, 101) == NULL);
@@ -874,8 +830,8 @@ static void test_events(void) {
         write_stat(root, "/proc/400/task/400/stat", 400, &(struct st) { .comm = "late", .utime = 1, .start = 9500 });
         write_status(root, "/proc/400/task/400/status", "0-1", 1, 1);
         write_status(root, "/proc/400/status", "0-1", 1, 1);
-        write_at(root, "/proc/400/cgroup", "0::/\n");
-        write_at(root, "/proc/400/cmdline", "late");
+        test_write_at(root, "/proc/400/cgroup", "0::/\n");
+        test_write_at(root, "/proc/400/cmdline", "late");
 
         /* not announced: not seen until /proc is listed again */
         ASSERT_OK(sample_pass(s, 11 * SEC, &snap));
@@ -919,10 +875,10 @@ static void test_events(void) {
         ASSERT_TRUE(!st.proc_listed);
         ASSERT_TRUE(find(snap, 500) != NULL);
         ASSERT_TRUE(find(snap, 600) == NULL);
-        remove_at(root, "/proc/600");
+        test_remove_at(root, "/proc/600");
 
         /* gone: its gate fails, no listing needed */
-        remove_at(root, "/proc/200");
+        test_remove_at(root, "/proc/200");
         ASSERT_OK(sample_pass(s, 13 * SEC, &snap));
         ASSERT_TRUE(find(snap, 200) == NULL);
 
@@ -989,12 +945,12 @@ static void test_pid_probe(void) {
         write_stat(root, "/proc/303/stat", 303, &(struct st) { .comm = "new", .utime = 1, .start = 9500 });
         write_stat(root, "/proc/303/task/303/stat", 303, &(struct st) { .comm = "new", .utime = 1, .start = 9500 });
         write_status(root, "/proc/303/task/303/status", "0-1", 1, 1);
-        write_at(root, "/proc/303/status", "Name:\tnew\nTgid:\t303\nPid:\t303\nUid:\t0\t0\t0\t0\n");
-        write_at(root, "/proc/303/cgroup", "0::/\n");
-        write_at(root, "/proc/303/cmdline", "new");
+        test_write_at(root, "/proc/303/status", "Name:\tnew\nTgid:\t303\nPid:\t303\nUid:\t0\t0\t0\t0\n");
+        test_write_at(root, "/proc/303/cgroup", "0::/\n");
+        test_write_at(root, "/proc/303/cmdline", "new");
         mkdir_at(root, "/proc/304");   /* /proc/TID of a thread: reachable, not listed */
-        write_at(root, "/proc/304/status", "Name:\tnew\nTgid:\t303\nPid:\t304\n");
-        write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 305\n");
+        test_write_at(root, "/proc/304/status", "Name:\tnew\nTgid:\t303\nPid:\t304\n");
+        test_write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 305\n");
         ASSERT_OK(sample_pass(s, 12 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(!st.proc_listed);
@@ -1003,15 +959,15 @@ static void test_pid_probe(void) {
         ASSERT_EQ(snap->n_tasks, 7);
 
         /* many handed out: listed */
-        write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 905\n");
+        test_write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 905\n");
         ASSERT_OK(sample_pass(s, 13 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(st.proc_listed);
 
         /* wrap-around of the PID space (pid_max 32768) by a few: probed */
-        write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 32760\n");
+        test_write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 32760\n");
         ASSERT_OK(sample_pass(s, 14 * SEC, &snap));   /* far: listed */
-        write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 302\n");
+        test_write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 302\n");
         ASSERT_OK(sample_pass(s, 15 * SEC, &snap));
         sampler_get_stats(s, &st);
         ASSERT_TRUE(!st.proc_listed);

@@ -16,53 +16,21 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "test-fixtures.h"
 #include "test-util.h"
 #include "topology.h"
 
 static char tmp_root[PATH_MAX];
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw) {
-        return remove(path);
-}
-
-static void rm_tree(const char *path) {
-        (void) nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
-
 static void cleanup(void) {
         if (tmp_root[0])
-                rm_tree(tmp_root);
+                test_rm_tree(tmp_root);
 }
 
 /* Fresh copy of a fixture in tmp_root. */
 static const char *copy_fixture(const char *name) {
-        char src[PATH_MAX], cmd[3 * PATH_MAX];
-
         cleanup();
-        snprintf(tmp_root, sizeof(tmp_root), "/tmp/test-topology.XXXXXX");
-        ASSERT_TRUE(mkdtemp(tmp_root));
-        test_fixture(src, sizeof(src), name);
-        snprintf(cmd, sizeof(cmd), "cp -R '%s/.' '%s/'", src, tmp_root);
-        ASSERT_EQ(system(cmd), 0);
-        return tmp_root;
-}
-
-static void write_at(const char *root, const char *rel, const char *content) {
-        char path[PATH_MAX];
-        FILE *f;
-
-        ASSERT_TRUE(util_path_at(path, sizeof(path), root, rel));
-        f = fopen(path, "we");
-        ASSERT_TRUE(f);
-        fputs(content, f);
-        ASSERT_EQ(fclose(f), 0);
-}
-
-static void remove_at(const char *root, const char *rel) {
-        char path[PATH_MAX];
-
-        ASSERT_TRUE(util_path_at(path, sizeof(path), root, rel));
-        rm_tree(path);
+        return test_copy_fixture(tmp_root, sizeof(tmp_root), "test-topology.", name);
 }
 
 static cpumask_t mask(const char *list) {
@@ -131,10 +99,10 @@ static void test_variants(void) {
 
         /* An offline CPU has no topology or cache directory. */
         root = copy_fixture("sample/smt2x2x2");
-        write_at(root, "/sys/devices/system/cpu/online", "0-6\n");
-        remove_at(root, "/sys/devices/system/cpu/cpu7/topology");
-        remove_at(root, "/sys/devices/system/cpu/cpu7/cache");
-        write_at(root, "/sys/devices/system/cpu/nohz_full", "(null)\n");
+        test_write_at(root, "/sys/devices/system/cpu/online", "0-6\n");
+        test_remove_at(root, "/sys/devices/system/cpu/cpu7/topology");
+        test_remove_at(root, "/sys/devices/system/cpu/cpu7/cache");
+        test_write_at(root, "/sys/devices/system/cpu/nohz_full", "(null)\n");
         ASSERT_OK(topology_load(root, &t));
         ASSERT_EQ(t->n_cpus, 8);
         ASSERT_TRUE(!t->cpus[7].online);
@@ -148,9 +116,9 @@ static void test_variants(void) {
         root = copy_fixture("sample/smt2x2x2");
         for (int c = 0; c < 8; c++) {
                 snprintf(rel, sizeof(rel), "/sys/devices/system/cpu/cpu%d/cache", c);
-                remove_at(root, rel);
+                test_remove_at(root, rel);
         }
-        remove_at(root, "/sys/devices/system/node");
+        test_remove_at(root, "/sys/devices/system/node");
         ASSERT_OK(topology_load(root, &t));
         for (int c = 0; c < 8; c++) {
                 ASSERT_EQ(t->cpus[c].node, 0);
@@ -162,19 +130,19 @@ static void test_variants(void) {
 
         /* No "possible": falls back to present, then online. */
         root = copy_fixture("sample/smp2");
-        remove_at(root, "/sys/devices/system/cpu/possible");
-        remove_at(root, "/sys/devices/system/cpu/present");
+        test_remove_at(root, "/sys/devices/system/cpu/possible");
+        test_remove_at(root, "/sys/devices/system/cpu/present");
         ASSERT_OK(topology_load(root, &t));
         ASSERT_EQ(t->n_cpus, 2);
         topology_free(t);
 
         /* More CPUs than cpumask_t holds: refused, not truncated. */
-        write_at(root, "/sys/devices/system/cpu/online", "0-2047\n");
+        test_write_at(root, "/sys/devices/system/cpu/online", "0-2047\n");
         ASSERT_EQ(topology_load(root, &t), -E2BIG);
 
         /* A malformed list is an error, not a guess. */
-        write_at(root, "/sys/devices/system/cpu/online", "0-1\n");
-        write_at(root, "/sys/devices/system/cpu/isolated", "1-x\n");
+        test_write_at(root, "/sys/devices/system/cpu/online", "0-1\n");
+        test_write_at(root, "/sys/devices/system/cpu/isolated", "1-x\n");
         ASSERT_EQ(topology_load(root, &t), -EINVAL);
 
         /* Nothing there at all. */

@@ -31,15 +31,12 @@ struct duty_options {
         long n;
         double duty_pct;
         double period_ms;
-        double duration_s;
+        struct wl_common_options common;
         bool burst;
         double burst_min_us, burst_max_us, gap_mean_ms;
         long seed;
-        double loops_per_us;
-        const char *pid_file;
         int cpus[WL_MAX_CPUS];
         int ncpus;
-        bool calibrate_only;
 };
 
 struct duty_slot {
@@ -114,68 +111,56 @@ static int duty_parse_args(int argc, char **argv, struct duty_options *o) {
         int c;
 
         *o = (struct duty_options) {
-                .n = 4, .duty_pct = 40, .period_ms = 10, .duration_s = 5,
+                .n = 4, .duty_pct = 40, .period_ms = 10, .common.duration_s = 5,
                 .burst_min_us = 500, .burst_max_us = 5000, .gap_mean_ms = 20, .seed = 1,
         };
         while ((c = getopt_long(argc, argv, "n:u:T:d:bS:L:Cc:p:h", longopts, NULL)) >= 0) {
-                int r = 0;
+                int r = wl_common_option(c, optarg, &o->common);
 
-                switch (c) {
-                case 'n':
-                        r = wl_parse_long(optarg, 1, DUTY_MAX, &o->n);
-                        break;
-                case 'u':
-                        r = wl_parse_double(optarg, 1, 100, &o->duty_pct);
-                        break;
-                case 'T':
-                        r = wl_parse_double(optarg, 0.1, 60000, &o->period_ms);
-                        break;
-                case 'd':
-                        r = wl_parse_double(optarg, 0, 1e7, &o->duration_s);
-                        break;
-                case 'b':
-                        o->burst = true;
-                        break;
-                case OPT_BURST_MIN:
-                        r = wl_parse_double(optarg, 1, 1e7, &o->burst_min_us);
-                        break;
-                case OPT_BURST_MAX:
-                        r = wl_parse_double(optarg, 1, 1e7, &o->burst_max_us);
-                        break;
-                case OPT_GAP_MEAN:
-                        r = wl_parse_double(optarg, 0.01, 1e6, &o->gap_mean_ms);
-                        break;
-                case 'S':
-                        r = wl_parse_long(optarg, 0, LONG_MAX, &o->seed);
-                        break;
-                case 'L':
-                        r = wl_parse_double(optarg, 0.001, 1e6, &o->loops_per_us);
-                        break;
-                case 'C':
-                        o->calibrate_only = true;
-                        break;
-                case 'c':
-                        o->ncpus = wl_parse_cpu_list(optarg, o->cpus, WL_MAX_CPUS);
-                        r = o->ncpus > 0 ? 0 : -EINVAL;
-                        break;
-                case 'p':
-                        o->pid_file = optarg;
-                        break;
-                case 'h':
-                        duty_help();
-                        exit(EXIT_SUCCESS);
-                default:
-                        return -EINVAL;
+                if (r == 0) {
+                        switch (c) {
+                        case 'n':
+                                r = wl_parse_long(optarg, 1, DUTY_MAX, &o->n);
+                                break;
+                        case 'u':
+                                r = wl_parse_double(optarg, 1, 100, &o->duty_pct);
+                                break;
+                        case 'T':
+                                r = wl_parse_double(optarg, 0.1, 60000, &o->period_ms);
+                                break;
+                        case 'b':
+                                o->burst = true;
+                                break;
+                        case OPT_BURST_MIN:
+                                r = wl_parse_double(optarg, 1, 1e7, &o->burst_min_us);
+                                break;
+                        case OPT_BURST_MAX:
+                                r = wl_parse_double(optarg, 1, 1e7, &o->burst_max_us);
+                                break;
+                        case OPT_GAP_MEAN:
+                                r = wl_parse_double(optarg, 0.01, 1e6, &o->gap_mean_ms);
+                                break;
+                        case 'S':
+                                r = wl_parse_long(optarg, 0, LONG_MAX, &o->seed);
+                                break;
+                        case 'c':
+                                o->ncpus = wl_parse_cpu_list(optarg, o->cpus, WL_MAX_CPUS);
+                                r = o->ncpus > 0 ? 0 : -EINVAL;
+                                break;
+                        case 'h':
+                                duty_help();
+                                exit(EXIT_SUCCESS);
+                        default:
+                                return -EINVAL;
+                        }
                 }
                 if (r < 0) {
                         fprintf(stderr, "duty: bad value '%s' for an option\n", optarg);
                         return -EINVAL;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "duty: unexpected argument '%s'\n", argv[optind]);
+        if (wl_no_operands("duty", argc, argv) < 0)
                 return -EINVAL;
-        }
         if (o->burst_max_us < o->burst_min_us) {
                 fprintf(stderr, "duty: --burst-max-us is below --burst-min-us\n");
                 return -EINVAL;
@@ -232,14 +217,14 @@ static void duty_child(struct duty_shared *sh, int index, const struct duty_opti
                         double gap_ms = -log(1.0 - u) * o->gap_mean_ms;
                         wl_sleep_until_ns(wl_now_ns() + (int64_t) (gap_ms * 1e6));
                         double burst_us = o->burst_min_us + duty_uniform(&rng) * (o->burst_max_us - o->burst_min_us);
-                        x = duty_work(sh, s, (uint64_t) (burst_us * o->loops_per_us), x);
+                        x = duty_work(sh, s, (uint64_t) (burst_us * o->common.loops_per_us), x);
                         atomic_fetch_add_explicit(&s->periods, 1, memory_order_relaxed);
                 }
                 _exit(0);
         }
 
         const int64_t period_ns = (int64_t) (o->period_ms * 1e6);
-        const uint64_t loops = (uint64_t) (o->period_ms * 1000.0 * o->duty_pct / 100.0 * o->loops_per_us);
+        const uint64_t loops = (uint64_t) (o->period_ms * 1000.0 * o->duty_pct / 100.0 * o->common.loops_per_us);
         int64_t next = wl_now_ns();
         while (!atomic_load_explicit(&sh->stop, memory_order_relaxed)) {
                 x = duty_work(sh, s, loops, x);
@@ -273,19 +258,14 @@ int main(int argc, char **argv) {
         struct duty_options o;
         struct duty_shared *sh;
         pid_t *pids;
-        int r;
 
         if (duty_parse_args(argc, argv, &o) < 0) {
                 fprintf(stderr, "Try 'duty --help'.\n");
                 return 2;
         }
         wl_stdout_line_buffered();
-        if (o.loops_per_us <= 0)
-                o.loops_per_us = wl_calibrate_loops_per_us();
-        if (o.calibrate_only) {
-                printf("loops_per_us=%.3f\n", o.loops_per_us);
+        if (wl_loops_per_us(&o.common) > 0)
                 return 0;
-        }
         wl_install_stop_handlers();
 
         sh = mmap(NULL, sizeof(*sh) + (size_t) o.n * sizeof(struct duty_slot),
@@ -315,13 +295,8 @@ int main(int argc, char **argv) {
                         failed = true;
                 }
         }
-        if (!failed && o.pid_file) {
-                r = wl_write_pid_file(o.pid_file, pids, (int) o.n);
-                if (r < 0) {
-                        fprintf(stderr, "duty: writing %s: %s\n", o.pid_file, strerror(-r));
-                        failed = true;
-                }
-        }
+        if (!failed && wl_write_pid_file_opt("duty", o.common.pid_file, pids, (int) o.n) < 0)
+                failed = true;
 
         const int64_t t0 = wl_now_ns();
         for (long i = 0; i < o.n && !failed; i++) {
@@ -329,7 +304,7 @@ int main(int argc, char **argv) {
                 duty_snapshot(s, &s->mig0, &s->st0, &s->loops0, &s->periods0, &s->overruns0);
         }
         if (!failed) {
-                const int64_t t_end = o.duration_s > 0 ? t0 + (int64_t) (o.duration_s * 1e9) : INT64_MAX;
+                const int64_t t_end = wl_end_ns(t0, o.common.duration_s);
                 while (!wl_stop_requested && wl_now_ns() < t_end)
                         wl_sleep_until_ns(t_end == INT64_MAX ? wl_now_ns() + WL_NSEC_PER_SEC : t_end);
         }
@@ -374,7 +349,7 @@ int main(int argc, char **argv) {
                units, elapsed > 0 ? units / elapsed : 0.0, (unsigned long long) periods,
                (unsigned long long) overruns, migsum, migmax, delay_ms, cpu_s,
                cpu_s > 0 ? delay_ms / cpu_s : 0.0, elapsed > 0 ? cpu_s / elapsed : 0.0, o.n, elapsed,
-               o.loops_per_us, o.burst ? "burst" : "duty", o.ncpus > 0 ? "yes" : "no");
+               o.common.loops_per_us, o.burst ? "burst" : "duty", o.ncpus > 0 ? "yes" : "no");
         free(pids);
         return 0;
 }

@@ -28,9 +28,7 @@
 struct hog_options {
         long n;
         bool threads;
-        double duration_s;
-        long report_interval_ms;
-        const char *pid_file;
+        struct wl_common_options common;
         int cpus[WL_MAX_CPUS];
         int ncpus;
         double idle_after_s;    /* <= 0: never */
@@ -96,51 +94,40 @@ static int hog_parse_args(int argc, char **argv, struct hog_options *o) {
         };
         int c;
 
-        *o = (struct hog_options) { .n = 1, .duration_s = 5 };
+        *o = (struct hog_options) { .n = 1, .common.duration_s = 5 };
         while ((c = getopt_long(argc, argv, "n:t:d:r:p:c:I:h", longopts, NULL)) >= 0) {
-                int r = 0;
+                int r = wl_common_option(c, optarg, &o->common);
 
-                switch (c) {
-                case 'n':
-                        r = wl_parse_long(optarg, 1, HOG_MAX, &o->n);
-                        o->threads = false;
-                        break;
-                case 't':
-                        r = wl_parse_long(optarg, 1, HOG_MAX, &o->n);
-                        o->threads = true;
-                        break;
-                case 'd':
-                        r = wl_parse_double(optarg, 0, 1e7, &o->duration_s);
-                        break;
-                case 'r':
-                        r = wl_parse_long(optarg, 0, 3600 * 1000, &o->report_interval_ms);
-                        break;
-                case 'p':
-                        o->pid_file = optarg;
-                        break;
-                case 'c':
-                        o->ncpus = wl_parse_cpu_list(optarg, o->cpus, WL_MAX_CPUS);
-                        r = o->ncpus > 0 ? 0 : -EINVAL;
-                        break;
-                case 'I':
-                        r = wl_parse_double(optarg, 0, 1e7, &o->idle_after_s);
-                        break;
-                case 'h':
-                        hog_help();
-                        exit(EXIT_SUCCESS);
-                default:
-                        return -EINVAL;
+                if (r == 0) {
+                        switch (c) {
+                        case 'n':
+                                r = wl_parse_long(optarg, 1, HOG_MAX, &o->n);
+                                o->threads = false;
+                                break;
+                        case 't':
+                                r = wl_parse_long(optarg, 1, HOG_MAX, &o->n);
+                                o->threads = true;
+                                break;
+                        case 'c':
+                                o->ncpus = wl_parse_cpu_list(optarg, o->cpus, WL_MAX_CPUS);
+                                r = o->ncpus > 0 ? 0 : -EINVAL;
+                                break;
+                        case 'I':
+                                r = wl_parse_double(optarg, 0, 1e7, &o->idle_after_s);
+                                break;
+                        case 'h':
+                                hog_help();
+                                exit(EXIT_SUCCESS);
+                        default:
+                                return -EINVAL;
+                        }
                 }
                 if (r < 0) {
                         fprintf(stderr, "hog: bad value '%s' for an option\n", optarg);
                         return -EINVAL;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "hog: unexpected argument '%s'\n", argv[optind]);
-                return -EINVAL;
-        }
-        return 0;
+        return wl_no_operands("hog", argc, argv);
 }
 
 static void *hog_body(void *p) {
@@ -267,16 +254,11 @@ int main(int argc, char **argv) {
                 return 1;
         for (long i = 0; i < o.n; i++)
                 tids[i] = atomic_load(&sh->slot[i].tid);
-        if (!failed && o.pid_file) {
-                r = wl_write_pid_file(o.pid_file, tids, (int) o.n);
-                if (r < 0) {
-                        fprintf(stderr, "hog: writing %s: %s\n", o.pid_file, strerror(-r));
-                        failed = true;
-                }
-        }
+        if (!failed && wl_write_pid_file_opt("hog", o.common.pid_file, tids, (int) o.n) < 0)
+                failed = true;
 
         const int64_t t0 = wl_now_ns();
-        const int64_t t_end = o.duration_s > 0 ? t0 + (int64_t) (o.duration_s * 1e9) : INT64_MAX;
+        const int64_t t_end = wl_end_ns(t0, o.common.duration_s);
         if (o.idle_after_s > 0)
                 sh->idle_at_ns = t0 + (int64_t) (o.idle_after_s * 1e9);
         for (long i = 0; i < o.n && !failed; i++) {
@@ -286,7 +268,7 @@ int main(int argc, char **argv) {
         }
 
         /* Monitor: sleep to each window end (or the end), report. */
-        const int64_t window_ns = o.report_interval_ms > 0 ? o.report_interval_ms * WL_NSEC_PER_MSEC : INT64_MAX;
+        const int64_t window_ns = o.common.report_interval_ms > 0 ? o.common.report_interval_ms * WL_NSEC_PER_MSEC : INT64_MAX;
         int64_t next = window_ns == INT64_MAX ? t_end : t0 + window_ns;
         uint64_t *prev_units = calloc((size_t) o.n, sizeof(*prev_units));
         int64_t prev_t = t0;

@@ -21,10 +21,9 @@
 struct idle_options {
         long n;
         long stack_kib;
-        double duration_s;
+        struct wl_common_options common;
         long active;
         double wake_ms;
-        const char *pid_file;
 };
 
 static void idle_help(void) {
@@ -57,43 +56,35 @@ static int idle_parse_args(int argc, char **argv, struct idle_options *o) {
 
         *o = (struct idle_options) { .n = 100, .stack_kib = 64, .wake_ms = 10 };
         while ((c = getopt_long(argc, argv, "t:s:d:a:w:p:h", longopts, NULL)) >= 0) {
-                int r = 0;
+                int r = wl_common_option(c, optarg, &o->common);
 
-                switch (c) {
-                case 't':
-                        r = wl_parse_long(optarg, 1, IDLE_MAX, &o->n);
-                        break;
-                case 's':
-                        r = wl_parse_long(optarg, 16, 1024 * 1024, &o->stack_kib);
-                        break;
-                case 'd':
-                        r = wl_parse_double(optarg, 0, 1e7, &o->duration_s);
-                        break;
-                case 'a':
-                        r = wl_parse_long(optarg, 0, IDLE_MAX, &o->active);
-                        break;
-                case 'w':
-                        r = wl_parse_double(optarg, 0.1, 1e6, &o->wake_ms);
-                        break;
-                case 'p':
-                        o->pid_file = optarg;
-                        break;
-                case 'h':
-                        idle_help();
-                        exit(EXIT_SUCCESS);
-                default:
-                        return -EINVAL;
+                if (r == 0) {
+                        switch (c) {
+                        case 't':
+                                r = wl_parse_long(optarg, 1, IDLE_MAX, &o->n);
+                                break;
+                        case 's':
+                                r = wl_parse_long(optarg, 16, 1024 * 1024, &o->stack_kib);
+                                break;
+                        case 'a':
+                                r = wl_parse_long(optarg, 0, IDLE_MAX, &o->active);
+                                break;
+                        case 'w':
+                                r = wl_parse_double(optarg, 0.1, 1e6, &o->wake_ms);
+                                break;
+                        case 'h':
+                                idle_help();
+                                exit(EXIT_SUCCESS);
+                        default:
+                                return -EINVAL;
+                        }
                 }
                 if (r < 0) {
                         fprintf(stderr, "idlethreads: bad value '%s' for an option\n", optarg);
                         return -EINVAL;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "idlethreads: unexpected argument '%s'\n", argv[optind]);
-                return -EINVAL;
-        }
-        return 0;
+        return wl_no_operands("idlethreads", argc, argv);
 }
 
 static void *idle_sleeper(void *p) {
@@ -175,17 +166,12 @@ int main(int argc, char **argv) {
         pthread_attr_destroy(&attr);
         if (started < o.n)
                 return 1;
-        if (o.pid_file) {
-                r = wl_write_pid_file(o.pid_file, &me, 1);
-                if (r < 0) {
-                        fprintf(stderr, "idlethreads: writing %s: %s\n", o.pid_file, strerror(-r));
-                        return 1;
-                }
-        }
+        if (wl_write_pid_file_opt("idlethreads", o.common.pid_file, &me, 1) < 0)
+                return 1;
         printf("ready threads=%ld pid=%d\n", started, (int) me);
 
         const int64_t t0 = wl_now_ns();
-        const int64_t t_end = o.duration_s > 0 ? t0 + (int64_t) (o.duration_s * 1e9) : INT64_MAX;
+        const int64_t t_end = wl_end_ns(t0, o.common.duration_s);
         sigemptyset(&stopsigs);
         sigaddset(&stopsigs, SIGTERM);
         sigaddset(&stopsigs, SIGINT);

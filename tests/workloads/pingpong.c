@@ -29,13 +29,8 @@
 #include <sys/wait.h>
 
 struct pp_options {
-        double duration_s;      /* 0 = until SIGTERM/SIGINT */
-        long report_interval_ms; /* 0 = no progress lines */
-        const char *pid_file;
-        int cpus[2];
-        bool split;
-        bool hold;
-        int pin_cpu;            /* -1 = none */
+        struct wl_common_options common;     /* -d -r -p */
+        struct wl_pair_placement place;      /* -c -H -P */
 };
 
 /* Written by the child, read by the parent: the CPU the child last ran on. */
@@ -78,74 +73,38 @@ static int pp_parse_args(int argc, char **argv, struct pp_options *o) {
                 {}
         };
         int c;
-        long v;
 
-        *o = (struct pp_options) { .duration_s = 5, .pin_cpu = -1 };
-        while ((c = getopt_long(argc, argv, "d:r:p:c:HP:h", longopts, NULL)) >= 0)
-                switch (c) {
-                case 'd':
-                        if (wl_parse_double(optarg, 0, 1e7, &o->duration_s) < 0) {
-                                fprintf(stderr, "pingpong: bad --duration '%s'\n", optarg);
-                                return -EINVAL;
-                        }
-                        break;
-                case 'r':
-                        if (wl_parse_long(optarg, 0, 3600 * 1000, &o->report_interval_ms) < 0) {
-                                fprintf(stderr, "pingpong: bad --report-interval '%s'\n", optarg);
-                                return -EINVAL;
-                        }
-                        break;
-                case 'p':
-                        o->pid_file = optarg;
-                        break;
-                case 'c':
-                        if (wl_parse_cpu_list(optarg, o->cpus, 2) != 2) {
-                                fprintf(stderr, "pingpong: --cpus wants two CPUs 'A,B', got '%s'\n", optarg);
-                                return -EINVAL;
-                        }
-                        o->split = true;
-                        break;
-                case 'H':
-                        o->hold = true;
-                        break;
-                case 'P':
-                        if (wl_parse_long(optarg, 0, WL_MAX_CPUS - 1, &v) < 0) {
-                                fprintf(stderr, "pingpong: bad --pin '%s'\n", optarg);
-                                return -EINVAL;
-                        }
-                        o->pin_cpu = (int) v;
-                        break;
-                case 'h':
-                        pp_help();
-                        exit(EXIT_SUCCESS);
-                default:
+        *o = (struct pp_options) { .common.duration_s = 5, .place.pin_cpu = -1 };
+        while ((c = getopt_long(argc, argv, "d:r:p:c:HP:h", longopts, NULL)) >= 0) {
+                int r = wl_common_option(c, optarg, &o->common);
+
+                if (r == 0)
+                        r = wl_pair_option(c, optarg, &o->place);
+                if (r == -EINVAL && c == 'c') {
+                        fprintf(stderr, "pingpong: --cpus wants two CPUs 'A,B', got '%s'\n", optarg);
                         return -EINVAL;
                 }
-        if (optind < argc) {
-                fprintf(stderr, "pingpong: unexpected argument '%s'\n", argv[optind]);
+                if (r < 0) {
+                        fprintf(stderr, "pingpong: bad --%s '%s'\n", wl_long_name(longopts, c), optarg);
+                        return -EINVAL;
+                }
+                if (r > 0)
+                        continue;
+                if (c == 'h') {
+                        pp_help();
+                        exit(EXIT_SUCCESS);
+                }
                 return -EINVAL;
         }
-        if (o->split && o->pin_cpu >= 0) {
-                fprintf(stderr, "pingpong: --cpus and --pin exclude each other\n");
+        if (wl_no_operands("pingpong", argc, argv) < 0)
                 return -EINVAL;
-        }
-        if (o->hold && !o->split) {
-                fprintf(stderr, "pingpong: --hold needs --cpus\n");
-                return -EINVAL;
-        }
-        return 0;
+        return wl_pair_check("pingpong", &o->place);
 }
 
-static void pp_child(int in_fd, int out_fd, struct pp_shared *sh, int cpu) {
+static void pp_child(int in_fd, int out_fd, struct pp_shared *sh, const struct wl_pair_placement *pl) {
         char b;
 
-        /* The parent decides when to stop (it closes the pipe); a signal to
-         * the whole process group must not make the child vanish first. */
-        signal(SIGTERM, SIG_IGN);
-        signal(SIGINT, SIG_IGN);
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (cpu >= 0 && wl_pin_to_cpu(0, cpu) < 0)
-                _exit(2);
+        wl_pair_child_start(pl);
         for (;;) {
                 ssize_t n = read(in_fd, &b, 1);
                 if (n < 0 && errno == EINTR)
@@ -207,11 +166,8 @@ int main(int argc, char **argv) {
                 return 1;
         }
 
-        r = o.split ? wl_pin_to_cpu(0, o.cpus[0]) : o.pin_cpu >= 0 ? wl_pin_to_cpu(0, o.pin_cpu) : 0;
-        if (r < 0) {
-                fprintf(stderr, "pingpong: sched_setaffinity: %s\n", strerror(-r));
+        if (wl_pair_place_parent("pingpong", &o.place) < 0)
                 return 1;
-        }
 
         child = fork();
         if (child < 0) {
@@ -221,7 +177,7 @@ int main(int argc, char **argv) {
         if (child == 0) {
                 close(p2c[1]);
                 close(c2p[0]);
-                pp_child(p2c[0], c2p[1], sh, o.split ? o.cpus[1] : -1);
+                pp_child(p2c[0], c2p[1], sh, &o.place);
         }
         close(p2c[0]);
         close(c2p[1]);
@@ -234,39 +190,27 @@ int main(int argc, char **argv) {
                 waitpid(child, NULL, 0);
                 return 1;
         }
-        if (o.split && !o.hold) {
-                /* Release: back to the mask we started with. Neither task is
-                 * moved by this; from here on only the kernel places them. */
-                r = wl_set_affinity(child, &orig);
-                if (r >= 0)
-                        r = wl_set_affinity(0, &orig);
-                if (r < 0) {
-                        fprintf(stderr, "pingpong: resetting affinity: %s\n", strerror(-r));
-                        close(p2c[1]);
-                        waitpid(child, NULL, 0);
-                        return 1;
-                }
+        if (wl_pair_release("pingpong", &o.place, child, &orig) < 0) {
+                close(p2c[1]);
+                waitpid(child, NULL, 0);
+                return 1;
         }
 
         long long mig_p0 = 0, mig_c0 = 0, mig_p1 = -1, mig_c1 = -1;
         (void) wl_read_sched_field(me, me, "se.nr_migrations", &mig_p0);
         (void) wl_read_sched_field(child, child, "se.nr_migrations", &mig_c0);
 
-        if (o.pid_file) {
-                pid_t pids[2] = { me, child };
-                r = wl_write_pid_file(o.pid_file, pids, 2);
-                if (r < 0) {
-                        fprintf(stderr, "pingpong: writing %s: %s\n", o.pid_file, strerror(-r));
-                        close(p2c[1]);
-                        waitpid(child, NULL, 0);
-                        return 1;
-                }
+        if (wl_write_pid_file_opt("pingpong", o.common.pid_file, (pid_t[]) { me, child }, 2) < 0) {
+                close(p2c[1]);
+                waitpid(child, NULL, 0);
+                return 1;
         }
 
-        const int64_t window_ns = (o.report_interval_ms > 0 ? o.report_interval_ms : 100) * WL_NSEC_PER_MSEC;
-        const int64_t t0 = wl_now_ns();
-        const int64_t t_end = o.duration_s > 0 ? t0 + (int64_t) (o.duration_s * 1e9) : INT64_MAX;
-        int64_t next_window = t0 + window_ns, now = t0;
+        struct wl_windows win;
+        wl_windows_start(&win, o.common.duration_s,
+                         (o.common.report_interval_ms > 0 ? o.common.report_interval_ms : 100) * WL_NSEC_PER_MSEC);
+        const int64_t t0 = win.t0;
+        int64_t now = t0;
         uint64_t n = 0, same = 0, prev_n = 0, prev_same = 0;
         double first_merged_s = -1;
         bool dead_peer = false;
@@ -287,13 +231,13 @@ int main(int argc, char **argv) {
                 if ((n & 15) != 0)
                         continue;
                 now = wl_now_ns();
-                if (now >= next_window) {
+                if (wl_window_done(&win, now)) {
                         double dt = (double) (now - ws.s[ws.n - 1].t_ns) / 1e9;
                         double same_w = wl_frac(same - prev_same, n - prev_n);
 
                         if (first_merged_s < 0 && same_w >= 0.9)
                                 first_merged_s = (double) (ws.s[ws.n - 1].t_ns - t0) / 1e9;
-                        if (o.report_interval_ms > 0)
+                        if (o.common.report_interval_ms > 0)
                                 printf("t=%.3f rate=%.1f unit=roundtrips/s same_cpu=%.3f cpu_parent=%d cpu_child=%d\n",
                                        (double) (now - t0) / 1e9, (double) (n - prev_n) / dt, same_w,
                                        sched_getcpu(), atomic_load(&sh->child_cpu));
@@ -301,11 +245,8 @@ int main(int argc, char **argv) {
                                 break;
                         prev_n = n;
                         prev_same = same;
-                        next_window += window_ns;
-                        if (next_window <= now)
-                                next_window = now + window_ns;
                 }
-                if (now >= t_end)
+                if (now >= win.t_end)
                         break;
         }
         now = wl_now_ns();
@@ -324,7 +265,7 @@ int main(int argc, char **argv) {
         double dt2 = (double) (now - half->t_ns) / 1e9;
         uint64_t n2 = n - half->count, same2 = same - half->same;
         double same_2nd = wl_frac(same2, n2);
-        const char *mode = o.split ? (o.hold ? "split-held" : "split") : o.pin_cpu >= 0 ? "pinned" : "free";
+        const char *mode = wl_pair_mode(&o.place);
 
         if (dead_peer)
                 fprintf(stderr, "pingpong: child exited early\n");

@@ -25,18 +25,12 @@
 #define STREAM_MAX_MSG 4096
 
 struct stream_options {
-        double duration_s;
-        long report_interval_ms;
-        const char *pid_file;
+        struct wl_common_options common;     /* -d -r -p -L -C */
+        struct wl_pair_placement place;      /* -c -H -P */
         double producer_us, consumer_us;
-        double loops_per_us;    /* 0 = calibrate */
         long depth;
         long msg_size;
         double jitter_pct;      /* work per message uniform in w*(1 +- jitter) */
-        int cpus[2];
-        bool split, hold;
-        int pin_cpu;
-        bool calibrate_only;
 };
 
 struct stream_shared {
@@ -103,80 +97,47 @@ static int stream_parse_args(int argc, char **argv, struct stream_options *o) {
         };
         double work = 50, prod = -1, cons = -1;
         int c;
-        long v;
 
-        *o = (struct stream_options) { .duration_s = 5, .depth = 2, .msg_size = 64, .pin_cpu = -1 };
+        *o = (struct stream_options) { .common.duration_s = 5, .depth = 2, .msg_size = 64, .place.pin_cpu = -1 };
         while ((c = getopt_long(argc, argv, "d:r:p:w:D:s:j:L:Cc:HP:h", longopts, NULL)) >= 0) {
-                int r = 0;
+                int r = wl_common_option(c, optarg, &o->common);
 
-                switch (c) {
-                case 'd':
-                        r = wl_parse_double(optarg, 0, 1e7, &o->duration_s);
-                        break;
-                case 'r':
-                        r = wl_parse_long(optarg, 0, 3600 * 1000, &o->report_interval_ms);
-                        break;
-                case 'p':
-                        o->pid_file = optarg;
-                        break;
-                case 'w':
-                        r = wl_parse_double(optarg, 0, 1e6, &work);
-                        break;
-                case OPT_PRODUCER_US:
-                        r = wl_parse_double(optarg, 0, 1e6, &prod);
-                        break;
-                case OPT_CONSUMER_US:
-                        r = wl_parse_double(optarg, 0, 1e6, &cons);
-                        break;
-                case 'D':
-                        r = wl_parse_long(optarg, 1, 1000, &o->depth);
-                        break;
-                case 's':
-                        r = wl_parse_long(optarg, 1, STREAM_MAX_MSG, &o->msg_size);
-                        break;
-                case 'j':
-                        r = wl_parse_double(optarg, 0, 100, &o->jitter_pct);
-                        break;
-                case 'L':
-                        r = wl_parse_double(optarg, 0.001, 1e6, &o->loops_per_us);
-                        break;
-                case 'C':
-                        o->calibrate_only = true;
-                        break;
-                case 'c':
-                        r = wl_parse_cpu_list(optarg, o->cpus, 2) == 2 ? 0 : -EINVAL;
-                        o->split = true;
-                        break;
-                case 'H':
-                        o->hold = true;
-                        break;
-                case 'P':
-                        r = wl_parse_long(optarg, 0, WL_MAX_CPUS - 1, &v);
-                        o->pin_cpu = (int) v;
-                        break;
-                case 'h':
-                        stream_help();
-                        exit(EXIT_SUCCESS);
-                default:
-                        return -EINVAL;
+                if (r == 0)
+                        r = wl_pair_option(c, optarg, &o->place);
+                if (r == 0) {
+                        switch (c) {
+                        case 'w':
+                                r = wl_parse_double(optarg, 0, 1e6, &work);
+                                break;
+                        case OPT_PRODUCER_US:
+                                r = wl_parse_double(optarg, 0, 1e6, &prod);
+                                break;
+                        case OPT_CONSUMER_US:
+                                r = wl_parse_double(optarg, 0, 1e6, &cons);
+                                break;
+                        case 'D':
+                                r = wl_parse_long(optarg, 1, 1000, &o->depth);
+                                break;
+                        case 's':
+                                r = wl_parse_long(optarg, 1, STREAM_MAX_MSG, &o->msg_size);
+                                break;
+                        case 'j':
+                                r = wl_parse_double(optarg, 0, 100, &o->jitter_pct);
+                                break;
+                        case 'h':
+                                stream_help();
+                                exit(EXIT_SUCCESS);
+                        default:
+                                return -EINVAL;
+                        }
                 }
                 if (r < 0) {
                         fprintf(stderr, "stream: bad value '%s' for an option\n", optarg);
                         return -EINVAL;
                 }
         }
-        if (optind < argc) {
-                fprintf(stderr, "stream: unexpected argument '%s'\n", argv[optind]);
+        if (wl_no_operands("stream", argc, argv) < 0 || wl_pair_check("stream", &o->place) < 0)
                 return -EINVAL;
-        }
-        if (o->split && o->pin_cpu >= 0) {
-                fprintf(stderr, "stream: --cpus and --pin exclude each other\n");
-                return -EINVAL;
-        }
-        if (o->hold && !o->split) {
-                fprintf(stderr, "stream: --hold needs --cpus\n");
-                return -EINVAL;
-        }
         o->producer_us = prod >= 0 ? prod : work;
         o->consumer_us = cons >= 0 ? cons : work;
         return 0;
@@ -221,11 +182,7 @@ static void stream_consumer(int data_fd, int credit_fd, const struct stream_opti
         char buf[STREAM_MAX_MSG];
         uint64_t x = 1, rng = 0x2545f4914f6cdd1dULL;
 
-        signal(SIGTERM, SIG_IGN);
-        signal(SIGINT, SIG_IGN);
-        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (o->split && wl_pin_to_cpu(0, o->cpus[1]) < 0)
-                _exit(2);
+        wl_pair_child_start(&o->place);
         for (;;) {
                 if (stream_read_full(data_fd, buf, (size_t) o->msg_size) <= 0)
                         _exit(0);
@@ -250,23 +207,18 @@ int main(int argc, char **argv) {
         cpu_set_t orig;
         int data[2], credit[2];
         pid_t child, me = getpid();
-        int r;
 
         if (stream_parse_args(argc, argv, &o) < 0) {
                 fprintf(stderr, "Try 'stream --help'.\n");
                 return 2;
         }
         wl_stdout_line_buffered();
-        if (o.loops_per_us <= 0)
-                o.loops_per_us = wl_calibrate_loops_per_us();
-        if (o.calibrate_only) {
-                printf("loops_per_us=%.3f\n", o.loops_per_us);
+        if (wl_loops_per_us(&o.common) > 0)
                 return 0;
-        }
         wl_install_stop_handlers();
 
-        const uint64_t prod_loops = (uint64_t) (o.producer_us * o.loops_per_us);
-        const uint64_t cons_loops = (uint64_t) (o.consumer_us * o.loops_per_us);
+        const uint64_t prod_loops = (uint64_t) (o.producer_us * o.common.loops_per_us);
+        const uint64_t cons_loops = (uint64_t) (o.consumer_us * o.common.loops_per_us);
 
         if (sched_getaffinity(0, sizeof(orig), &orig) < 0) {
                 perror("stream: sched_getaffinity");
@@ -282,11 +234,8 @@ int main(int argc, char **argv) {
                 perror("stream: pipe2");
                 return 1;
         }
-        r = o.split ? wl_pin_to_cpu(0, o.cpus[0]) : o.pin_cpu >= 0 ? wl_pin_to_cpu(0, o.pin_cpu) : 0;
-        if (r < 0) {
-                fprintf(stderr, "stream: sched_setaffinity: %s\n", strerror(-r));
+        if (wl_pair_place_parent("stream", &o.place) < 0)
                 return 1;
-        }
         child = fork();
         if (child < 0) {
                 perror("stream: fork");
@@ -310,26 +259,11 @@ int main(int argc, char **argv) {
                 waitpid(child, NULL, 0);
                 return 1;
         }
-        if (o.split && !o.hold) {
-                r = wl_set_affinity(child, &orig);
-                if (r >= 0)
-                        r = wl_set_affinity(0, &orig);
-                if (r < 0) {
-                        fprintf(stderr, "stream: resetting affinity: %s\n", strerror(-r));
-                        close(data[1]);
-                        waitpid(child, NULL, 0);
-                        return 1;
-                }
-        }
-        if (o.pid_file) {
-                pid_t pids[2] = { me, child };
-                r = wl_write_pid_file(o.pid_file, pids, 2);
-                if (r < 0) {
-                        fprintf(stderr, "stream: writing %s: %s\n", o.pid_file, strerror(-r));
-                        close(data[1]);
-                        waitpid(child, NULL, 0);
-                        return 1;
-                }
+        if (wl_pair_release("stream", &o.place, child, &orig) < 0 ||
+            wl_write_pid_file_opt("stream", o.common.pid_file, (pid_t[]) { me, child }, 2) < 0) {
+                close(data[1]);
+                waitpid(child, NULL, 0);
+                return 1;
         }
 
         long long mig_p0 = 0, mig_c0 = 0, mig_p1 = -1, mig_c1 = -1;
@@ -341,10 +275,11 @@ int main(int argc, char **argv) {
         long long run_p0 = stream_run_ns(me), run_c0 = stream_run_ns(child);
         long long run_pw = run_p0, run_cw = run_c0;
 
-        const int64_t window_ns = (o.report_interval_ms > 0 ? o.report_interval_ms : 100) * WL_NSEC_PER_MSEC;
-        const int64_t t0 = wl_now_ns();
-        const int64_t t_end = o.duration_s > 0 ? t0 + (int64_t) (o.duration_s * 1e9) : INT64_MAX;
-        int64_t next_window = t0 + window_ns, now = t0;
+        struct wl_windows win;
+        wl_windows_start(&win, o.common.duration_s,
+                         (o.common.report_interval_ms > 0 ? o.common.report_interval_ms : 100) * WL_NSEC_PER_MSEC);
+        const int64_t t0 = win.t0;
+        int64_t now = t0;
         uint64_t done = 0, same = 0, prev_done = 0, x = 7, rng = 0x9e3779b97f4a7c15ULL;
         long credits = o.depth;
         bool dead_peer = false;
@@ -376,8 +311,8 @@ int main(int argc, char **argv) {
                 credits--;
 
                 now = wl_now_ns();
-                if (now >= next_window) {
-                        if (o.report_interval_ms > 0) {
+                if (wl_window_done(&win, now)) {
+                        if (o.common.report_interval_ms > 0) {
                                 double dt = (double) (now - ws.s[ws.n - 1].t_ns) / 1e9;
                                 long long rp = stream_run_ns(me), rc = stream_run_ns(child);
                                 printf("t=%.3f rate=%.1f unit=messages/s util_producer=%.3f util_consumer=%.3f same_cpu=%.3f\n",
@@ -390,11 +325,8 @@ int main(int argc, char **argv) {
                         if (wl_series_push(&ws, now, done, same) < 0)
                                 break;
                         prev_done = done;
-                        next_window += window_ns;
-                        if (next_window <= now)
-                                next_window = now + window_ns;
                 }
-                if (now >= t_end)
+                if (now >= win.t_end)
                         break;
         }
         now = wl_now_ns();
@@ -414,7 +346,7 @@ int main(int argc, char **argv) {
         double dt2 = (double) (now - half->t_ns) / 1e9;
         double up = elapsed > 0 && run_p1 >= 0 ? (double) (run_p1 - run_p0) / 1e9 / elapsed : -1;
         double uc = elapsed > 0 && run_c1 >= 0 ? (double) (run_c1 - run_c0) / 1e9 / elapsed : -1;
-        const char *mode = o.split ? (o.hold ? "split-held" : "split") : o.pin_cpu >= 0 ? "pinned" : "free";
+        const char *mode = wl_pair_mode(&o.place);
 
         if (dead_peer)
                 fprintf(stderr, "stream: consumer exited early\n");
@@ -429,7 +361,7 @@ int main(int argc, char **argv) {
                mig_p1 >= 0 ? mig_p1 - mig_p0 : -1, mig_c1 >= 0 ? mig_c1 - mig_c0 : -1,
                elapsed > 0 && vol_p1 >= 0 ? (double) (vol_p1 - vol_p0) / elapsed : -1,
                elapsed > 0 && vol_c1 >= 0 ? (double) (vol_c1 - vol_c0) / elapsed : -1,
-               o.producer_us, o.consumer_us, o.depth, o.jitter_pct, o.loops_per_us, mode, (int) me, (int) child);
+               o.producer_us, o.consumer_us, o.depth, o.jitter_pct, o.common.loops_per_us, mode, (int) me, (int) child);
         free(ws.s);
         return dead_peer ? 1 : 0;
 }

@@ -23,6 +23,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
@@ -31,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
@@ -360,4 +362,213 @@ static inline const struct wl_sample *wl_series_at(const struct wl_series *ws, i
 
 static inline double wl_frac(uint64_t a, uint64_t b) {
         return b ? (double) a / (double) b : 0.0;
+}
+
+/* ---- command line: what the generators spell the same way ---- */
+
+/*
+ * The long name of option c in a getopt_long() table, for messages
+ * ("bad --duration '...'"); "?" if it has none.
+ */
+static inline const char *wl_long_name(const struct option *longopts, int c) {
+        for (const struct option *lo = longopts; lo->name; lo++)
+                if (lo->val == c)
+                        return lo->name;
+        return "?";
+}
+
+/*
+ * Options with the same letter, bounds and meaning in every generator that
+ * takes them: -d/--duration SEC, -r/--report-interval MS, -p/--pid-file FILE,
+ * -L/--loops-per-us X, -C/--calibrate. Each generator keeps its own getopt
+ * table, defaults and help text; wl_common_option() is the switch cases.
+ */
+struct wl_common_options {
+        double duration_s;        /* 0 = until SIGTERM/SIGINT */
+        long report_interval_ms;  /* 0 = no progress lines */
+        const char *pid_file;
+        double loops_per_us;      /* 0 = calibrate at start */
+        bool calibrate_only;
+};
+
+/* 1: c is a common option (stored), 0: it is not one, -EINVAL: bad value. */
+static inline int wl_common_option(int c, const char *arg, struct wl_common_options *o) {
+        switch (c) {
+        case 'd':
+                return wl_parse_double(arg, 0, 1e7, &o->duration_s) < 0 ? -EINVAL : 1;
+        case 'r':
+                return wl_parse_long(arg, 0, 3600 * 1000, &o->report_interval_ms) < 0 ? -EINVAL : 1;
+        case 'p':
+                o->pid_file = arg;
+                return 1;
+        case 'L':
+                return wl_parse_double(arg, 0.001, 1e6, &o->loops_per_us) < 0 ? -EINVAL : 1;
+        case 'C':
+                o->calibrate_only = true;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+/* After the getopt loop: the generators take no operands. */
+static inline int wl_no_operands(const char *prog, int argc, char **argv) {
+        if (optind < argc) {
+                fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/*
+ * Without --loops-per-us, calibrate. With --calibrate, print
+ * "loops_per_us=X" and return 1: the caller exits 0 (bench/run.sh
+ * calibrates once this way and passes the value to every run).
+ */
+static inline int wl_loops_per_us(struct wl_common_options *o) {
+        if (o->loops_per_us <= 0)
+                o->loops_per_us = wl_calibrate_loops_per_us();
+        if (o->calibrate_only) {
+                printf("loops_per_us=%.3f\n", o->loops_per_us);
+                return 1;
+        }
+        return 0;
+}
+
+/* wl_write_pid_file() for --pid-file (nothing without one), saying why it failed. */
+static inline int wl_write_pid_file_opt(const char *prog, const char *path, const pid_t *pids, int n) {
+        int r;
+
+        if (!path)
+                return 0;
+        r = wl_write_pid_file(path, pids, n);
+        if (r < 0)
+                fprintf(stderr, "%s: writing %s: %s\n", prog, path, strerror(-r));
+        return r;
+}
+
+/* End of a run of duration_s from t0; 0 = until SIGTERM/SIGINT. */
+static inline int64_t wl_end_ns(int64_t t0, double duration_s) {
+        return duration_s > 0 ? t0 + (int64_t) (duration_s * 1e9) : INT64_MAX;
+}
+
+/*
+ * Report windows of a loop that checks the clock now and then (pingpong,
+ * stream): wl_window_done() is true once the current window has ended and
+ * starts the next; a window missed entirely (a long stall) is skipped.
+ */
+struct wl_windows {
+        int64_t t0, t_end;
+        int64_t window_ns, next;
+};
+
+static inline void wl_windows_start(struct wl_windows *w, double duration_s, int64_t window_ns) {
+        w->t0 = wl_now_ns();
+        w->t_end = wl_end_ns(w->t0, duration_s);
+        w->window_ns = window_ns;
+        w->next = w->t0 + window_ns;
+}
+
+static inline bool wl_window_done(struct wl_windows *w, int64_t now) {
+        if (now < w->next)
+                return false;
+        w->next += w->window_ns;
+        if (w->next <= now)
+                w->next = now + w->window_ns;
+        return true;
+}
+
+/* ---- the two-process generators (pingpong, stream): placement ---- */
+
+/*
+ * --cpus A,B [--hold] | --pin CPU. Default: no affinity calls. --cpus
+ * starts the parent on A and the child on B, then (without --hold) resets
+ * both masks to the one the program started with, so only the kernel's own
+ * placement keeps them split. --pin: both on one CPU, mask stays narrowed.
+ */
+struct wl_pair_placement {
+        int cpus[2];
+        bool split, hold;
+        int pin_cpu;              /* -1 = none */
+};
+
+/* -c, -H, -P: 1 handled, 0 not one of them, -EINVAL bad value. */
+static inline int wl_pair_option(int c, const char *arg, struct wl_pair_placement *pl) {
+        long v;
+
+        switch (c) {
+        case 'c':
+                if (wl_parse_cpu_list(arg, pl->cpus, 2) != 2)
+                        return -EINVAL;
+                pl->split = true;
+                return 1;
+        case 'H':
+                pl->hold = true;
+                return 1;
+        case 'P':
+                if (wl_parse_long(arg, 0, WL_MAX_CPUS - 1, &v) < 0)
+                        return -EINVAL;
+                pl->pin_cpu = (int) v;
+                return 1;
+        default:
+                return 0;
+        }
+}
+
+static inline int wl_pair_check(const char *prog, const struct wl_pair_placement *pl) {
+        if (pl->split && pl->pin_cpu >= 0) {
+                fprintf(stderr, "%s: --cpus and --pin exclude each other\n", prog);
+                return -EINVAL;
+        }
+        if (pl->hold && !pl->split) {
+                fprintf(stderr, "%s: --hold needs --cpus\n", prog);
+                return -EINVAL;
+        }
+        return 0;
+}
+
+/* Before the fork: the parent on its CPU (the child inherits it until it moves itself). */
+static inline int wl_pair_place_parent(const char *prog, const struct wl_pair_placement *pl) {
+        int r = pl->split ? wl_pin_to_cpu(0, pl->cpus[0]) : pl->pin_cpu >= 0 ? wl_pin_to_cpu(0, pl->pin_cpu) : 0;
+
+        if (r < 0)
+                fprintf(stderr, "%s: sched_setaffinity: %s\n", prog, strerror(-r));
+        return r;
+}
+
+/*
+ * First thing in the child. The parent decides when to stop (it closes
+ * the pipe); a signal to the whole process group must not make the child
+ * vanish first. It dies with the parent.
+ */
+static inline void wl_pair_child_start(const struct wl_pair_placement *pl) {
+        signal(SIGTERM, SIG_IGN);
+        signal(SIGINT, SIG_IGN);
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (pl->split && wl_pin_to_cpu(0, pl->cpus[1]) < 0)
+                _exit(2);
+}
+
+/*
+ * Once both sides ran on their CPUs: --cpus without --hold puts both back
+ * to the starting mask. Neither task is moved by this; from here on only
+ * the kernel places them.
+ */
+static inline int wl_pair_release(const char *prog, const struct wl_pair_placement *pl, pid_t child,
+                                  const cpu_set_t *orig) {
+        int r;
+
+        if (!pl->split || pl->hold)
+                return 0;
+        r = wl_set_affinity(child, orig);
+        if (r >= 0)
+                r = wl_set_affinity(0, orig);
+        if (r < 0)
+                fprintf(stderr, "%s: resetting affinity: %s\n", prog, strerror(-r));
+        return r;
+}
+
+/* mode= of the summary line. */
+static inline const char *wl_pair_mode(const struct wl_pair_placement *pl) {
+        return pl->split ? (pl->hold ? "split-held" : "split") : pl->pin_cpu >= 0 ? "pinned" : "free";
 }
