@@ -51,16 +51,19 @@
 
 /*
  * Duty cycle. An enabled sched_waking event costs every wake-up on the
- * machine even when it is not sampled: a pinned pipe ping-pong (~480k
- * wake-ups/s on one CPU) ran 2-5 % slower with the event only counting
- * and 4-7 % slower sampled (bench/wake-cost.sh), which alone kept the
+ * machine even when it is not sampled: a pinned pipe ping-pong (~490k
+ * round trips/s on one CPU, 1.07 sched_waking each) ran 3.7 % slower with
+ * the events always open at the adaptive period, 0.07 µs per wake-up
+ * (bench/wake-cost.sh, 7 interleaved runs), which alone kept the
  * co-located pair under 0.95x hand-pinned. So the events exist only during
  * a short burst before each pass of the caller (wake_sampler_edges()):
  * opened per CPU at the start of a burst and closed at its end. Closing
- * matters: PERF_EVENT_IOC_DISABLE/ENABLE of an event the kernel throttled
- * during a burst (perf_event_max_sample_rate) brought no samples after
- * re-enable on 6.18; a fresh event starts unthrottled (tests/test-wake.c,
- * throttle test). Opening two events with their rings costs ~0.1 ms.
+ * means nothing of an event outlives its burst: an earlier attempt that
+ * disabled and re-enabled one event per CPU saw no samples after a
+ * burst it took for a throttle (perf_event_max_sample_rate); a fresh
+ * event has no throttle, period or ring state to carry over
+ * (tests/test-wake.c, storm test). Opening two events with their rings
+ * costs ~0.1 ms.
  *
  * 100 ms of every 1 s pass: 10 % of the cost, and at the detector's
  * WakeRate= floor (2000/s) an edge still gets ~200 wake-ups per burst.
