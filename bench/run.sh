@@ -60,7 +60,7 @@ Usage: bench/run.sh [OPTIONS]
   --noise-max PCT       max other tenants' busy CPU, % of the machine (default 10)
   --steal-max PCT       max steal time, % of the machine (default 5)
   --perf-loops N        loops of perf bench sched pipe for affinityd and hand
-                        (default 2,000,000 quick, 8,000,000 full; stock runs N/10)
+                        (default 2,000,000 quick, 10,000,000 full; stock runs N/10)
   --list                print the scenarios and exit
   -h, --help            this help
 
@@ -126,7 +126,7 @@ if [[ $MODE == quick ]]; then
         # perf bench runs a fixed number of loops. The daemon co-locates a
         # new pair at its 2nd pass (1-2 s), so a run must last well beyond
         # that for the whole-run ratio to mean anything: ~4 s pinned here
-        # (quick), ~16 s (full). Stock runs a tenth of the loops: its ops/s
+        # (quick), ~20 s (full). Stock runs a tenth of the loops: its ops/s
         # is a rate, and split (~40k ops/s) the full count would take
         # ~200 s. PERF_LIMIT caps a run.
         PERF_LOOPS=2000000
@@ -137,7 +137,7 @@ if [[ $MODE == quick ]]; then
         COST_REPEATS=1
 else
         : "${REPEATS:=5}" "${DURATION:=8}"
-        PERF_LOOPS=8000000
+        PERF_LOOPS=10000000
         PERF_LIMIT=90
         HACKBENCH_ARGS="-g 8 -l 1500"
         BUILD_FILES=40
