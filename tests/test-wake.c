@@ -155,6 +155,24 @@ static void test_edge_table(void) {
         ASSERT_TRUE(find_edge(out, n, 2, 1) == NULL);
         ASSERT_EQ(n, 1);
 
+        /* Duty cycle: 1000 wake-ups counted in 100 ms of a 1 s window are
+         * 10000/s; the steady rate is unchanged, the decay runs on the window. */
+        for (int i = 0; i < 5; i++) {
+                ASSERT_OK(wake_edge_table_add(&t, 1, 2, 1000, 1000, true));
+                ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        }
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        e = find_edge(out, n, 1, 2);
+        ASSERT_NEAR(e->wakeups_per_s, 10000, 1);
+#ifdef WAKE_EDGE_HAVE_SPLIT
+        /* all split now: 1 - e^-5 of the way from 0 */
+        ASSERT_NEAR(e->split_fraction, 1 - 0.00674, 0.001);
+#endif
+        /* nothing observed: nothing folded, nothing decays */
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 0, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_NEAR(find_edge(out, n, 1, 2)->wakeups_per_s, 10000, 1);
+
         /* The cap: 4 edges, the 5th is counted and dropped. */
         for (pid_t w = 10; w < 13; w++)   /* 1→2 is there: 3 more make 4 */
                 (void) wake_edge_table_add(&t, w, 99, 100, 0, false);
