@@ -155,7 +155,6 @@ struct wake_sampler {
         unsigned n_calls;
         sd_event_source *burst_timer;
         uint64_t bursts, burst_open_errors;
-        uint64_t on_total_usec, start_usec;
         double duty_frac;          /* measured on-time fraction, last status window */
 
         /* edges */
@@ -666,7 +665,6 @@ static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
         return 0;
 }
 
-
 /* ---- duty cycle ---- */
 
 static int on_burst_timer(sd_event_source *s, uint64_t usec, void *userdata);
@@ -741,7 +739,6 @@ static void burst_account(struct wake_sampler *ws, uint64_t now) {
         d = now - ws->on_since_usec;
         ws->fold_on_usec += d;
         ws->win_on_usec += d;
-        ws->on_total_usec += d;
         ws->on_since_usec = now;
 }
 
@@ -879,7 +876,7 @@ int wake_sampler_new(const char *root, const struct topology *topo, uint64_t sam
         ws->adapt_start_usec = ws->win_start_usec = ws->last_edges_usec = util_now_usec();
         ws->burst_usec = BURST_USEC_DEFAULT;
         ws->cadence_usec = CADENCE_USEC_DEFAULT;
-        ws->last_call_usec = ws->start_usec = ws->adapt_start_usec;
+        ws->last_call_usec = ws->adapt_start_usec;
         ws->online = topo->online;
         ws->n_cpus_topo = topo->n_cpus;
         wake_edge_table_init(&ws->table, WAKE_EDGE_MAX_DEFAULT);
