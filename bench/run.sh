@@ -59,6 +59,8 @@ Usage: bench/run.sh [OPTIONS]
   --results-dir DIR     where results go (default: <builddir>/bench/results)
   --noise-max PCT       max other tenants' busy CPU, % of the machine (default 10)
   --steal-max PCT       max steal time, % of the machine (default 5)
+  --perf-loops N        loops of perf bench sched pipe for affinityd and hand
+                        (default 2,000,000 quick, 10,000,000 full; stock runs N/10)
   --list                print the scenarios and exit
   -h, --help            this help
 
@@ -89,6 +91,7 @@ RESULTS_DIR=
 NOISE_MAX=10
 STEAL_MAX=5
 LIST_ONLY=0
+PERF_LOOPS_OPT=
 
 while [[ $# -gt 0 ]]; do
         case $1 in
@@ -104,6 +107,7 @@ while [[ $# -gt 0 ]]; do
         --results-dir) RESULTS_DIR=$2; shift ;;
         --noise-max) NOISE_MAX=$2; shift ;;
         --steal-max) STEAL_MAX=$2; shift ;;
+        --perf-loops) PERF_LOOPS_OPT=$2; shift ;;
         --list) LIST_ONLY=1 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "run.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -119,23 +123,29 @@ fi
 
 if [[ $MODE == quick ]]; then
         : "${REPEATS:=2}" "${DURATION:=4}"
-        # perf bench runs a fixed number of loops: ~0.5 s co-located, up to
-        # ~12 s split on the development machine; PERF_LIMIT caps a run.
-        PERF_LOOPS=200000
-        PERF_LIMIT=30
+        # perf bench runs a fixed number of loops. The daemon co-locates a
+        # new pair at its 2nd pass (1-2 s), so a run must last well beyond
+        # that for the whole-run ratio to mean anything: ~4 s pinned here
+        # (quick), ~20 s (full). Stock runs a tenth of the loops: its ops/s
+        # is a rate, and split (~40k ops/s) the full count would take
+        # ~200 s. PERF_LIMIT caps a run.
+        PERF_LOOPS=2000000
+        PERF_LIMIT=60
         HACKBENCH_ARGS="-g 8 -l 500"
         BUILD_FILES=16
         COST_WINDOW=4
         COST_REPEATS=1
 else
         : "${REPEATS:=5}" "${DURATION:=8}"
-        PERF_LOOPS=500000
-        PERF_LIMIT=60
+        PERF_LOOPS=10000000
+        PERF_LIMIT=90
         HACKBENCH_ARGS="-g 8 -l 1500"
         BUILD_FILES=40
         COST_WINDOW=10
         COST_REPEATS=2
 fi
+[[ -n $PERF_LOOPS_OPT ]] && PERF_LOOPS=$PERF_LOOPS_OPT
+PERF_LOOPS_STOCK=$((PERF_LOOPS / 10))
 : "${SCENARIOS:=$ALL_SCENARIOS}"
 [[ $REPEATS =~ ^[1-9][0-9]*$ ]] || { echo "run.sh: bad --repeats" >&2; exit 2; }
 [[ $DURATION =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "run.sh: bad --duration" >&2; exit 2; }
@@ -377,7 +387,7 @@ LOOPS_PER_US=$("$BINDIR/stream" --calibrate | awk -F= '{ print $2 }')
 
 echo "affinityd benchmark ($MODE): $CMDLINE"
 echo "machine: nproc=$NCPU kernel=$KERNEL cpu=\"$CPU_MODEL\" commit=$GIT_COMMIT"
-echo "repeats=$REPEATS duration=${DURATION}s scenarios=$SCENARIOS variants=$VARIANTS loops_per_us=$LOOPS_PER_US"
+echo "repeats=$REPEATS duration=${DURATION}s scenarios=$SCENARIOS variants=$VARIANTS loops_per_us=$LOOPS_PER_US perf_loops=$PERF_LOOPS (stock $PERF_LOOPS_STOCK)"
 if [[ $AFF_AVAILABLE == 1 ]]; then
         echo "affinityd: $AFF_CMD_TEMPLATE"
 else
@@ -400,6 +410,7 @@ cat >"$METRICS" <<'EOF'
 1	same_cpu	fraction	info	-
 2	ops	ops/s	higher	hand>=0.95:every
 2	t_coloc_s	s	lower	abs<=2
+2	time_s	s	info	-
 3	pair_rate_2nd_half	roundtrips/s	higher	stock>=0.98
 3	hog_rate	units/s	higher	stock>=0.98
 3	pair_same_cpu_as_hog	fraction	lower	-
@@ -492,11 +503,12 @@ scen_1() {  # split pipe ping-pong
 }
 
 scen_2() {  # perf bench sched pipe
-        local v=$1 lp=$2 pid child t0 tc timed_out pre=()
+        local v=$1 lp=$2 pid child t0 tc timed_out pre=() loops=$PERF_LOOPS
         [[ $HAVE_PERF == 1 ]] || { echo "# perf bench not available" >"$lp.out"; return 1; }
         [[ $v == hand ]] && pre=(taskset -c "$CPU_A")
+        [[ $v == stock ]] && loops=$PERF_LOOPS_STOCK
         t0=$(now)
-        "${pre[@]}" "$PERF" bench sched pipe -l "$PERF_LOOPS" >"$lp.out" 2>&1 &
+        "${pre[@]}" "$PERF" bench sched pipe -l "$loops" >"$lp.out" 2>&1 &
         pid=$!
         BG_PIDS+=("$pid")
         # perf runs one side itself and forks the other.
@@ -512,6 +524,7 @@ scen_2() {  # perf bench sched pipe
                 return 1
         fi
         echo "ops $(awk '/ops\/sec/ { print $1 }' "$lp.out" | tail -n1)"
+        echo "time_s $(awk '/Total time:/ { print $3 }' "$lp.out" | tail -n1)"
         [[ $v == affinityd ]] && echo "t_coloc_s $tc"
         return 0
 }

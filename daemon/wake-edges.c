@@ -97,13 +97,18 @@ int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, dou
 }
 
 int wake_edge_table_fold(struct wake_edge_table *t, uint64_t window_usec, uint64_t tau_usec) {
+        return wake_edge_table_fold_observed(t, window_usec, window_usec, tau_usec);
+}
+
+int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_usec, uint64_t observed_usec,
+                                  uint64_t tau_usec) {
         size_t live = 0, capacity;
         double alpha, dt;
         bool prune = false;
 
-        if (window_usec == 0 || t->capacity == 0)
+        if (window_usec == 0 || observed_usec == 0 || t->capacity == 0)
                 return 0;
-        dt = (double) window_usec / 1e6;
+        dt = (double) observed_usec / 1e6;
         /* EWMA with a time constant, so the decay does not depend on the interval length. */
         alpha = 1.0 - exp(-(double) window_usec / (double) (tau_usec ? tau_usec : WAKE_EDGE_TAU_USEC));
 

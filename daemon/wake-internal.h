@@ -80,6 +80,13 @@ int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, dou
 
 /* Close a window of window_usec: fold counts into the decayed rates, prune. */
 int wake_edge_table_fold(struct wake_edge_table *t, uint64_t window_usec, uint64_t tau_usec);
+/*
+ * The same when the counts were taken over only observed_usec of the
+ * window (the duty-cycled sampler: events open during a burst): the rate
+ * of this window is count / observed, the decay runs on window_usec.
+ */
+int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_usec, uint64_t observed_usec,
+                                  uint64_t tau_usec);
 
 /* Export the live edges into a growable array sorted by (waker, wakee). */
 int wake_edge_table_export(const struct wake_edge_table *t, struct wake_edge **buf, size_t *allocated,

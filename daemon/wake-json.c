@@ -35,6 +35,12 @@ static int status_to_json(const struct wake_status *st, struct json_object **ret
                 r = r ?: json_add(o, "throttled", json_object_new_uint64(st->throttled));
                 r = r ?: json_add(o, "period_changes", json_object_new_uint64(st->period_changes));
                 r = r ?: json_add(o, "drain_cpu_percent", json_object_new_double(st->drain_cpu_frac * 100));
+                r = r ?: json_add(o, "burst_ms", json_object_new_uint64(st->burst_usec / USEC_PER_MSEC));
+                r = r ?: json_add(o, "cadence_ms", json_object_new_uint64(st->cadence_usec / USEC_PER_MSEC));
+                r = r ?: json_add(o, "duty_percent", json_object_new_double(st->duty_frac * 100));
+                r = r ?: json_add(o, "bursts", json_object_new_uint64(st->bursts));
+                r = r ?: json_add(o, "burst_open_errors", json_object_new_uint64(st->burst_open_errors));
+                r = r ?: json_add(o, "events_open", json_object_new_boolean(st->on));
         }
         r = r ?: json_add(o, "edges", json_object_new_uint64(st->n_edges));
         r = r ?: json_add(o, "edges_dropped", json_object_new_uint64(st->edges_dropped));

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
@@ -48,6 +49,42 @@
  */
 #define LOSS_HOLD_USEC (5 * USEC_PER_SEC)
 
+/*
+ * Duty cycle. An enabled sched_waking event costs every wake-up on the
+ * machine even when it is not sampled: a pinned pipe ping-pong (~490k
+ * round trips/s on one CPU, 1.07 sched_waking each) ran 3.7 % slower with
+ * the events always open at the adaptive period, 0.07 µs per wake-up
+ * (bench/wake-cost.sh, 7 interleaved runs), which alone kept the
+ * co-located pair under 0.95x hand-pinned. So the events exist only during
+ * a short burst before each pass of the caller (wake_sampler_edges()):
+ * opened per CPU at the start of a burst and closed at its end. Closing
+ * means nothing of an event outlives its burst: an earlier attempt that
+ * disabled and re-enabled one event per CPU saw no samples after a
+ * burst it took for a throttle (perf_event_max_sample_rate); a fresh
+ * event has no throttle, period or ring state to carry over
+ * (tests/test-wake.c, storm test). Opening two events with their rings
+ * costs ~0.1 ms.
+ *
+ * 100 ms of every 1 s pass: 10 % of the cost, and at the detector's
+ * WakeRate= floor (2000/s) an edge still gets ~200 wake-ups per burst.
+ * The burst ends BURST_MARGIN_USEC before the next expected call, so the
+ * pass sees fresh data: a pair that started during the off-time is found
+ * at the same pass as with continuous sampling. Rates are counts over the
+ * on-time, so they need no other correction.
+ */
+#define BURST_USEC_DEFAULT (100 * USEC_PER_MSEC)
+#define BURST_MARGIN_USEC (30 * USEC_PER_MSEC)
+/* Cadence assumed until the caller's is measured: the daemon's default interval. */
+#define CADENCE_USEC_DEFAULT USEC_PER_SEC
+#define CADENCE_USEC_MIN (10 * USEC_PER_MSEC)
+#define CADENCE_USEC_MAX (60 * USEC_PER_SEC)
+/*
+ * Per-CPU samples/s are kept under perf_event_max_sample_rate / 4: the
+ * kernel throttles an event that takes more than max_sample_rate/HZ
+ * samples in one tick, and wake-ups come in clumps within a tick.
+ */
+#define KERNEL_RATE_SHARE 4
+
 enum wake_mode {
         WAKE_MODE_PERF,
         WAKE_MODE_FALLBACK,
@@ -62,6 +99,11 @@ struct wake_cpu {
         uint8_t *data;
         uint64_t data_size;        /* power of two */
         sd_event_source *source;
+
+        uint64_t period;           /* sample period of this CPU's event */
+        uint64_t hold_until_usec;  /* no lowering of the period before this (throttle/loss) */
+        double events_per_s;       /* sched_waking rate on this CPU, last burst (exact count) */
+        uint64_t burst_samples, burst_lost, burst_throttled;
 };
 
 struct wake_sampler {
@@ -98,6 +140,22 @@ struct wake_sampler {
         double events_per_s, samples_per_s, drain_cpu_frac;
 
         uint64_t samples, lost, throttled, period_changes;
+
+        /* duty cycle (burst_usec 0: events always open) */
+        cpumask_t online;
+        int n_cpus_topo;
+        uint64_t burst_usec;
+        bool on;                   /* events are open */
+        uint64_t on_since_usec;
+        uint64_t burst_start_usec;
+        uint64_t fold_on_usec;     /* on-time not yet folded into the rates */
+        uint64_t win_on_usec;      /* on-time in the status window */
+        uint64_t cadence_usec;     /* measured time between wake_sampler_edges() calls */
+        uint64_t last_call_usec;   /* CLOCK_MONOTONIC of the last call */
+        unsigned n_calls;
+        sd_event_source *burst_timer;
+        uint64_t bursts, burst_open_errors;
+        double duty_frac;          /* measured on-time fraction, last status window */
 
         /* edges */
         struct wake_edge_table table;
@@ -262,7 +320,7 @@ static int cpu_open_pages(struct wake_sampler *ws, struct wake_cpu *c, size_t pa
                 .type = PERF_TYPE_TRACEPOINT,
                 .size = sizeof(attr),
                 .config = (uint64_t) ws->fmt.id,
-                .sample_period = ws->period,
+                .sample_period = c->period,
                 /* Not PERF_SAMPLE_PERIOD: for software events and tracepoints
                  * the kernel then takes a sample of every event and ignores
                  * sample_period (perf_swevent_event()). The period is known
@@ -356,7 +414,7 @@ static int slots_resize(struct wake_sampler *ws, int n) {
         if (!c)
                 return -ENOMEM;
         for (int i = ws->n_cpu_slots; i < n; i++)
-                c[i] = (struct wake_cpu) { .cpu = i, .fd = -1 };
+                c[i] = (struct wake_cpu) { .cpu = i, .fd = -1, .period = ws->period };
         ws->cpus = c;
         ws->n_cpu_slots = n;
         return 0;
@@ -417,10 +475,11 @@ static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
 
 /* ---- reading the rings ---- */
 
-static void handle_sample(struct wake_sampler *ws, int cpu, const uint8_t *rec, size_t size) {
+static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uint8_t *rec, size_t size) {
         const struct wake_tp_format *f = &ws->fmt;
         uint32_t pid_tid[2], raw_size;
-        uint64_t period = ws->period;
+        uint64_t period = c->period;
+        int cpu = c->cpu;
         const uint8_t *raw;
         int32_t wakee, target = -1;
         bool split;
@@ -436,6 +495,7 @@ static void handle_sample(struct wake_sampler *ws, int cpu, const uint8_t *rec, 
 
         ws->samples++;
         ws->win_samples++;
+        c->burst_samples++;
         ws->adapt_samples++;
         ws->win_events += (double) period;
         ws->adapt_events += (double) period;
@@ -453,13 +513,13 @@ static void handle_sample(struct wake_sampler *ws, int cpu, const uint8_t *rec, 
                                    split ? (double) period : 0.0, target >= 0);
 }
 
-static void handle_record(struct wake_sampler *ws, int cpu, const uint8_t *rec, size_t size) {
+static void handle_record(struct wake_sampler *ws, struct wake_cpu *c, const uint8_t *rec, size_t size) {
         const struct perf_event_header *h = (const struct perf_event_header *) rec;
         uint64_t n;
 
         switch (h->type) {
         case PERF_RECORD_SAMPLE:
-                handle_sample(ws, cpu, rec, size);
+                handle_sample(ws, c, rec, size);
                 break;
         case PERF_RECORD_LOST:
                 /* u64 id, u64 lost */
@@ -468,11 +528,15 @@ static void handle_record(struct wake_sampler *ws, int cpu, const uint8_t *rec, 
                         ws->lost += n;
                         ws->win_lost += n;
                         ws->adapt_lost += n;
+                        c->burst_lost += n;
+                        ws->win_events += (double) n * (double) c->period;
+                        ws->adapt_events += (double) n * (double) c->period;
                 }
                 break;
         case PERF_RECORD_THROTTLE:
                 ws->throttled++;
                 ws->adapt_throttled++;
+                c->burst_throttled++;
                 break;
         default:
                 break;
@@ -506,7 +570,7 @@ static unsigned cpu_drain(struct wake_sampler *ws, struct wake_cpu *c) {
                         rec = ws->scratch;
                 } else
                         rec = c->data + off;
-                handle_record(ws, c->cpu, rec, h.size);
+                handle_record(ws, c, rec, h.size);
                 tail += h.size;
                 n++;
         }
@@ -528,9 +592,11 @@ static void set_period(struct wake_sampler *ws, uint64_t period) {
         /* What the rings hold was sampled at the old period: count it at that. */
         for (int i = 0; i < ws->n_cpu_slots; i++)
                 (void) cpu_drain(ws, &ws->cpus[i]);
-        for (int i = 0; i < ws->n_cpu_slots; i++)
+        for (int i = 0; i < ws->n_cpu_slots; i++) {
                 if (ws->cpus[i].fd >= 0)
                         (void) ioctl(ws->cpus[i].fd, PERF_EVENT_IOC_PERIOD, &period);
+                ws->cpus[i].period = period;
+        }
         ws->period = period;
         ws->period_changes++;
 }
@@ -551,7 +617,7 @@ static void adapt(struct wake_sampler *ws, uint64_t now) {
 
         if (dt < ADAPT_WINDOW_USEC)
                 return;
-        events_per_s = (ws->adapt_events + (double) ws->adapt_lost * (double) ws->period) * 1e6 / (double) dt;
+        events_per_s = ws->adapt_events * 1e6 / (double) dt;    /* lost samples included */
         if (ws->adaptive) {
                 want = ws->max_samples_per_s ? pow2_ceil(events_per_s / (double) ws->max_samples_per_s) : 1;
                 if (ws->adapt_throttled > 0 || ws->adapt_lost > 0) {
@@ -578,7 +644,8 @@ int wake_sampler_drain(struct wake_sampler *ws) {
         t0 = thread_cpu_ns();
         for (int i = 0; i < ws->n_cpu_slots; i++)
                 n += cpu_drain(ws, &ws->cpus[i]);
-        adapt(ws, util_now_usec());
+        if (ws->burst_usec == 0)
+                adapt(ws, util_now_usec());     /* duty cycle: adapted per burst instead */
         ws->win_drain_ns += thread_cpu_ns() - t0;
         return (int) MIN(n, (unsigned) INT_MAX);
 }
@@ -592,7 +659,167 @@ static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata)
                         (void) cpu_drain(ws, &ws->cpus[i]);
                         break;
                 }
-        adapt(ws, util_now_usec());
+        if (ws->burst_usec == 0)
+                adapt(ws, util_now_usec());
+        ws->win_drain_ns += thread_cpu_ns() - t0;
+        return 0;
+}
+
+/* ---- duty cycle ---- */
+
+static int on_burst_timer(sd_event_source *s, uint64_t usec, void *userdata);
+static void use_fallback(struct wake_sampler *ws);
+
+static uint64_t kernel_rate_cap(const struct wake_sampler *ws) {
+        char buf[32];
+        unsigned long long v;
+
+        /* Read each burst: the kernel lowers it by itself when sampling interrupts take too long. */
+        if (util_read_file_at(ws->root, "/proc/sys/kernel/perf_event_max_sample_rate", buf, sizeof(buf)) < 0 ||
+            sscanf(buf, "%llu", &v) != 1 || v == 0)
+                v = 100000;      /* the kernel's default */
+        return MAX((uint64_t) v / KERNEL_RATE_SHARE, (uint64_t) 100);
+}
+
+/*
+ * Periods for the next burst, per CPU, from this burst's exact counts
+ * (read() of the event: every sched_waking on that CPU while it was open,
+ * sampled or not). All CPUs together stay under max_samples_per_s, and
+ * each CPU under the kernel's per-event limit; a CPU whose event was
+ * throttled or lost samples gets at least twice the period and keeps it
+ * for LOSS_HOLD_USEC (its count missed the throttled time).
+ */
+static void burst_adapt(struct wake_sampler *ws, uint64_t on_usec, uint64_t now) {
+        double total = 0, on_s = (double) MAX(on_usec, (uint64_t) 1) / 1e6;
+        uint64_t cap = kernel_rate_cap(ws), global, max_period = 0;
+
+        for (int i = 0; i < ws->n_cpu_slots; i++) {
+                struct wake_cpu *c = &ws->cpus[i];
+                uint64_t count = 0;
+
+                if (c->fd < 0)
+                        continue;
+                if (read(c->fd, &count, sizeof(count)) != (ssize_t) sizeof(count))
+                        count = c->burst_samples * c->period;
+                c->events_per_s = ((double) count + (double) c->burst_lost * (double) c->period) / on_s;
+                total += c->events_per_s;
+        }
+        global = ws->max_samples_per_s ? pow2_ceil(total / (double) ws->max_samples_per_s) : 1;
+        for (int i = 0; i < ws->n_cpu_slots; i++) {
+                struct wake_cpu *c = &ws->cpus[i];
+                uint64_t want;
+
+                if (c->fd < 0)
+                        continue;
+                want = MAX(global, pow2_ceil(c->events_per_s / (double) cap));
+                if (c->burst_throttled > 0 || c->burst_lost > 0) {
+                        want = MAX(want, c->period * 2);
+                        c->hold_until_usec = now + LOSS_HOLD_USEC;
+                } else if (now < c->hold_until_usec)
+                        want = MAX(want, c->period);
+                want = MIN(MAX(want, ws->min_period), PERIOD_MAX);
+                if (!ws->adaptive)
+                        want = ws->min_period;
+                if (want != c->period)
+                        ws->period_changes++;
+                c->period = want;
+                c->burst_samples = c->burst_lost = c->burst_throttled = 0;
+                max_period = MAX(max_period, want);
+        }
+        if (max_period)
+                ws->period = max_period;
+}
+
+/* Account the on-time up to now (the burst may go on). */
+static void burst_account(struct wake_sampler *ws, uint64_t now) {
+        uint64_t d;
+
+        if (!ws->on || now <= ws->on_since_usec)
+                return;
+        d = now - ws->on_since_usec;
+        ws->fold_on_usec += d;
+        ws->win_on_usec += d;
+        ws->on_since_usec = now;
+}
+
+/*
+ * When the next burst starts: so that it ends BURST_MARGIN_USEC before the
+ * next expected call of wake_sampler_edges(), at the caller's measured
+ * cadence; a call too close for a whole burst is left to the one after.
+ */
+static uint64_t burst_next_start(const struct wake_sampler *ws, uint64_t now) {
+        uint64_t lead = ws->burst_usec + BURST_MARGIN_USEC, target = ws->last_call_usec + ws->cadence_usec;
+
+        while (target < now + lead)
+                target += ws->cadence_usec;
+        return target - lead;
+}
+
+static int burst_timer_set(struct wake_sampler *ws, uint64_t at) {
+        int r;
+
+        if (!ws->event)
+                return 0;
+        if (!ws->burst_timer) {
+                r = sd_event_add_time(ws->event, &ws->burst_timer, CLOCK_MONOTONIC, at, USEC_PER_MSEC,
+                                      on_burst_timer, ws);
+                if (r < 0)
+                        return r;
+        } else {
+                r = sd_event_source_set_time(ws->burst_timer, at);
+                if (r < 0)
+                        return r;
+        }
+        return sd_event_source_set_enabled(ws->burst_timer, SD_EVENT_ONESHOT);
+}
+
+static void burst_end(struct wake_sampler *ws, uint64_t now) {
+        if (!ws->on)
+                return;
+        for (int i = 0; i < ws->n_cpu_slots; i++)
+                (void) cpu_drain(ws, &ws->cpus[i]);
+        /* the counts cover the whole burst (burst_account() moves on_since at each call) */
+        burst_adapt(ws, now > ws->burst_start_usec ? now - ws->burst_start_usec : 0, now);
+        burst_account(ws, now);
+        perf_close_all(ws);
+        ws->on = false;
+}
+
+static int burst_begin(struct wake_sampler *ws, uint64_t now) {
+        int r;
+
+        r = perf_sync_cpus(ws, &ws->online, ws->n_cpus_topo);
+        if (r == -EACCES || r == -EPERM) {
+                /* permission taken away (e.g. perf_event_paranoid raised) */
+                perf_error_message(ws, r);
+                use_fallback(ws);
+                return 0;
+        }
+        if (r < 0) {
+                /* EMFILE, ENOMEM, ...: try again at the next burst */
+                perf_close_all(ws);
+                ws->burst_open_errors++;
+                return r;
+        }
+        ws->on = true;
+        ws->on_since_usec = ws->burst_start_usec = now;
+        ws->bursts++;
+        return 0;
+}
+
+static int on_burst_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct wake_sampler *ws = userdata;
+        uint64_t now = util_now_usec(), t0 = thread_cpu_ns();
+
+        if (ws->mode != WAKE_MODE_PERF || ws->burst_usec == 0)
+                return 0;
+        if (ws->on) {
+                burst_end(ws, now);
+                (void) burst_timer_set(ws, burst_next_start(ws, now));
+        } else if (burst_begin(ws, now) >= 0 && ws->on)
+                (void) burst_timer_set(ws, now + ws->burst_usec);
+        else if (ws->mode == WAKE_MODE_PERF)
+                (void) burst_timer_set(ws, burst_next_start(ws, now));
         ws->win_drain_ns += thread_cpu_ns() - t0;
         return 0;
 }
@@ -603,6 +830,8 @@ static void use_fallback(struct wake_sampler *ws) {
         int r;
 
         perf_close_all(ws);
+        ws->on = false;
+        ws->burst_timer = sd_event_source_disable_unref(ws->burst_timer);
         ws->mode = WAKE_MODE_FALLBACK;
         if (!ws->fallback) {
                 r = wake_fallback_new(ws->root, &ws->fallback);
@@ -613,6 +842,14 @@ static void use_fallback(struct wake_sampler *ws) {
                 }
         }
         snprintf(ws->source, sizeof(ws->source), "fallback:%s", wake_fallback_what(ws->fallback));
+}
+
+static void set_source_perf(struct wake_sampler *ws) {
+        if (ws->burst_usec == 0)
+                snprintf(ws->source, sizeof(ws->source), "perf");
+        else
+                snprintf(ws->source, sizeof(ws->source), "perf, %" PRIu64 " ms bursts before each pass",
+                         ws->burst_usec / USEC_PER_MSEC);
 }
 
 int wake_sampler_new(const char *root, const struct topology *topo, uint64_t sample_period,
@@ -637,6 +874,11 @@ int wake_sampler_new(const char *root, const struct topology *topo, uint64_t sam
         ws->max_samples_per_s = max_events_per_s;
         ws->adaptive = true;
         ws->adapt_start_usec = ws->win_start_usec = ws->last_edges_usec = util_now_usec();
+        ws->burst_usec = BURST_USEC_DEFAULT;
+        ws->cadence_usec = CADENCE_USEC_DEFAULT;
+        ws->last_call_usec = ws->adapt_start_usec;
+        ws->online = topo->online;
+        ws->n_cpus_topo = topo->n_cpus;
         wake_edge_table_init(&ws->table, WAKE_EDGE_MAX_DEFAULT);
 
         r = perf_start(ws, topo);
@@ -647,8 +889,12 @@ int wake_sampler_new(const char *root, const struct topology *topo, uint64_t sam
         if (r < 0)
                 use_fallback(ws);
         else {
+                /* The events just opened are the first burst (they proved perf works). */
                 ws->mode = WAKE_MODE_PERF;
-                snprintf(ws->source, sizeof(ws->source), "perf");
+                ws->on = true;
+                ws->on_since_usec = ws->burst_start_usec = util_now_usec();
+                ws->bursts = 1;
+                set_source_perf(ws);
         }
         *ret = ws;
         return 0;
@@ -658,6 +904,7 @@ struct wake_sampler *wake_sampler_free(struct wake_sampler *ws) {
         if (!ws)
                 return NULL;
         perf_close_all(ws);
+        sd_event_source_disable_unref(ws->burst_timer);
         free(ws->cpus);
         sd_event_unref(ws->event);
         wake_fallback_free(ws->fallback);
@@ -702,8 +949,10 @@ int wake_sampler_set_topology(struct wake_sampler *ws, const struct topology *to
 
         if (!ws || !topo)
                 return -EINVAL;
-        if (ws->mode != WAKE_MODE_PERF)
-                return 0;
+        ws->online = topo->online;
+        ws->n_cpus_topo = topo->n_cpus;
+        if (ws->mode != WAKE_MODE_PERF || !ws->on)
+                return 0;       /* off: the next burst opens the new set */
         r = perf_sync_cpus(ws, &topo->online, topo->n_cpus);
         if (r < 0 && r != -ENOMEM) {
                 perf_error_message(ws, r);
@@ -727,7 +976,34 @@ int wake_sampler_attach(struct wake_sampler *ws, sd_event *e) {
                 if (r < 0)
                         return r;
         }
+        if (ws->mode == WAKE_MODE_PERF && ws->burst_usec > 0)
+                return burst_timer_set(ws, ws->on ? ws->burst_start_usec + ws->burst_usec
+                                                  : burst_next_start(ws, util_now_usec()));
         return 0;
+}
+
+int wake_sampler_set_duty(struct wake_sampler *ws, uint64_t burst_usec) {
+        uint64_t now = util_now_usec();
+        int r = 0;
+
+        if (!ws)
+                return -EINVAL;
+        if (burst_usec == ws->burst_usec)
+                return 0;
+        ws->burst_usec = burst_usec;
+        if (ws->mode != WAKE_MODE_PERF)
+                return 0;
+        set_source_perf(ws);
+        if (burst_usec == 0) {
+                /* continuous: open now and keep open */
+                ws->burst_timer = sd_event_source_disable_unref(ws->burst_timer);
+                if (!ws->on)
+                        r = burst_begin(ws, now);
+                return r;
+        }
+        if (ws->on)
+                return burst_timer_set(ws, MAX(ws->burst_start_usec + burst_usec, now));
+        return burst_timer_set(ws, burst_next_start(ws, now));
 }
 
 void wake_sampler_set_tasks(struct wake_sampler *ws, const struct task *tasks, size_t n_tasks) {
@@ -742,33 +1018,56 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         uint64_t window;
         int r;
 
+        uint64_t real_now = util_now_usec();
+        bool duty;
+
         if (!ws || !ret_edges || !ret_n)
                 return -EINVAL;
         (void) wake_sampler_drain(ws);
 
+        /* The caller's cadence, for placing the next burst right before its next call. */
+        if (ws->n_calls++ > 0 && real_now > ws->last_call_usec)
+                ws->cadence_usec = MIN(MAX(real_now - ws->last_call_usec, CADENCE_USEC_MIN), CADENCE_USEC_MAX);
+        ws->last_call_usec = real_now;
+
+        duty = ws->mode == WAKE_MODE_PERF && ws->burst_usec > 0;
+        if (ws->mode == WAKE_MODE_PERF)
+                burst_account(ws, real_now);
+        if (duty && !ws->on)
+                (void) burst_timer_set(ws, burst_next_start(ws, real_now));
+
         window = now_usec > ws->last_edges_usec ? now_usec - ws->last_edges_usec : 0;
-        if (window > 0) {
+        /*
+         * Duty cycle: the counts were taken over fold_on_usec of on-time, so
+         * the rates are counts per on-time; the decay still runs on the wall
+         * clock window. A window without any on-time has nothing to say and
+         * is left to the next fold (the edges keep their rates meanwhile).
+         */
+        if (window > 0 && (!duty || ws->fold_on_usec > 0)) {
                 if (ws->mode == WAKE_MODE_FALLBACK && ws->tasks)
                         (void) wake_fallback_scan(ws->fallback, ws->tasks, ws->n_tasks, window, &ws->table);
-                r = wake_edge_table_fold(&ws->table, window, WAKE_EDGE_TAU_USEC);
+                r = wake_edge_table_fold_observed(&ws->table, window, duty ? MIN(ws->fold_on_usec, window) : window,
+                                                  WAKE_EDGE_TAU_USEC);
                 if (r < 0)
                         return r;
                 ws->last_edges_usec = now_usec;
+                ws->fold_on_usec = 0;
         }
         ws->tasks = NULL;
         ws->n_tasks = 0;
 
-        /* status window */
+        /* status window: wake-ups per second of on-time, samples and CPU per second of wall time */
         {
-                uint64_t now = util_now_usec(), dt = now - ws->win_start_usec;
+                uint64_t dt = real_now - ws->win_start_usec;
                 if (dt > 0) {
+                        uint64_t on = ws->mode == WAKE_MODE_PERF ? ws->win_on_usec : dt;
                         ws->samples_per_s = (double) ws->win_samples * 1e6 / (double) dt;
-                        ws->events_per_s = (ws->win_events + (double) ws->win_lost * (double) ws->period) *
-                                           1e6 / (double) dt;
+                        ws->events_per_s = on > 0 ? ws->win_events * 1e6 / (double) on : 0;
                         ws->drain_cpu_frac = (double) ws->win_drain_ns / 1e3 / (double) dt;
+                        ws->duty_frac = MIN((double) on / (double) dt, 1.0);
                 }
-                ws->win_start_usec = now;
-                ws->win_samples = ws->win_lost = ws->win_drain_ns = 0;
+                ws->win_start_usec = real_now;
+                ws->win_samples = ws->win_lost = ws->win_drain_ns = ws->win_on_usec = 0;
                 ws->win_events = 0;
         }
 
@@ -794,7 +1093,13 @@ void wake_sampler_status(const struct wake_sampler *ws, struct wake_status *ret)
         snprintf(ret->perf_error, sizeof(ret->perf_error), "%s", ws->mode == WAKE_MODE_PERF ? "" : ws->perf_error);
         ret->perf = ws->mode == WAKE_MODE_PERF;
         ret->adaptive = ws->adaptive;
-        ret->n_cpus = ws->n_open;
+        ret->n_cpus = ws->mode == WAKE_MODE_PERF ? cpumask_weight(&ws->online) : 0;
+        ret->burst_usec = ws->burst_usec;
+        ret->cadence_usec = ws->cadence_usec;
+        ret->on = ws->on;
+        ret->duty_frac = ws->duty_frac;
+        ret->bursts = ws->bursts;
+        ret->burst_open_errors = ws->burst_open_errors;
         ret->period = ws->period;
         ret->max_samples_per_s = ws->max_samples_per_s;
         ret->events_per_s = ws->events_per_s;

@@ -19,6 +19,16 @@
  *          tracepoint's format file, never hard-coded. The sample period
  *          adapts so at most max_events_per_s samples are taken (about 1 µs
  *          each at period 1 here; hackbench makes millions of wake-ups/s).
+ *          Duty-cycled: the events exist only during a burst (default
+ *          100 ms) that ends just before each wake_sampler_edges() call, at
+ *          the caller's measured cadence; they are opened per CPU at its
+ *          start and closed at its end, because an enabled tracepoint costs
+ *          every wake-up on the machine even unsampled. The period is set
+ *          per CPU per burst from the last burst's exact event count, under
+ *          the budget and under the kernel's perf_event_max_sample_rate, so
+ *          the kernel does not throttle; a fresh event per burst also means
+ *          a throttle cannot outlive its burst. Source string: "perf, 100 ms
+ *          bursts before each pass" ("perf" when continuous).
  *  "fallback:..."  perf not permitted (EACCES/EPERM: perf_event_paranoid,
  *          no CAP_PERFMON), no tracefs, or a root prefix other than "/"
  *          (perf sees the real system, not a fixture tree), or
@@ -29,8 +39,9 @@
  *          (split_fraction -1), rate = the smaller switch rate.
  *  "none: <why>"  neither works.
  *
- * Rates are per second, scaled by the sample period, and decay: an EWMA per
- * call of wake_sampler_edges() with a 2 s time constant, so a pair that goes
+ * Rates are per second of on-time (the bursts), scaled by the sample
+ * period, and decay: an EWMA per call of wake_sampler_edges() that had a
+ * burst since the last one, with a 2 s time constant, so a pair that goes
  * quiet falls below the default 2000/s threshold within a few seconds and
  * edges below 1/s are pruned.
  *
@@ -69,13 +80,19 @@ struct wake_status {
         unsigned n_cpus;             /* perf events open (one per CPU) */
         uint64_t period;             /* current sample period (1 = every wake-up) */
         uint64_t max_samples_per_s;  /* budget the adaptive period keeps to */
-        double events_per_s;         /* sched_waking rate seen (samples × period + lost), last window */
-        double samples_per_s;        /* records read per second, last window */
+        double events_per_s;         /* sched_waking rate seen (samples × period + lost) per second of on-time */
+        double samples_per_s;        /* records read per second (wall time), last window */
         uint64_t samples;            /* cumulative records read */
         uint64_t lost;               /* cumulative samples lost (PERF_RECORD_LOST) */
         uint64_t throttled;          /* PERF_RECORD_THROTTLE seen (kernel's max sample rate) */
         uint64_t period_changes;
         uint64_t edges_dropped;      /* new edges refused because the table was full */
+        uint64_t burst_usec;         /* duty cycle: length of a burst; 0 = events always open */
+        uint64_t cadence_usec;       /* measured time between wake_sampler_edges() calls */
+        bool on;                     /* events open now (in a burst) */
+        double duty_frac;            /* on-time / wall time, last window */
+        uint64_t bursts;             /* bursts started */
+        uint64_t burst_open_errors;  /* bursts that could not open their events (retried next time) */
         size_t n_edges;
         double drain_cpu_frac;       /* CPU time spent draining, fraction of one CPU, last window */
 };
@@ -88,6 +105,12 @@ struct wake_sampler *wake_sampler_free(struct wake_sampler *ws);
 int wake_sampler_disable_perf(struct wake_sampler *ws, const char *why);
 /* Fixed period (benchmarks of the adaptation); on by default. */
 void wake_sampler_set_adaptive(struct wake_sampler *ws, bool on);
+/*
+ * Duty cycle: events open for burst_usec before each expected call of
+ * wake_sampler_edges(); 0 = always open (the cost figures in
+ * BENCHMARKS.md compare both). Default 100 ms.
+ */
+int wake_sampler_set_duty(struct wake_sampler *ws, uint64_t burst_usec);
 /* New configuration values (reload). Period 0 keeps, max 0 = unlimited. */
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s);
 /* Online CPUs changed: open/close per-CPU events. topo is not kept. */

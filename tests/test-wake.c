@@ -12,7 +12,18 @@
  *    (sock_diag). The perf part is skipped (77) if perf_event_open is not
  *    permitted.
  *
- * `test-wake --bench SECONDS [--fixed]` is not a test: it runs the sampler
+ *  - the duty cycle: a storm of wake-ups (a ping-pong pinned to one CPU,
+ *    ~400k wake-ups/s, sampled at a fixed period 1: four times the
+ *    kernel's perf_event_max_sample_rate, and more than a 100 ms burst's
+ *    ring holds) must not stop the samples: every later burst brings
+ *    samples and counts the storm's rate (an earlier attempt disabled and
+ *    re-enabled one event per CPU and saw no samples after the first
+ *    burst). Then with the adaptive period: period > 1, no more loss.
+ *    The kernel does not throttle sched_waking here (one overflow per
+ *    event: perf_swevent_overflow() throttles only the 2nd and later
+ *    overflows of one event); a throttle, if one comes, is printed.
+ *
+ * `test-wake --bench SECONDS [--fixed] [--continuous] [--max N]` is not a test: it runs the sampler
  * the way the daemon does (drain on watermark/interval, edges every second)
  * and prints events/s, samples/s, lost, period and its own CPU per second,
  * to measure the adaptive period under a wake-up storm (hackbench).
@@ -20,6 +31,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -142,6 +154,24 @@ static void test_edge_table(void) {
         /* 2→1 went quiet 20 windows ago: decayed below 1/s and pruned */
         ASSERT_TRUE(find_edge(out, n, 2, 1) == NULL);
         ASSERT_EQ(n, 1);
+
+        /* Duty cycle: 1000 wake-ups counted in 100 ms of a 1 s window are
+         * 10000/s; the steady rate is unchanged, the decay runs on the window. */
+        for (int i = 0; i < 5; i++) {
+                ASSERT_OK(wake_edge_table_add(&t, 1, 2, 1000, 1000, true));
+                ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        }
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        e = find_edge(out, n, 1, 2);
+        ASSERT_NEAR(e->wakeups_per_s, 10000, 1);
+#ifdef WAKE_EDGE_HAVE_SPLIT
+        /* all split now: 1 - e^-5 of the way from 0 */
+        ASSERT_NEAR(e->split_fraction, 1 - 0.00674, 0.001);
+#endif
+        /* nothing observed: nothing folded, nothing decays */
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 0, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_NEAR(find_edge(out, n, 1, 2)->wakeups_per_s, 10000, 1);
 
         /* The cap: 4 edges, the 5th is counted and dropped. */
         for (pid_t w = 10; w < 13; w++)   /* 1→2 is there: 3 more make 4 */
@@ -392,6 +422,111 @@ static double wait_for_edges(struct wake_sampler *ws, sd_event *ev, const struct
         return -1;
 }
 
+/* Both sides of a ping-pong on one CPU: the densest wake-up stream one pair makes. */
+static int pingpong_pin(const struct pingpong *pp, int cpu) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        if (sched_setaffinity(pp->a, sizeof(set), &set) < 0 || sched_setaffinity(pp->b, sizeof(set), &set) < 0)
+                return -errno;
+        return 0;
+}
+
+/*
+ * Run the loop until the next call of wake_sampler_edges() at the cadence,
+ * as the daemon's pass would, and return the status after that call.
+ */
+static void duty_step(struct wake_sampler *ws, sd_event *ev, uint64_t cadence, struct wake_status *ret) {
+        struct wake_edge *e;
+        size_t n;
+
+        run_loop(ev, cadence);
+        ASSERT_TRUE(wake_sampler_edges(ws, util_now_usec(), &e, &n) >= 0);
+        wake_sampler_status(ws, ret);
+}
+
+static int test_throttle(void) {
+        const uint64_t cadence = 300 * USEC_PER_MSEC;
+        struct topology topo = {};
+        struct wake_sampler *ws = NULL;
+        struct pingpong pp = {};
+        struct wake_status st, prev;
+        sd_event *ev = NULL;
+        unsigned long long max_rate;
+        unsigned i;
+
+        ASSERT_OK(online_topology(&topo));
+        {
+                char buf[32] = "100000";
+                (void) util_read_file_at(NULL, "/proc/sys/kernel/perf_event_max_sample_rate", buf, sizeof(buf));
+                max_rate = strtoull(buf, NULL, 10);
+        }
+        ASSERT_OK(sd_event_new(&ev));
+        ASSERT_OK(wake_sampler_new("/", &topo, 1, 0, &ws));
+        wake_sampler_status(ws, &st);
+        if (!st.perf) {
+                fprintf(stderr, "SKIP throttle: perf not available: %s\n", st.perf_error);
+                wake_sampler_free(ws);
+                sd_event_unref(ev);
+                return 77;
+        }
+        wake_sampler_set_adaptive(ws, false);          /* period 1: every wake-up is a sample */
+        ASSERT_OK(wake_sampler_set_duty(ws, 100 * USEC_PER_MSEC));
+        ASSERT_OK(wake_sampler_attach(ws, ev));
+        ASSERT_OK(pingpong_start(&pp, false));
+        ASSERT_OK(pingpong_pin(&pp, 0));
+
+        /* 1. the storm, sampled in full during the bursts: above the kernel's max sample rate */
+        for (i = 0; i < 3; i++)
+                duty_step(ws, ev, cadence, &st);
+        fprintf(stderr, "storm: %.0f events/s while on (perf_event_max_sample_rate %llu), lost %llu, "
+                "throttled %llu, period %llu, bursts %llu\n", st.events_per_s, (unsigned long long) max_rate,
+                (unsigned long long) st.lost, (unsigned long long) st.throttled, (unsigned long long) st.period,
+                (unsigned long long) st.bursts);
+        ASSERT_TRUE(st.period == 1);
+        if (st.events_per_s < (double) max_rate)
+                fprintf(stderr, "storm: note: below perf_event_max_sample_rate on this machine\n");
+
+        /* 2. every later burst still brings samples (a fresh event each time) */
+        for (i = 0; i < 4; i++) {
+                prev = st;
+                duty_step(ws, ev, cadence, &st);
+                fprintf(stderr, "storm: window %u: bursts +%llu, samples +%llu, lost +%llu, throttled +%llu, "
+                        "%.0f events/s, duty %.0f%%\n", i,
+                        (unsigned long long) (st.bursts - prev.bursts),
+                        (unsigned long long) (st.samples - prev.samples),
+                        (unsigned long long) (st.lost - prev.lost),
+                        (unsigned long long) (st.throttled - prev.throttled), st.events_per_s, st.duty_frac * 100);
+                ASSERT_TRUE(st.bursts > prev.bursts);
+                ASSERT_TRUE(st.samples > prev.samples);
+                ASSERT_TRUE(st.events_per_s > 20000);   /* the storm is seen at its rate, not at the ring's */
+                ASSERT_TRUE(st.duty_frac < 0.6);
+        }
+
+        /* 3. adaptive: the period grows until the kernel no longer throttles, samples keep coming */
+        wake_sampler_set_adaptive(ws, true);
+        ASSERT_OK(wake_sampler_set_limits(ws, 1, 200000));
+        for (i = 0; i < 4; i++)
+                duty_step(ws, ev, cadence, &st);
+        for (i = 0; i < 3; i++) {
+                prev = st;
+                duty_step(ws, ev, cadence, &st);
+                fprintf(stderr, "storm: adaptive window %u: period %llu, samples +%llu, lost +%llu, throttled +%llu\n",
+                        i, (unsigned long long) st.period, (unsigned long long) (st.samples - prev.samples),
+                        (unsigned long long) (st.lost - prev.lost),
+                        (unsigned long long) (st.throttled - prev.throttled));
+                ASSERT_TRUE(st.samples > prev.samples);
+                ASSERT_TRUE(st.throttled == prev.throttled);
+                ASSERT_TRUE(st.lost == prev.lost);
+                ASSERT_TRUE(st.period > 1);
+        }
+        pingpong_stop(&pp);
+        wake_sampler_free(ws);
+        sd_event_unref(ev);
+        return 0;
+}
+
 static int test_live(void) {
         struct topology topo = {};
         struct wake_sampler *ws = NULL;
@@ -431,7 +566,7 @@ static int test_live(void) {
                 sd_event_unref(ev);
                 return 77;
         }
-        ASSERT_STREQ(wake_sampler_source(ws), "perf");
+        ASSERT_TRUE(strncmp(wake_sampler_source(ws), "perf", 4) == 0);
         ASSERT_OK(wake_sampler_attach(ws, ev));
         ASSERT_OK(pingpong_start(&pp, false));
         ASSERT_TRUE(wait_for_edges(ws, ev, &pp, false, 1000, "perf") > 0);
@@ -452,7 +587,7 @@ static uint64_t self_cpu_usec(void) {
                (uint64_t) ru.ru_stime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_stime.tv_usec;
 }
 
-static int bench(double seconds, bool fixed, uint64_t max_per_s) {
+static int bench(double seconds, bool fixed, bool continuous, uint64_t max_per_s) {
         struct topology topo = {};
         struct wake_sampler *ws = NULL;
         sd_event *e = NULL;
@@ -467,11 +602,13 @@ static int bench(double seconds, bool fixed, uint64_t max_per_s) {
                 return 77;
         }
         wake_sampler_set_adaptive(ws, !fixed);
+        if (continuous)
+                ASSERT_OK(wake_sampler_set_duty(ws, 0));
         ASSERT_OK(sd_event_default(&e));
         ASSERT_OK(wake_sampler_attach(ws, e));
-        printf("# mode=%s max_samples_per_s=%llu\n", fixed ? "fixed-period-1" : "adaptive",
-               (unsigned long long) max_per_s);
-        printf("# t events_per_s samples_per_s lost period edges drain_cpu%% self_cpu%%\n");
+        printf("# mode=%s %s max_samples_per_s=%llu\n", fixed ? "fixed-period-1" : "adaptive",
+               continuous ? "continuous" : "duty-cycled", (unsigned long long) max_per_s);
+        printf("# t events_per_s samples_per_s lost period edges drain_cpu%% self_cpu%% duty%% throttled\n");
         t0 = util_now_usec();
         end = t0 + (uint64_t) (seconds * 1e6);
         next = t0 + USEC_PER_SEC;
@@ -487,9 +624,10 @@ static int bench(double seconds, bool fixed, uint64_t max_per_s) {
                         ASSERT_TRUE(wake_sampler_edges(ws, now, &edges, &ne) >= 0);
                         wake_sampler_status(ws, &st);
                         double self = (double) (cpu - cpu0) / (double) (now - (next - USEC_PER_SEC));
-                        printf("%.1f %.0f %.0f %llu %llu %zu %.2f %.2f\n", (double) (now - t0) / 1e6,
+                        printf("%.1f %.0f %.0f %llu %llu %zu %.2f %.2f %.1f %llu\n", (double) (now - t0) / 1e6,
                                st.events_per_s, st.samples_per_s, (unsigned long long) st.lost,
-                               (unsigned long long) st.period, ne, st.drain_cpu_frac * 100, self * 100);
+                               (unsigned long long) st.period, ne, st.drain_cpu_frac * 100, self * 100,
+                               st.duty_frac * 100, (unsigned long long) st.throttled);
                         fflush(stdout);
                         if (now - t0 > 2 * USEC_PER_SEC) {   /* skip the ramp-up */
                                 sum_events += st.events_per_s;
@@ -511,13 +649,25 @@ static int bench(double seconds, bool fixed, uint64_t max_per_s) {
 }
 
 int main(int argc, char **argv) {
+        int r;
+
         if (argc >= 3 && streq(argv[1], "--bench")) {
-                bool fixed = argc >= 4 && streq(argv[3], "--fixed");
-                uint64_t max = argc >= 5 ? strtoull(argv[4], NULL, 10) : 200000;
-                return bench(strtod(argv[2], NULL), fixed, max);
+                bool fixed = false, continuous = false;
+                uint64_t max = 200000;
+                for (int i = 3; i < argc; i++)
+                        if (streq(argv[i], "--fixed"))
+                                fixed = true;
+                        else if (streq(argv[i], "--continuous"))
+                                continuous = true;
+                        else if (streq(argv[i], "--max") && i + 1 < argc)
+                                max = strtoull(argv[++i], NULL, 10);
+                return bench(strtod(argv[2], NULL), fixed, continuous, max);
         }
         test_format();
         test_edge_table();
         test_fallback_fixture();
-        return test_live();
+        r = test_live();
+        if (r != 0)
+                return r;
+        return test_throttle();
 }
