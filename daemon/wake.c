@@ -153,6 +153,7 @@ struct wake_sampler {
         uint64_t cadence_usec;     /* measured time between wake_sampler_edges() calls */
         uint64_t last_call_usec;   /* CLOCK_MONOTONIC of the last call */
         unsigned n_calls;
+        bool early_call;           /* the next call is out of cadence (wake_sampler_expect_call()) */
         sd_event_source *burst_timer;
         uint64_t bursts, burst_open_errors;
         double duty_frac;          /* measured on-time fraction, last status window */
@@ -824,6 +825,19 @@ static int on_burst_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
+void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec) {
+        uint64_t now = util_now_usec(), lead;
+
+        if (!ws)
+                return;
+        ws->early_call = true;
+        if (ws->mode != WAKE_MODE_PERF || ws->burst_usec == 0 || ws->on)
+                return;   /* events open all the time, or a burst is on now */
+        /* a burst ending BURST_MARGIN_USEC before that call, as short as it must */
+        lead = ws->burst_usec + BURST_MARGIN_USEC;
+        (void) burst_timer_set(ws, at_usec > now + lead ? at_usec - lead : now);
+}
+
 /* ---- the object ---- */
 
 static void use_fallback(struct wake_sampler *ws) {
@@ -1026,9 +1040,10 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         (void) wake_sampler_drain(ws);
 
         /* The caller's cadence, for placing the next burst right before its next call. */
-        if (ws->n_calls++ > 0 && real_now > ws->last_call_usec)
+        if (ws->n_calls++ > 0 && real_now > ws->last_call_usec && !ws->early_call)
                 ws->cadence_usec = MIN(MAX(real_now - ws->last_call_usec, CADENCE_USEC_MIN), CADENCE_USEC_MAX);
         ws->last_call_usec = real_now;
+        ws->early_call = false;
 
         duty = ws->mode == WAKE_MODE_PERF && ws->burst_usec > 0;
         if (ws->mode == WAKE_MODE_PERF)

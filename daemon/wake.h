@@ -111,6 +111,10 @@ void wake_sampler_set_adaptive(struct wake_sampler *ws, bool on);
  * BENCHMARKS.md compare both). Default 100 ms.
  */
 int wake_sampler_set_duty(struct wake_sampler *ws, uint64_t burst_usec);
+/* The caller will call wake_sampler_edges() early, at at_usec (a pass brought
+ * forward): a burst is placed before it, and that call does not change the
+ * measured cadence the regular bursts follow. */
+void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec);
 /* New configuration values (reload). Period 0 keeps, max 0 = unlimited. */
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s);
 /* Online CPUs changed: open/close per-CPU events. topo is not kept. */

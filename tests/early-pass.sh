@@ -1,0 +1,54 @@
+#!/bin/bash
+# Integration (issue 4): the first new process after a quiet spell brings the
+# next pass forward to ~300 ms after it, so a ping-pong pair started between
+# two passes is looked at at once instead of an interval later; at most
+# three at once, then one per 10 s (the daemon's own users fork too).
+#
+# Deterministic: with Interval=20s the only regular passes are the one at
+# start and one 20 s later, so every pass counted before that is an early
+# one. The test's own affctl calls are new processes and trigger it.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+require_root
+require_cmd jq
+"$AFFINITYD" --help 2>&1 | grep -q -- --runtime-dir || skip "affinityd not built yet"
+
+work=$(mktemp -d /tmp/affd-early.XXXXXX)
+trap 'cleanup; rm -rf "$work"' EXIT
+mkdir -p "$work/cfg/policies.d"
+printf '[Daemon]\nInterval=20s\n' >"$work/cfg/affinityd.conf"
+cp "$top_srcdir/policies/policies.d/50-pingpong.policy" "$work/cfg/policies.d/"
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+passes() { ctl status --json | jq -r '.counts.passes'; }
+
+t_start=$(now_ms)
+start_daemon "$work/cfg"
+pc=$(ctl status --json | jq -r '.capabilities.proc_connector')
+[[ $pc == listening* ]] || skip "no proc connector here ($pc): nothing announces new processes"
+
+# The start-up affctl calls brought a pass forward already; wait out the
+# 10 s limit without starting a process (read -t on a FIFO is a builtin).
+mkfifo "$work/quiet"
+exec 3<>"$work/quiet"
+read -r -t 11 -u 3 || true
+p0=$(passes)   # this affctl is the first new process after the quiet spell
+t0=$(now_ms)
+early() { [ "$(passes)" -gt "$p0" ]; }
+wait_for 3 early || fail "no pass within 3 s of a new process (passes $p0, Interval=20s)"
+t1=$(now_ms)
+(( t1 - t_start < 19000 )) || skip "the machine was too slow to tell an early pass from the regular one"
+echo "# pass brought forward: seen $(( t1 - t0 )) ms after the trigger, $(( t1 - t_start )) ms after start"
+
+# Rate limit (3 at once, then one per 10 s): polling affctl every 100 ms
+# (a new process each time) for 4 s brings at most 2 more before the
+# regular one, not one every 300 ms.
+p1=$(passes)
+end=$(( $(now_ms) + 4000 ))
+while [ "$(now_ms)" -lt "$end" ]; do
+        (( $(now_ms) - t_start < 19500 )) || break   # the regular pass is due
+        [ "$(passes)" -le $(( p1 + 2 )) ] ||
+                fail "more than 3 early passes in 10 s ($(passes) passes, was $p1 after the first)"
+        sleep 0.1
+done
+echo "# polled for 4 s: $(( $(passes) - p1 )) more early pass(es), at most 2 allowed"
