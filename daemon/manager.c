@@ -895,6 +895,16 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                 JADD(caps, "wake_sampler", x);
         x = NULL;
         JADD(caps, "proc_connector", json_object_new_string(m->pc_status));
+        if (m->pc) {
+                struct proc_connector_stats pcs;
+
+                proc_connector_get_stats(m->pc, &pcs);
+                x = json_object_new_object();
+                JADD(x, "events", json_object_new_uint64(pcs.events));
+                JADD(x, "overruns", json_object_new_uint64(pcs.overruns));
+                JADD(caps, "process_events", x);
+                x = NULL;
+        }
         JADD(o, "capabilities", caps);
 
         counts = json_object_new_object();
