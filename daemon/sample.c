@@ -203,6 +203,7 @@ struct sampler {
         size_t n_pending;
         pid_t *visit;                 /* pids to visit when /proc is not listed */
         size_t allocated_visit;
+        unsigned forks_noted;         /* fork notes (processes and threads) since the last pass */
         bool pid_probe;               /* no events: follow /proc/loadavg's last PID instead of listing */
         bool last_pid_valid;
         unsigned last_pid, pid_max;
@@ -1464,8 +1465,19 @@ static int visit_processes(struct sampler *s) {
         unsigned last = 0;
         size_t n = 0;
 
-        if (s->pid_probe && !s->events)
+        if (s->pid_probe || s->events)
                 have_last = read_last_pid(s, &last) >= 0;
+        /*
+         * Events on, PIDs handed out, and not one fork note: the kernel has
+         * stopped telling us (seen in the test suite after many connector
+         * listeners came and went: no event reached a new daemon at all).
+         * Listed now rather than at the next safety-net listing.
+         */
+        if (s->events && have_last && s->last_pid_valid && last != s->last_pid && s->forks_noted == 0) {
+                s->events_lost = true;
+                s->stats.events_silent++;
+        }
+        s->forks_noted = 0;
         if (!s->events_lost && s->pass < s->next_proc_list_pass) {
                 if (s->events)
                         list = false;
@@ -1834,6 +1846,7 @@ void sampler_note_fork(struct sampler *s, pid_t pid, pid_t tid) {
 
         if (!s || pid <= 0)
                 return;
+        s->forks_noted++;
         p = proc_lookup(s, pid);
         if (p)
                 p->dirty = true;   /* a new thread: re-list its threads on the next pass */
@@ -1961,6 +1974,7 @@ int sampler_stats_to_json(const struct sampler *s, struct json_object **ret) {
         ADD(total, "cpu_us", U(st.total_cpu_usec));
         ADD(total, "files_read", U(st.total_files_read));
         ADD(total, "expensive_reads", U(st.total_expensive_reads));
+        ADD(total, "process_events_silent", U(st.events_silent));
         ADD(o, "total", total);
 #undef U
 #undef ADD

@@ -160,6 +160,7 @@ struct sampler_stats {
         /* since start */
         uint64_t total_wall_usec, total_cpu_usec;
         uint64_t total_files_read, total_expensive_reads;
+        uint64_t events_silent;           /* passes that found PIDs handed out without any fork event */
 };
 
 /*

@@ -918,6 +918,38 @@ static void test_events(void) {
         topology_free(topo);
 }
 
+/* Events on, but PIDs handed out without a single fork event: /proc is listed at once. */
+static void test_events_silent(void) {
+        const char *root = copy_fixture("sample/smp2");
+        struct topology *topo;
+        struct sampler *s = new_sampler(root, &topo, 0);
+        struct snapshot *snap;
+        struct sampler_stats st;
+
+        ASSERT_OK(sampler_set_options(s, &(struct sampler_options) { .list_proc_every_passes = 100 }));
+        sampler_set_process_events(s, true);
+        test_write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 300\n");
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));   /* first pass: listed */
+        test_write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 302\n");
+        sampler_note_fork(s, 100, 302);   /* a thread: events flow */
+        ASSERT_OK(sample_pass(s, 11 * SEC, &snap));
+        sampler_get_stats(s, &st);
+        ASSERT_TRUE(!st.proc_listed);
+        ASSERT_OK(sample_pass(s, 12 * SEC, &snap));   /* nothing handed out, nothing noted */
+        sampler_get_stats(s, &st);
+        ASSERT_TRUE(!st.proc_listed);
+        test_write_at(root, "/proc/loadavg", "0.50 0.40 0.30 2/122 309\n");
+        ASSERT_OK(sample_pass(s, 13 * SEC, &snap));   /* 7 PIDs, no note: listed in this pass */
+        sampler_get_stats(s, &st);
+        ASSERT_EQ(st.events_silent, 1);
+        ASSERT_TRUE(st.proc_listed);
+        ASSERT_OK(sample_pass(s, 14 * SEC, &snap));
+        sampler_get_stats(s, &st);
+        ASSERT_TRUE(!st.proc_listed);
+        sampler_free(s);
+        topology_free(topo);
+}
+
 /* Without events: new processes from the PIDs handed out since the last pass. */
 static void test_pid_probe(void) {
         const char *root = copy_fixture("sample/smp2");
@@ -1308,6 +1340,7 @@ int main(void) {
         test_no_schedstat();
         test_backoff();
         test_events();
+        test_events_silent();
         test_pid_probe();
         test_max_threads();
         cleanup();
