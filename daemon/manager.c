@@ -71,6 +71,7 @@ struct manager {
         bool in_pass;                 /* events drained by the pass itself start no early pass */
         uint64_t early_tat;           /* early passes: rate limiter state (see early_next_allowed()) */
         sd_event_source *pc_rearm;    /* listens to the proc connector again when one is allowed */
+        bool early_armed;             /* the dispatch in progress brought a pass forward */
         uint64_t start_usec;
         uint64_t passes;
         uint64_t actions_applied, actions_failed, actions_undone;
@@ -494,14 +495,21 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
  */
 static void drain_proc_connector(struct manager *m);
 
-/* The gap is over: drain what came meanwhile, so the next wake-up is a fresh event. */
+/* Listen between passes again (what came meanwhile is dispatched at once). */
 static int on_pc_rearm(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
 
-        drain_proc_connector(m);
         if (m->pc_source)
                 (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_ON);
         return 0;
+}
+
+static void pc_rearm_at(struct manager *m, uint64_t when) {
+        if (!m->pc_rearm)
+                (void) sd_event_add_time(m->event, &m->pc_rearm, CLOCK_MONOTONIC, when, 100 * USEC_PER_MSEC,
+                                         on_pc_rearm, m);
+        else if (sd_event_source_set_time(m->pc_rearm, when) >= 0)
+                (void) sd_event_source_set_enabled(m->pc_rearm, SD_EVENT_ONESHOT);
 }
 
 #define EARLY_PASS_DELAY_USEC (300 * USEC_PER_MSEC)
@@ -532,14 +540,11 @@ static void new_process_seen(struct manager *m) {
         if (sd_event_source_set_time(m->timer, at) < 0)
                 return;
         m->early_tat = MAX(m->early_tat, now) + EARLY_PASS_MIN_GAP_USEC;
-        /* listened to again by the early pass if another one is allowed by
+        m->early_armed = true;
+        /* listened to again at the early pass if another one is allowed by
          * then, else when it is */
         allowed = MAX(early_next_allowed(m), at);
-        if (!m->pc_rearm)
-                (void) sd_event_add_time(m->event, &m->pc_rearm, CLOCK_MONOTONIC, allowed, 100 * USEC_PER_MSEC,
-                                         on_pc_rearm, m);
-        else if (sd_event_source_set_time(m->pc_rearm, allowed) >= 0)
-                (void) sd_event_source_set_enabled(m->pc_rearm, SD_EVENT_ONESHOT);
+        pc_rearm_at(m, allowed);
         if (m->wake)
                 wake_sampler_expect_call(m->wake, at);
         log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass brought forward by %" PRIu64 " ms",
@@ -599,10 +604,16 @@ static void drain_proc_connector(struct manager *m) {
 static int on_proc_connector(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct manager *m = userdata;
 
+        m->early_armed = false;
         drain_proc_connector(m);
-        /* until a pass finds another early pass allowed (it drains meanwhile) */
-        if (m->pc_source)
-                (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_OFF);
+        if (!m->pc_source)
+                return 0;
+        /* Off until the early pass (new_process_seen() set the time), or for
+         * a second when these were only exits and threads: such events then
+         * wake the daemon at most once a second. Passes drain meanwhile. */
+        (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_OFF);
+        if (!m->early_armed)
+                pc_rearm_at(m, MAX(early_next_allowed(m), util_now_usec() + USEC_PER_SEC));
         return 0;
 }
 
