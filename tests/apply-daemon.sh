@@ -26,6 +26,7 @@ HOGBIN=$top_builddir/tests/workloads/hog
 
 cfg=$(mktemp -d /tmp/affd-cfg.XXXXXX)
 quiet=$(mktemp -d /tmp/affd-quiet.XXXXXX)
+trap 'cleanup; rm -rf "$cfg" "$quiet"' EXIT   # also when a check fails or skips
 mkdir -p "$cfg/policies.d" "$quiet/policies.d"
 cat > "$cfg/affinityd.conf" <<'INI'
 [Daemon]

@@ -6,6 +6,7 @@ set -euo pipefail
 require_cmd jq
 
 cfg=$(mktemp -d /tmp/affd-cfg.XXXXXX)
+trap 'cleanup; rm -rf "$cfg"' EXIT   # also when a check fails or skips
 CHILDREN+=()
 # Report-only policy: observe, change nothing.
 mkdir -p "$cfg/policies.d"
