@@ -482,19 +482,6 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         return 0;
 }
 
-/*
- * A new process may be half of a ping-pong pair: at a 1 s interval a pair
- * started just after a pass was seen at the next pass and, when the kernel
- * held it together in that pass's wake-up burst, fixed only at the one after
- * (issue 4: `perf bench sched pipe` 0.925x hand-pinned over a 21 s run, the
- * fix 2 s in). So the next pass is brought forward to EARLY_PASS_DELAY after
- * the first new process of an interval (its threads have rates over their
- * life from 100 ms on, and the wake sampler bursts just before), at most
- * EARLY_PASS_BURST at once and then one per EARLY_PASS_MIN_GAP: on a machine
- * that forks all the time that is one extra pass every 10 s.
- */
-static void drain_proc_connector(struct manager *m);
-
 /* Listen between passes again (what came meanwhile is dispatched at once). */
 static int on_pc_rearm(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
@@ -527,6 +514,17 @@ static uint64_t early_next_allowed(const struct manager *m) {
         return m->early_tat > ahead ? m->early_tat - ahead : 0;
 }
 
+/*
+ * A new process may be half of a ping-pong pair: at a 1 s interval a pair
+ * started just after a pass was seen at the next pass and, when the kernel
+ * held it together in that pass's wake-up burst, fixed only at the one after
+ * (issue 4: `perf bench sched pipe` 0.925x hand-pinned over a 21 s run, the
+ * fix 2 s in). So the next pass is brought forward to EARLY_PASS_DELAY after
+ * the first new process of an interval (its threads have rates over their
+ * life from 100 ms on, and the wake sampler bursts just before), at most
+ * EARLY_PASS_BURST at once and then one per EARLY_PASS_MIN_GAP: on a machine
+ * that forks all the time that is one extra pass every 10 s.
+ */
 static void new_process_seen(struct manager *m) {
         uint64_t now, at, next, allowed;
 
