@@ -74,8 +74,9 @@ static double pair_group_util_max(const struct policy *p) {
         return p && p->group_util_max >= 0 ? p->group_util_max : DETECT_PAIR_GROUP_UTIL_MAX_DEFAULT;
 }
 
-/* The lowest WakeRate= of any enabled pair policy: pairs below it need no policy lookup. */
-static double rate_floor(const struct config *c) {
+/* The lowest WakeRate= of any enabled pair policy: pairs below it need no
+ * policy lookup, and the wake sampler's quiet gate keys on it. -1: none. */
+double detect_pair_rate_floor(const struct config *c) {
         double floor = -1;
 
         for (size_t i = 0; i < c->n_policies; i++) {
@@ -171,7 +172,7 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 return -EINVAL;
         if (!s->edges || s->n_edges == 0 || s->n_tasks == 0)
                 return 0;
-        floor = rate_floor(c);
+        floor = detect_pair_rate_floor(c);
         if (floor < 0)
                 return 0;        /* no pair policy */
 

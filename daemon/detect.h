@@ -91,6 +91,7 @@ char *hog_key(const struct task_id *id, char *buf, size_t size);
  * filled in where the policy leaves them unset. p may be NULL (defaults).
  */
 double detect_util_min(const struct policy *p, enum detector kind);
+double detect_pair_rate_floor(const struct config *c);
 double detect_migrations_min_per_s(const struct policy *p, enum detector kind);
 uint64_t detect_window_usec(const struct policy *p, enum detector kind);
 double detect_run_delay_min_ms_per_s(const struct policy *p);

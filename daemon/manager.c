@@ -770,8 +770,10 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                              m->config->daemon.max_wake_events_per_s, &m->wake);
         if (r >= 0 && o->no_perf)
                 r = wake_sampler_disable_perf(m->wake, "disabled by --no-perf");
-        if (r >= 0)
+        if (r >= 0) {
+                wake_sampler_set_floor(m->wake, detect_pair_rate_floor(m->config));
                 r = wake_sampler_attach(m->wake, m->event);
+        }
         if (r < 0) {
                 snprintf(m->wake_status, sizeof(m->wake_status), "none: %s", strerror(-r));
                 log_errno(&m->log, LOG_WARNING, r, "wake-up sampling unavailable");
@@ -1171,9 +1173,11 @@ int manager_reload(struct manager *m, struct json_object **ret) {
                 config_free(m->config);
                 m->config = c;
                 apply_settings(m);
-                if (m->wake)
+                if (m->wake) {
                         (void) wake_sampler_set_limits(m->wake, c->daemon.wake_sample_period,
                                                        c->daemon.max_wake_events_per_s);
+                        wake_sampler_set_floor(m->wake, detect_pair_rate_floor(c));
+                }
                 log_fields(&m->log, LOG_INFO, NULL, "configuration reloaded: %zu policies", c->n_policies);
                 release_orphans(m);
         }

@@ -55,6 +55,13 @@
  * since the last check. A cold thread that starts running is found at the
  * next check (at most 3 passes late, its rate averaged since its last read). */
 #define DEFAULT_ACCOUNT_EVERY 4
+/* Kernel threads are checked every 4th pass, a quarter of them each pass.
+ * On an idle machine they are most of the processes and most of the active
+ * ones (rcu, ksoftirqd, kworkers, kdamond: 11 of 14 here), so most of a
+ * pass; and nothing acts on them: a busy one only counts in its CPU's
+ * load, which /proc/stat gives every pass. As with the big-process back-off
+ * nothing is lost: the next check's rates cover the whole gap. */
+#define DEFAULT_KTHREAD_EVERY 4
 /* With fork/exec/exit events (proc connector) new processes are visited from
  * the events and /proc itself is listed every 60 passes only: listing walks
  * every PID in the kernel, threads included (~1.5 ms with 10,000 threads).
@@ -325,6 +332,8 @@ int sampler_set_options(struct sampler *s, const struct sampler_options *o) {
                 d.max_search_reads = DEFAULT_MAX_SEARCH_READS;
         if (!d.account_every_passes)
                 d.account_every_passes = DEFAULT_ACCOUNT_EVERY;
+        if (!d.kthread_every_passes)
+                d.kthread_every_passes = DEFAULT_KTHREAD_EVERY;
 
         /* loadavg's last PID is in the reader's PID namespace: only where /proc is ours
          * (the clock gate's condition), unless a test asks for it on a fixture. */
@@ -1274,6 +1283,18 @@ static int proc_gate(struct sampler *s, pid_t pid, struct proc_rec *p, uint64_t 
         return *ret_value == p->gate_value && *ret_threads == p->gate_threads;
 }
 
+/* A kernel thread's next check: the passes where (pass + pid) % every is 0,
+ * so they spread evenly over the passes. Only with the clock gate, whose
+ * kill(pid, 0) drops an exited one at once while it is not checked (with
+ * the stat gate that read is the check: nothing would be saved). */
+static void kthread_back_off(struct sampler *s, struct proc_rec *p) {
+        unsigned every = s->opt.kthread_every_passes;
+
+        if (every > 1 && s->gate == SAMPLER_GATE_CLOCK && p->info_valid && p->info.kthread)
+                p->next_check_pass = MAX(p->next_check_pass,
+                                         s->pass + every - (s->pass + (unsigned) p->info.pid) % every);
+}
+
 /* Steady: carried so many times in a row that its threads' rates are 0 and
  * their cpus_seen has decayed to one CPU; nothing per thread changes. */
 static bool proc_steady(const struct proc_rec *p) {
@@ -1298,7 +1319,7 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
             kill(pid, 0) < 0 && errno == ESRCH)
                 return;
         if (p && p->gate_valid && !p->dirty && !p->exec_noted && s->pass < p->next_check_pass) {
-                /* Big and idle: not checked this pass. */
+                /* Big and idle, or a kernel thread: not checked this pass. */
                 p->mode = MODE_SKIP;
                 p->list = false;
                 p->seen_pass = s->pass;
@@ -1333,6 +1354,7 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
                         unsigned k = MIN(p->idle_checks - 1, 16u);
                         p->next_check_pass = s->pass + MIN(1u << k, s->opt.idle_gate_max_passes);
                 }
+                kthread_back_off(s, p);
                 return;
         }
 
@@ -1410,6 +1432,7 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         p->active_usec = s->now_usec;
         p->idle_checks = 0;
         p->next_check_pass = 0;
+        kthread_back_off(s, p);
         s->stats.processes_active++;
 }
 

@@ -117,6 +117,7 @@ struct sampler_options {
         unsigned list_proc_every_passes;  /* with process events or the PID probe: list /proc this often */
         unsigned max_search_reads;        /* cold threads read per pass to explain a clock delta */
         unsigned account_every_passes;    /* big process its hot threads explain: clock checked this often */
+        unsigned kthread_every_passes;    /* kernel threads are checked every this many passes */
 };
 
 /* Per-pass figures, for `affctl status` and bench/sample-cost. */

@@ -40,7 +40,12 @@ static int status_to_json(const struct wake_status *st, struct json_object **ret
                 r = r ?: json_add(o, "duty_percent", json_object_new_double(st->duty_frac * 100));
                 r = r ?: json_add(o, "bursts", json_object_new_uint64(st->bursts));
                 r = r ?: json_add(o, "burst_open_errors", json_object_new_uint64(st->burst_open_errors));
-                r = r ?: json_add(o, "events_open", json_object_new_boolean(st->on));
+                r = r ?: json_add(o, "events_enabled", json_object_new_boolean(st->on));
+                r = r ?: json_add(o, "event_opens", json_object_new_uint64(st->event_opens));
+                r = r ?: json_add(o, "events_parked", json_object_new_boolean(st->events_parked));
+                r = r ?: json_add(o, "bursts_skipped_quiet", json_object_new_uint64(st->quiet_skips));
+                r = r ?: json_add(o, "switches_per_s", json_object_new_double(st->switches_per_s));
+                r = r ?: json_add(o, "gate_floor_per_s", json_object_new_double(st->gate_floor_per_s));
         }
         r = r ?: json_add(o, "edges", json_object_new_uint64(st->n_edges));
         r = r ?: json_add(o, "edges_dropped", json_object_new_uint64(st->edges_dropped));

@@ -53,17 +53,40 @@
  * Duty cycle. An enabled sched_waking event costs every wake-up on the
  * machine even when it is not sampled: a pinned pipe ping-pong (~490k
  * round trips/s on one CPU, 1.07 sched_waking each) ran 3.7 % slower with
- * the events always open at the adaptive period, 0.07 µs per wake-up
+ * the events always enabled at the adaptive period, 0.07 µs per wake-up
  * (bench/wake-cost.sh, 7 interleaved runs), which alone kept the
- * co-located pair under 0.95x hand-pinned. So the events exist only during
- * a short burst before each pass of the caller (wake_sampler_edges()):
- * opened per CPU at the start of a burst and closed at its end. Closing
- * means nothing of an event outlives its burst: an earlier attempt that
- * disabled and re-enabled one event per CPU saw no samples after a
- * burst it took for a throttle (perf_event_max_sample_rate); a fresh
- * event has no throttle, period or ring state to carry over
- * (tests/test-wake.c, storm test). Opening two events with their rings
- * costs ~0.1 ms.
+ * co-located pair under 0.95x hand-pinned. So the events are enabled only
+ * during a short burst before each pass of the caller
+ * (wake_sampler_edges()), and disabled (PERF_EVENT_IOC_DISABLE) between.
+ *
+ * Opening and closing them per burst cost a third of the daemon's CPU on
+ * an idle machine (perf record of the daemon with 10,000 idle threads):
+ * the first event on a tracepoint registers its probe, which patches
+ * kernel text with an IPI to every CPU (smp_call_function_many_cond), the
+ * last one's close patches it back, and each burst faulted in fresh ring
+ * pages. Two things keep that off the common case:
+ *
+ *  - The quiet gate. A wake-up that matters to a pair puts the wakee on
+ *    a CPU: a context switch. Right before a burst the machine's switch
+ *    rate since the last look (/proc/stat "ctxt") is compared with the
+ *    lowest WakeRate= of the pair policies: below half of it no edge can
+ *    be above it, the burst is skipped and the pass folds an observed
+ *    zero (edges decay as if sampled). An idle machine (~75 switches/s
+ *    here) then opens nothing. A pass brought forward for a new process
+ *    always gets its burst; with no pair policy there are no bursts.
+ *
+ *  - Parking. Between bursts the events are disabled
+ *    (PERF_EVENT_IOC_DISABLE), not closed, while the machine wakes fewer
+ *    than PARK_EVENTS_MAX_PER_S tasks a second. A disabled event keeps the
+ *    probe registered: each wake-up then makes one call that finds no
+ *    enabled event on its CPU and returns (perf_trace_##call():
+ *    hlist_empty()), ~7 ns here (bench/wake-cost.sh: a pinned ping-pong
+ *    at ~470k wake-ups/s ran 0.7 % slower with parked events than with
+ *    closed ones). Above that rate the calls cost more than reopening,
+ *    and the events are closed after each burst. Re-enabling clears a
+ *    throttle (event_sched_in()) and each burst resets the count, so
+ *    nothing carries over but the remainder of a sample period
+ *    (tests/test-wake.c, storm test).
  *
  * 100 ms of every 1 s pass: 10 % of the cost, and at the detector's
  * WakeRate= floor (2000/s) an edge still gets ~200 wake-ups per burst.
@@ -74,6 +97,11 @@
  */
 #define BURST_USEC_DEFAULT (100 * USEC_PER_MSEC)
 #define BURST_MARGIN_USEC (30 * USEC_PER_MSEC)
+/* Bursts run when the switch rate is at least 1/GATE_SHARE of the lowest WakeRate=. */
+#define GATE_SHARE 2
+/* Wake-ups/s (all CPUs) above which events are closed between bursts, not parked:
+ * 100k × ~7 ns is 0.07 % of a CPU, about a fifth of what reopening costs. */
+#define PARK_EVENTS_MAX_PER_S 100000.0
 /* Cadence assumed until the caller's is measured: the daemon's default interval. */
 #define CADENCE_USEC_DEFAULT USEC_PER_SEC
 #define CADENCE_USEC_MIN (10 * USEC_PER_MSEC)
@@ -100,7 +128,9 @@ struct wake_cpu {
         uint64_t data_size;        /* power of two */
         sd_event_source *source;
 
+        bool enabled;              /* PERF_EVENT_IOC_ENABLE'd: in a burst */
         uint64_t period;           /* sample period of this CPU's event */
+        uint64_t armed_period;     /* the period the kernel's event has */
         uint64_t hold_until_usec;  /* no lowering of the period before this (throttle/loss) */
         double events_per_s;       /* sched_waking rate on this CPU, last burst (exact count) */
         uint64_t burst_samples, burst_lost, burst_throttled;
@@ -156,6 +186,14 @@ struct wake_sampler {
         bool early_call;           /* the next call is out of cadence (wake_sampler_expect_call()) */
         sd_event_source *burst_timer;
         uint64_t bursts, burst_open_errors;
+        uint64_t opens;            /* perf_event_open() calls that succeeded */
+
+        /* quiet gate */
+        double floor_per_s;        /* lowest WakeRate= of the pair policies; < 0: none, 0: no gate */
+        uint64_t ctxt, ctxt_usec;  /* /proc/stat ctxt at the last look, and when */
+        double switches_per_s;     /* machine-wide, since the look before */
+        uint64_t quiet_skips;      /* bursts skipped as quiet */
+        bool quiet_since_fold;     /* a burst was skipped since the edges were last folded */
         double duty_frac;          /* measured on-time fraction, last status window */
 
         /* edges */
@@ -301,6 +339,7 @@ static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, in
 
 static void cpu_close(struct wake_cpu *c) {
         c->source = sd_event_source_disable_unref(c->source);
+        c->enabled = false;
         if (c->base)
                 munmap(c->base, c->mmap_size);
         c->base = NULL;
@@ -344,6 +383,7 @@ static int cpu_open_pages(struct wake_sampler *ws, struct wake_cpu *c, size_t pa
                 return r == -EPERM || r == -ENOMEM ? -ENOBUFS : r;
         }
         c->fd = (int) fd;
+        c->armed_period = c->period;
         c->base = base;
         c->mmap_size = (pages + 1) * ws->page_size;
         {
@@ -379,18 +419,35 @@ static int cpu_open(struct wake_sampler *ws, struct wake_cpu *c) {
         }
         if (r < 0)
                 return r;
-        if (ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-                r = -errno;
-                cpu_close(c);
-                return r;
-        }
         r = cpu_attach(ws, c);
         if (r < 0) {
                 cpu_close(c);
                 return r;
         }
         ws->n_open++;
+        ws->opens++;
         return 0;
+}
+
+/* Start a burst on one CPU: its period for this burst, a count from zero. */
+static int cpu_enable(struct wake_cpu *c) {
+        if (c->fd < 0 || c->enabled)
+                return 0;
+        if (c->armed_period != c->period) {
+                if (ioctl(c->fd, PERF_EVENT_IOC_PERIOD, &c->period) < 0)
+                        return -errno;
+                c->armed_period = c->period;
+        }
+        if (ioctl(c->fd, PERF_EVENT_IOC_RESET, 0) < 0 || ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+                return -errno;
+        c->enabled = true;
+        return 0;
+}
+
+static void cpu_disable(struct wake_cpu *c) {
+        if (c->fd >= 0 && c->enabled)
+                (void) ioctl(c->fd, PERF_EVENT_IOC_DISABLE, 0);
+        c->enabled = false;
 }
 
 static void perf_error_message(struct wake_sampler *ws, int r) {
@@ -421,7 +478,7 @@ static int slots_resize(struct wake_sampler *ws, int n) {
         return 0;
 }
 
-/* Open events on every CPU in online, close the others. */
+/* Events (disabled) on every CPU in online, the others closed. */
 static int perf_sync_cpus(struct wake_sampler *ws, const cpumask_t *online, int n_cpus) {
         int r;
 
@@ -446,6 +503,24 @@ static int perf_sync_cpus(struct wake_sampler *ws, const cpumask_t *online, int 
         return ws->n_open > 0 ? 0 : -ENODEV;
 }
 
+static int perf_enable_all(struct wake_sampler *ws) {
+        int r;
+
+        for (int i = 0; i < ws->n_cpu_slots; i++) {
+                r = cpu_enable(&ws->cpus[i]);
+                if (r == -ENODEV)        /* went offline meanwhile: closed at the next sync */
+                        continue;
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static void perf_disable_all(struct wake_sampler *ws) {
+        for (int i = 0; i < ws->n_cpu_slots; i++)
+                cpu_disable(&ws->cpus[i]);
+}
+
 static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
         int r;
 
@@ -466,6 +541,7 @@ static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
                (uint64_t) ws->ring_pages * ws->page_size * (uint64_t) MAX(topo->n_cpus, 1) > RING_BYTES_TOTAL)
                 ws->ring_pages /= 2;
         r = perf_sync_cpus(ws, &topo->online, topo->n_cpus);
+        r = r < 0 ? r : perf_enable_all(ws);
         if (r < 0) {
                 perf_error_message(ws, r);
                 perf_close_all(ws);
@@ -594,8 +670,8 @@ static void set_period(struct wake_sampler *ws, uint64_t period) {
         for (int i = 0; i < ws->n_cpu_slots; i++)
                 (void) cpu_drain(ws, &ws->cpus[i]);
         for (int i = 0; i < ws->n_cpu_slots; i++) {
-                if (ws->cpus[i].fd >= 0)
-                        (void) ioctl(ws->cpus[i].fd, PERF_EVENT_IOC_PERIOD, &period);
+                if (ws->cpus[i].fd >= 0 && ioctl(ws->cpus[i].fd, PERF_EVENT_IOC_PERIOD, &period) == 0)
+                        ws->cpus[i].armed_period = period;
                 ws->cpus[i].period = period;
         }
         ws->period = period;
@@ -731,6 +807,16 @@ static void burst_adapt(struct wake_sampler *ws, uint64_t on_usec, uint64_t now)
                 ws->period = max_period;
 }
 
+/* All CPUs' wake-up rate in the last burst. */
+static double burst_events_per_s(const struct wake_sampler *ws) {
+        double sum = 0;
+
+        for (int i = 0; i < ws->n_cpu_slots; i++)
+                if (ws->cpus[i].fd >= 0)
+                        sum += ws->cpus[i].events_per_s;
+        return sum;
+}
+
 /* Account the on-time up to now (the burst may go on). */
 static void burst_account(struct wake_sampler *ws, uint64_t now) {
         uint64_t d;
@@ -777,19 +863,68 @@ static int burst_timer_set(struct wake_sampler *ws, uint64_t at) {
 static void burst_end(struct wake_sampler *ws, uint64_t now) {
         if (!ws->on)
                 return;
+        perf_disable_all(ws);
         for (int i = 0; i < ws->n_cpu_slots; i++)
                 (void) cpu_drain(ws, &ws->cpus[i]);
         /* the counts cover the whole burst (burst_account() moves on_since at each call) */
         burst_adapt(ws, now > ws->burst_start_usec ? now - ws->burst_start_usec : 0, now);
         burst_account(ws, now);
-        perf_close_all(ws);
         ws->on = false;
+        if (burst_events_per_s(ws) > PARK_EVENTS_MAX_PER_S)
+                perf_close_all(ws);     /* parked, they would cost more than reopening */
+}
+
+/* The "ctxt" line of /proc/stat: context switches since boot, all CPUs. */
+static int read_ctxt(const char *root, uint64_t *ret) {
+        _cleanup_free_ char *buf = NULL;
+        const char *l;
+        int r;
+
+        r = util_read_full_file_at(root, "/proc/stat", &buf, NULL);
+        if (r < 0)
+                return r;
+        l = strstr(buf, "\nctxt ");
+        if (!l || sscanf(l + 6, "%" SCNu64, ret) != 1)
+                return -EINVAL;
+        return 0;
+}
+
+/*
+ * The quiet gate (see "Duty cycle" above): true if this burst can be
+ * skipped. The first look, an unreadable /proc/stat, an early call (a
+ * new process, not in the last rate yet) and the gate being off all say
+ * no.
+ */
+static bool burst_quiet(struct wake_sampler *ws, uint64_t now) {
+        uint64_t ctxt, dt = now - ws->ctxt_usec;
+        bool had = ws->ctxt_usec > 0;
+
+        if (ws->floor_per_s < 0)
+                return true;    /* no pair policy: nobody reads the edges */
+        if (ws->floor_per_s == 0 || read_ctxt(ws->root, &ctxt) < 0)
+                return false;
+        if (had && dt > 0 && ctxt >= ws->ctxt)
+                ws->switches_per_s = (double) (ctxt - ws->ctxt) * 1e6 / (double) dt;
+        ws->ctxt = ctxt;
+        ws->ctxt_usec = now;
+        if (!had || ws->early_call)
+                return false;
+        return ws->switches_per_s * GATE_SHARE < ws->floor_per_s;
 }
 
 static int burst_begin(struct wake_sampler *ws, uint64_t now) {
         int r;
 
+        if (burst_quiet(ws, now)) {
+                /* parked events would keep costing every wake-up for nothing */
+                perf_close_all(ws);
+                ws->quiet_skips++;
+                ws->quiet_since_fold = true;
+                return 0;
+        }
+
         r = perf_sync_cpus(ws, &ws->online, ws->n_cpus_topo);
+        r = r < 0 ? r : perf_enable_all(ws);
         if (r == -EACCES || r == -EPERM) {
                 /* permission taken away (e.g. perf_event_paranoid raised) */
                 perf_error_message(ws, r);
@@ -968,6 +1103,7 @@ int wake_sampler_set_topology(struct wake_sampler *ws, const struct topology *to
         if (ws->mode != WAKE_MODE_PERF || !ws->on)
                 return 0;       /* off: the next burst opens the new set */
         r = perf_sync_cpus(ws, &topo->online, topo->n_cpus);
+        r = r < 0 ? r : perf_enable_all(ws);    /* the new CPUs join the burst */
         if (r < 0 && r != -ENOMEM) {
                 perf_error_message(ws, r);
                 use_fallback(ws);
@@ -1020,6 +1156,11 @@ int wake_sampler_set_duty(struct wake_sampler *ws, uint64_t burst_usec) {
         return burst_timer_set(ws, burst_next_start(ws, now));
 }
 
+void wake_sampler_set_floor(struct wake_sampler *ws, double wake_rate_min_per_s) {
+        if (ws)
+                ws->floor_per_s = wake_rate_min_per_s;
+}
+
 void wake_sampler_set_tasks(struct wake_sampler *ws, const struct task *tasks, size_t n_tasks) {
         if (!ws)
                 return;
@@ -1056,17 +1197,21 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
          * Duty cycle: the counts were taken over fold_on_usec of on-time, so
          * the rates are counts per on-time; the decay still runs on the wall
          * clock window. A window without any on-time has nothing to say and
-         * is left to the next fold (the edges keep their rates meanwhile).
+         * is left to the next fold (the edges keep their rates meanwhile),
+         * unless its bursts were skipped by the quiet gate: that is an
+         * observed zero over the whole window.
          */
-        if (window > 0 && (!duty || ws->fold_on_usec > 0)) {
+        if (window > 0 && (!duty || ws->fold_on_usec > 0 || ws->quiet_since_fold)) {
+                uint64_t on = !duty ? window : ws->fold_on_usec > 0 ? MIN(ws->fold_on_usec, window) : window;
+
                 if (ws->mode == WAKE_MODE_FALLBACK && ws->tasks)
                         (void) wake_fallback_scan(ws->fallback, ws->tasks, ws->n_tasks, window, &ws->table);
-                r = wake_edge_table_fold_observed(&ws->table, window, duty ? MIN(ws->fold_on_usec, window) : window,
-                                                  WAKE_EDGE_TAU_USEC);
+                r = wake_edge_table_fold_observed(&ws->table, window, on, WAKE_EDGE_TAU_USEC);
                 if (r < 0)
                         return r;
                 ws->last_edges_usec = now_usec;
                 ws->fold_on_usec = 0;
+                ws->quiet_since_fold = false;
         }
         ws->tasks = NULL;
         ws->n_tasks = 0;
@@ -1115,6 +1260,11 @@ void wake_sampler_status(const struct wake_sampler *ws, struct wake_status *ret)
         ret->duty_frac = ws->duty_frac;
         ret->bursts = ws->bursts;
         ret->burst_open_errors = ws->burst_open_errors;
+        ret->event_opens = ws->opens;
+        ret->events_parked = ws->n_open > 0 && !ws->on;
+        ret->quiet_skips = ws->quiet_skips;
+        ret->switches_per_s = ws->switches_per_s;
+        ret->gate_floor_per_s = ws->floor_per_s;
         ret->period = ws->period;
         ret->max_samples_per_s = ws->max_samples_per_s;
         ret->events_per_s = ws->events_per_s;

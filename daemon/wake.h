@@ -89,10 +89,15 @@ struct wake_status {
         uint64_t edges_dropped;      /* new edges refused because the table was full */
         uint64_t burst_usec;         /* duty cycle: length of a burst; 0 = events always open */
         uint64_t cadence_usec;       /* measured time between wake_sampler_edges() calls */
-        bool on;                     /* events open now (in a burst) */
+        bool on;                     /* events enabled now (in a burst) */
         double duty_frac;            /* on-time / wall time, last window */
         uint64_t bursts;             /* bursts started */
-        uint64_t burst_open_errors;  /* bursts that could not open their events (retried next time) */
+        uint64_t burst_open_errors;  /* bursts that could not open or enable their events (retried next time) */
+        uint64_t event_opens;        /* perf events opened since start (parked between bursts when it pays) */
+        bool events_parked;          /* open and disabled between bursts */
+        uint64_t quiet_skips;        /* bursts skipped by the quiet gate */
+        double switches_per_s;       /* machine-wide context switches/s, as the gate last saw them */
+        double gate_floor_per_s;     /* the gate's WakeRate floor; 0: no gate, < 0: no pair policy, no bursts */
         size_t n_edges;
         double drain_cpu_frac;       /* CPU time spent draining, fraction of one CPU, last window */
 };
@@ -115,6 +120,10 @@ int wake_sampler_set_duty(struct wake_sampler *ws, uint64_t burst_usec);
  * forward): a burst is placed before it, and that call does not change the
  * measured cadence the regular bursts follow. */
 void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec);
+/* The lowest WakeRate= of the enabled pair policies (detect_pair_rate_floor()):
+ * bursts are skipped while the machine switches less than half that often;
+ * < 0 (no pair policy): no bursts; 0 (the default): no gate. */
+void wake_sampler_set_floor(struct wake_sampler *ws, double wake_rate_min_per_s);
 /* New configuration values (reload). Period 0 keeps, max 0 = unlimited. */
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s);
 /* Online CPUs changed: open/close per-CPU events. topo is not kept. */

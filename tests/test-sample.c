@@ -753,7 +753,8 @@ static void test_backoff(void) {
 
         /* process 100 has 3 threads: "big" here */
         ASSERT_OK(sampler_set_options(s, &(struct sampler_options) { .big_process_threads = 3,
-                                                                      .idle_gate_max_passes = 4 }));
+                                                                      .idle_gate_max_passes = 4,
+                                                                      .kthread_every_passes = 1 }));
         for (unsigned pass = 1; pass <= 12; pass++) {
                 ASSERT_OK(sample_pass(s, (uint64_t) pass * SEC, &snap));
                 sampler_get_stats(s, &st);
@@ -1324,6 +1325,52 @@ static int test_live(void) {
         return 0;
 }
 
+/* Kernel threads (real ones, clock gate) are checked every 4th pass, a
+ * quarter of them each pass, and stay in every snapshot meanwhile. */
+static void test_live_kthreads(void) {
+        struct topology *topo;
+        struct sampler *s[2];
+        struct snapshot *snap;
+        struct sampler_stats st;
+        unsigned n_k = 0, every[2] = { 0, 1 };
+
+        ASSERT_OK(topology_load("/", &topo));
+        for (int k = 0; k < 2; k++) {
+                ASSERT_OK(sampler_new("/", topo, 0, &s[k]));
+                ASSERT_OK(sampler_set_options(s[k], &(struct sampler_options) { .big_process_threads = 1u << 30,
+                                                                                .kthread_every_passes = every[k] }));
+        }
+        for (unsigned pass = 1; pass <= 9; pass++)
+                for (int k = 0; k < 2; k++) {
+                        ASSERT_OK(sample_pass(s[k], util_now_usec(), &snap));
+                        sampler_get_stats(s[k], &st);
+                        if (k == 0 && pass == 1)
+                                for (size_t i = 0; i < snap->n_tasks; i++)
+                                        n_k += snap->tasks[i].kthread && snap->tasks[i].id.tid == snap->tasks[i].id.pid;
+                        if (k == 0 && pass == 1 && n_k == 0) {
+                                fprintf(stderr, "kthreads: none visible in this /proc (a PID namespace?); not tested\n");
+                                goto out;
+                        }
+                        if (k == 1 || pass == 1)
+                                ASSERT_EQ(st.processes_skipped, 0);   /* no back-off, or each one's first check */
+                        else if (pass >= 5) {
+                                /* three quarters of them wait; a few may be new since pass 1 */
+                                if (st.processes_skipped < n_k / 2)
+                                        fprintf(stderr, "kthreads: pass %u skipped %u of %u\n", pass,
+                                                st.processes_skipped, n_k);
+                                ASSERT_TRUE(st.processes_skipped >= n_k / 2);
+                        }
+                        ASSERT_TRUE(find(snap, 2) == NULL || find(snap, 2)->kthread);
+                        if (pass >= 5 && k == 0)
+                                ASSERT_TRUE(find(snap, 2) != NULL);   /* kthreadd: kept while not checked */
+                }
+        fprintf(stderr, "kthreads: %u, each checked every 4th pass\n", n_k);
+out:
+        for (int k = 0; k < 2; k++)
+                sampler_free(s[k]);
+        topology_free(topo);
+}
+
 int main(void) {
         atexit(cleanup);
         atexit(kill_children);
@@ -1345,5 +1392,6 @@ int main(void) {
         test_max_threads();
         cleanup();
         test_live_accounting();
+        test_live_kthreads();
         return test_live();
 }

@@ -16,9 +16,11 @@
  *    ~400k wake-ups/s, sampled at a fixed period 1: four times the
  *    kernel's perf_event_max_sample_rate, and more than a 100 ms burst's
  *    ring holds) must not stop the samples: every later burst brings
- *    samples and counts the storm's rate (an earlier attempt disabled and
- *    re-enabled one event per CPU and saw no samples after the first
- *    burst). Then with the adaptive period: period > 1, no more loss.
+ *    samples and counts the storm's rate (an early version of the sampler
+ *    saw no samples after the first burst and blamed re-enabling the
+ *    events; it was not that). Then with the adaptive period: period > 1,
+ *    no more loss. Above 100k wake-ups/s the events are closed between
+ *    bursts; under it they are parked and reused (test_quiet_gate()).
  *    The kernel does not throttle sched_waking here (one overflow per
  *    event: perf_swevent_overflow() throttles only the 2nd and later
  *    overflows of one event); a throttle, if one comes, is printed.
@@ -446,6 +448,25 @@ static void duty_step(struct wake_sampler *ws, sd_event *ev, uint64_t cadence, s
         wake_sampler_status(ws, ret);
 }
 
+/* A perf sampler with 100 ms bursts on a new loop; 77 if perf is not permitted. */
+static int duty_sampler_new(const char *what, const struct topology *topo, uint64_t max_per_s,
+                            struct wake_sampler **ret_ws, sd_event **ret_ev) {
+        struct wake_status st;
+
+        ASSERT_OK(sd_event_new(ret_ev));
+        ASSERT_OK(wake_sampler_new("/", topo, 1, max_per_s, ret_ws));
+        wake_sampler_status(*ret_ws, &st);
+        if (!st.perf) {
+                fprintf(stderr, "SKIP %s: perf not available: %s\n", what, st.perf_error);
+                *ret_ws = wake_sampler_free(*ret_ws);
+                *ret_ev = sd_event_unref(*ret_ev);
+                return 77;
+        }
+        ASSERT_OK(wake_sampler_set_duty(*ret_ws, 100 * USEC_PER_MSEC));
+        ASSERT_OK(wake_sampler_attach(*ret_ws, *ret_ev));
+        return 0;
+}
+
 static int test_throttle(void) {
         const uint64_t cadence = 300 * USEC_PER_MSEC;
         struct topology topo = {};
@@ -462,18 +483,9 @@ static int test_throttle(void) {
                 (void) util_read_file_at(NULL, "/proc/sys/kernel/perf_event_max_sample_rate", buf, sizeof(buf));
                 max_rate = strtoull(buf, NULL, 10);
         }
-        ASSERT_OK(sd_event_new(&ev));
-        ASSERT_OK(wake_sampler_new("/", &topo, 1, 0, &ws));
-        wake_sampler_status(ws, &st);
-        if (!st.perf) {
-                fprintf(stderr, "SKIP throttle: perf not available: %s\n", st.perf_error);
-                wake_sampler_free(ws);
-                sd_event_unref(ev);
+        if (duty_sampler_new("throttle", &topo, 0, &ws, &ev) == 77)
                 return 77;
-        }
         wake_sampler_set_adaptive(ws, false);          /* period 1: every wake-up is a sample */
-        ASSERT_OK(wake_sampler_set_duty(ws, 100 * USEC_PER_MSEC));
-        ASSERT_OK(wake_sampler_attach(ws, ev));
         ASSERT_OK(pingpong_start(&pp, false));
         ASSERT_OK(pingpong_pin(&pp, 0));
 
@@ -488,7 +500,7 @@ static int test_throttle(void) {
         if (st.events_per_s < (double) max_rate)
                 fprintf(stderr, "storm: note: below perf_event_max_sample_rate on this machine\n");
 
-        /* 2. every later burst still brings samples (a fresh event each time) */
+        /* 2. every later burst still brings samples */
         for (i = 0; i < 4; i++) {
                 prev = st;
                 duty_step(ws, ev, cadence, &st);
@@ -521,6 +533,112 @@ static int test_throttle(void) {
                 ASSERT_TRUE(st.lost == prev.lost);
                 ASSERT_TRUE(st.period > 1);
         }
+
+        /* 4. over PARK_EVENTS_MAX_PER_S the events are closed between bursts */
+        ASSERT_TRUE(!st.on && !st.events_parked);
+
+        /* 5. the quiet gate: with a floor the storm's switches are far above, bursts go on */
+        wake_sampler_set_floor(ws, 2000);
+        for (i = 0; i < 3; i++)
+                duty_step(ws, ev, cadence, &st);
+        prev = st;
+        duty_step(ws, ev, cadence, &st);
+        fprintf(stderr, "gate: storm, %.0f switches/s, floor %.0f: bursts +%llu, skipped +%llu\n",
+                st.switches_per_s, st.gate_floor_per_s, (unsigned long long) (st.bursts - prev.bursts),
+                (unsigned long long) (st.quiet_skips - prev.quiet_skips));
+        ASSERT_TRUE(st.switches_per_s > 1000);
+        ASSERT_TRUE(st.bursts > prev.bursts && st.quiet_skips == prev.quiet_skips);
+        pingpong_stop(&pp);
+        wake_sampler_free(ws);
+        sd_event_unref(ev);
+        return 0;
+}
+
+/* The storm's edge rate in ws's table now (0: none). */
+static double storm_edge(struct wake_sampler *ws, const struct pingpong *pp) {
+        struct wake_edge *e;
+        size_t n;
+
+        ASSERT_TRUE(wake_sampler_edges(ws, util_now_usec(), &e, &n) >= 0);
+        return find_edge(e, n, pp->a, pp->b) ? find_edge(e, n, pp->a, pp->b)->wakeups_per_s : 0;
+}
+
+/*
+ * The quiet gate skips bursts no pair can be in, and the edges then decay
+ * as if sampled at zero; parked events are reused, not reopened; a call
+ * brought forward (a new process) gets its burst all the same.
+ */
+static int test_quiet_gate(void) {
+        const uint64_t cadence = 300 * USEC_PER_MSEC;
+        struct topology topo = {};
+        struct wake_sampler *ws = NULL;
+        struct pingpong pp = {};
+        struct wake_status st, prev;
+        sd_event *ev = NULL;
+        double before, after;
+        unsigned i;
+
+        ASSERT_OK(online_topology(&topo));
+        if (duty_sampler_new("quiet gate", &topo, 200000, &ws, &ev) == 77)
+                return 77;
+
+        /* no storm: under the park limit the events are opened once and parked between bursts */
+        for (i = 0; i < 2; i++)
+                duty_step(ws, ev, cadence, &prev);
+        for (i = 0; i < 3; i++)
+                duty_step(ws, ev, cadence, &st);
+        fprintf(stderr, "gate: idle, %.0f wake-ups/s: parked %d, bursts +%llu, opens %llu -> %llu\n",
+                st.events_per_s, st.events_parked, (unsigned long long) (st.bursts - prev.bursts),
+                (unsigned long long) prev.event_opens, (unsigned long long) st.event_opens);
+        if (st.events_per_s < 50000) {
+                ASSERT_TRUE(st.events_parked || st.on);
+                ASSERT_TRUE(st.event_opens == prev.event_opens && st.bursts > prev.bursts);
+        } else
+                fprintf(stderr, "gate: machine too busy to check parking\n");
+
+        /* a ping-pong's edge */
+        ASSERT_OK(pingpong_start(&pp, false));
+        for (i = 0; i < 4; i++) {
+                run_loop(ev, cadence);
+                before = storm_edge(ws, &pp);
+        }
+        fprintf(stderr, "gate: ping-pong edge %.0f/s\n", before);
+        ASSERT_TRUE(before > 1000);
+
+        /* a floor no machine reaches: every burst is skipped, the events closed,
+         * and the edge decays although nothing is sampled */
+        wake_sampler_set_floor(ws, 1e12);
+        run_loop(ev, cadence);
+        (void) storm_edge(ws, &pp);
+        wake_sampler_status(ws, &prev);
+        for (i = 0; i < 4; i++) {
+                run_loop(ev, cadence);
+                after = storm_edge(ws, &pp);
+        }
+        wake_sampler_status(ws, &st);
+        fprintf(stderr, "gate: floor 1e12: skipped +%llu, bursts +%llu, edge %.0f -> %.0f/s, parked %d\n",
+                (unsigned long long) (st.quiet_skips - prev.quiet_skips),
+                (unsigned long long) (st.bursts - prev.bursts), before, after, st.events_parked);
+        ASSERT_TRUE(st.quiet_skips >= prev.quiet_skips + 3 && st.bursts == prev.bursts);
+        ASSERT_TRUE(!st.events_parked && !st.on);
+        ASSERT_TRUE(after < before * 0.8);
+
+        /* brought forward: a burst before that call despite the gate */
+        wake_sampler_expect_call(ws, util_now_usec() + 200 * USEC_PER_MSEC);
+        run_loop(ev, 200 * USEC_PER_MSEC);
+        prev = st;
+        (void) storm_edge(ws, &pp);
+        wake_sampler_status(ws, &st);
+        fprintf(stderr, "gate: early call: bursts +%llu\n", (unsigned long long) (st.bursts - prev.bursts));
+        ASSERT_TRUE(st.bursts == prev.bursts + 1);
+
+        /* no pair policy: no bursts at all */
+        wake_sampler_set_floor(ws, -1);
+        prev = st;
+        for (i = 0; i < 3; i++)
+                duty_step(ws, ev, cadence, &st);
+        ASSERT_TRUE(st.bursts == prev.bursts && st.quiet_skips > prev.quiet_skips);
+
         pingpong_stop(&pp);
         wake_sampler_free(ws);
         sd_event_unref(ev);
@@ -669,5 +787,8 @@ int main(int argc, char **argv) {
         r = test_live();
         if (r != 0)
                 return r;
-        return test_throttle();
+        r = test_throttle();
+        if (r != 0)
+                return r;
+        return test_quiet_gate();
 }
