@@ -106,12 +106,18 @@ double task_demand(const struct task *t);
 
 /*
  * A pair whose wake-ups cross CPUs this often is split enough to co-locate.
- * Not "most of the time": a pair bouncing between CPUs is split only about
- * half of the time and still runs far below a co-located one (measured in
- * tests/pairs-integration.sh here: 47 % split, ~30k wake-ups/s each way;
- * the same pair co-located, ~455k round trips/s).
+ * Not "most of the time": a wake-up that crosses CPUs costs several that
+ * do not (an IPI, the cache lines moving), so a pair split for a small
+ * share of its wake-ups spends much of its time in them. Measured here:
+ * a pair bouncing between CPUs, 47 % split, ~30k wake-ups/s each way, the
+ * same pair co-located ~455k round trips/s (tests/pairs-integration.sh);
+ * `perf bench sched pipe` next to a loop starting ~150 short processes a
+ * second, 15 % split, 274k ops/s against 430k co-located (0.64x: a split
+ * round trip cost ~5 together ones). At 5 % the same arithmetic loses
+ * ~16 %. Pinning a ping-pong pair together costs it nothing (streams,
+ * which it would cost, are told apart by their combined utilisation).
  */
-#define DETECT_PAIR_SPLIT_MIN 0.25
+#define DETECT_PAIR_SPLIT_MIN 0.05
 
 /* Does the policy's [Match] cover this task? Pure: uses task->proc. */
 bool policy_matches(const struct policy *p, const struct task *t);

@@ -55,6 +55,7 @@ struct wake_edge_slot {
         double rate_per_s;       /* decayed */
         double split_per_s;      /* decayed */
         bool split_known;        /* target_cpu was available (perf) */
+        bool folded;             /* has been through a fold (its rates are an average) */
 };
 
 struct wake_edge_table {

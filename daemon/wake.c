@@ -966,8 +966,17 @@ void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec) {
         if (!ws)
                 return;
         ws->early_call = true;
-        if (ws->mode != WAKE_MODE_PERF || ws->burst_usec == 0 || ws->on)
-                return;   /* events open all the time, or a burst is on now */
+        if (ws->mode != WAKE_MODE_PERF || ws->burst_usec == 0)
+                return;   /* events enabled all the time */
+        if (ws->on) {
+                /* A burst is on (the first one, at start, was when a benchmark
+                 * started its pair right after the daemon): it goes on until
+                 * shortly before that call, so the call sees the new process. */
+                uint64_t end = at_usec > now + BURST_MARGIN_USEC ? at_usec - BURST_MARGIN_USEC : now;
+                if (end > ws->burst_start_usec + ws->burst_usec)
+                        (void) burst_timer_set(ws, end);
+                return;
+        }
         /* a burst ending BURST_MARGIN_USEC before that call, as short as it must */
         lead = ws->burst_usec + BURST_MARGIN_USEC;
         (void) burst_timer_set(ws, at_usec > now + lead ? at_usec - lead : now);

@@ -438,7 +438,7 @@ static void test_policy_and_budget(void) {
         /* together by itself: watched, not touched */
         tasks[1].last_cpu = 0;
         world_init(&w, tasks, ELEMENTSOF(tasks));
-        f = mkpair(&tasks[0], &tasks[1], 0.1, "pair together");
+        f = mkpair(&tasks[0], &tasks[1], 0.02, "pair together");
         ASSERT_OK(findings_add(&w.findings, &f));
         for (int i = 0; i < 4; i++) {
                 interval(&w);

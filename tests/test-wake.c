@@ -132,15 +132,22 @@ static void test_edge_table(void) {
         ASSERT_EQ(out[0].waker_tid, 1);
         e = find_edge(out, n, 1, 2);
         ASSERT_TRUE(e);
-        /* EWMA from 0 with tau = window: 1 - 1/e of the rate */
-        ASSERT_NEAR(e->wakeups_per_s, 10000 * 0.63212, 1);
+        /* a new edge starts at its first window's rate */
+        ASSERT_NEAR(e->wakeups_per_s, 10000, 1);
 #ifdef WAKE_EDGE_HAVE_SPLIT
         ASSERT_TRUE(e->have_split);
         ASSERT_NEAR(e->split_fraction, 1.0, 1e-9);
         ASSERT_TRUE(find_edge(out, n, 2, 1)->have_split);
         ASSERT_NEAR(find_edge(out, n, 2, 1)->split_fraction, 0.0, 1e-9);
 #endif
-        ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 5000 * 0.63212, 1);
+        ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 5000, 1);
+
+        /* then an EWMA with the time constant: tau = window, 1 - 1/e of the way */
+        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 10000, 0, true));
+        ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, true));   /* and 1→2 steady */
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 5000 + 5000 * 0.63212, 1);
 
         /* A steady rate converges. */
         for (int i = 0; i < 20; i++) {
