@@ -1020,6 +1020,25 @@ static int weight_prepare(struct applier *a, const struct action *act, uint64_t 
         return 0;
 }
 
+/* What weight_prepare() would enable first, for a dry run's message:
+ * ", and +cpu in the cgroup.subtree_control of /a, /a/b" (prepare only reads). */
+static void dry_run_subtrees(struct applier *a, const struct action *act, char *buf, size_t size) {
+        _cleanup_strv_free_ char **parents = NULL;
+        char restore[512];
+        size_t n;
+
+        buf[0] = '\0';
+        if (!a->ops->weight_prepare ||
+            a->ops->weight_prepare(a->userdata, act->cgroup, act->weight, &parents, restore, sizeof(restore)) < 0 ||
+            !parents || !parents[0])
+                return;
+        snprintf(buf, size, ", and +cpu in the cgroup.subtree_control of");
+        for (char **p = parents; *p; p++) {
+                n = strlen(buf);
+                snprintf(buf + n, size - n, "%s %s", p == parents ? "" : ",", *p);
+        }
+}
+
 static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
                      bool dry_run, struct apply_outcome *o) {
         const char *name = target_name(act);
@@ -1088,8 +1107,12 @@ static int apply_set(struct applier *a, const struct action *act, const char *ke
         value_format_short(act->type, name, &e.original, orig_s, sizeof(orig_s));
 
         if (dry_run) {
-                snprintf(o->message, sizeof(o->message), "would set %s: %s -> %s (original %s)", what, live_s,
-                         target_s, orig_s);
+                char also[256] = "";
+
+                if (act->type == ACT_CGROUP_WEIGHT && i < 0)
+                        dry_run_subtrees(a, act, also, sizeof(also));
+                snprintf(o->message, sizeof(o->message), "would set %s: %s -> %s (original %s)%s", what, live_s,
+                         target_s, orig_s, also);
                 return APPLY_NOTHING;
         }
 

@@ -119,8 +119,19 @@ static void test_enable_journal_restore(void) {
         char j[2048];
         const struct managed *m;
         size_t n;
+        struct apply_outcome o;
+        struct action dry = { .type = ACT_CGROUP_WEIGHT, .verb = VERB_SET, .weight = 400 };
 
         setup_new(&s);
+        /* a dry run says which controllers it would enable, and writes nothing */
+        snprintf(dry.cgroup, sizeof(dry.cgroup), "%s", WORKER);
+        snprintf(dry.policy, sizeof(dry.policy), "test");
+        snprintf(dry.reason, sizeof(dry.reason), "test weight");
+        ASSERT_EQ(applier_apply_full(s.a, &dry, 1, true, &o), 0);
+        fprintf(stderr, "  dry run: %s\n", o.message);
+        ASSERT_TRUE(strstr(o.message, ", and +cpu in the cgroup.subtree_control of /app.slice, /app.slice/deep.slice"));
+        ASSERT_STREQ(levers_slurp(s.root, CG "/app.slice/cgroup.subtree_control"), "memory pids");
+
         /* /app.slice hands down memory and pids, not cpu; deep.slice nothing */
         ASSERT_EQ(set_weight(&s, WORKER, 400), 1);
         ASSERT_STREQ(levers_slurp(s.root, CG "/app.slice/cgroup.subtree_control"), "memory pids cpu");
