@@ -45,7 +45,7 @@ static int read_exe(const char *root, pid_t pid, char **ret) {
 static int read_cmdline(const char *root, pid_t pid, char **ret) {
         char rel[64], buf[CMDLINE_MAX];
         _cleanup_close_ int fd = -1;
-        size_t have = 0;
+        ssize_t n;
 
         *ret = NULL;
         snprintf(rel, sizeof(rel), "/proc/%d/cmdline", (int) pid);
@@ -53,19 +53,10 @@ static int read_cmdline(const char *root, pid_t pid, char **ret) {
         if (fd < 0)
                 return fd;
         /* Not util_read_file_at(): a long command line is truncated, not an error. */
-        while (have < sizeof(buf) - 1) {
-                ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                have += (size_t) n;
-        }
-        buf[have] = '\0';
-        sample_cmdline_to_string(buf, have);
+        n = util_read_fd_into(fd, buf, sizeof(buf));
+        if (n < 0)
+                return (int) n;
+        sample_cmdline_to_string(buf, (size_t) n);
         *ret = strdup(buf);
         return *ret ? 0 : -ENOMEM;
 }

@@ -28,16 +28,12 @@ int util_open_at(const char *root, const char *path, int flags) {
         return fd < 0 ? -errno : fd;
 }
 
-ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t size) {
-        _cleanup_close_ int fd = -1;
+ssize_t util_read_fd_into(int fd, char *buf, size_t size) {
         size_t have = 0;
 
         if (size == 0)
                 return -EINVAL;
-        fd = util_open_at(root, path, O_RDONLY);
-        if (fd < 0)
-                return fd;
-        for (;;) {
+        while (have < size - 1) {
                 ssize_t n = read(fd, buf + have, size - 1 - have);
                 if (n < 0) {
                         if (errno == EINTR)
@@ -47,17 +43,26 @@ ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t 
                 if (n == 0)
                         break;
                 have += (size_t) n;
-                if (have == size - 1) {
-                        char c;
-                        /* Full buffer: is there more? */
-                        n = read(fd, &c, 1);
-                        if (n > 0)
-                                return -E2BIG;
-                        break;
-                }
         }
         buf[have] = '\0';
         return (ssize_t) have;
+}
+
+ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t size) {
+        _cleanup_close_ int fd = -1;
+        ssize_t have;
+        char c;
+
+        if (size == 0)
+                return -EINVAL;
+        fd = util_open_at(root, path, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        have = util_read_fd_into(fd, buf, size);
+        /* Full buffer: is there more? */
+        if (have == (ssize_t) size - 1 && read(fd, &c, 1) > 0)
+                return -E2BIG;
+        return have;
 }
 
 int util_read_fd(int fd, size_t max, char **ret, size_t *ret_size) {

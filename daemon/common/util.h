@@ -79,6 +79,8 @@ ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t 
 
 /* Read an fd to its end into a malloc'ed, NUL-terminated string; -E2BIG past max bytes. */
 int util_read_fd(int fd, size_t max, char **ret, size_t *ret_size);
+/* Read fd into buf until EOF or size - 1 bytes, NUL-terminated; the length. */
+ssize_t util_read_fd_into(int fd, char *buf, size_t size);
 
 /* Read a file below root into a malloc'ed, NUL-terminated string (at most 64 MiB). */
 int util_read_full_file_at(const char *root, const char *path, char **ret, size_t *ret_size);

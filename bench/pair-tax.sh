@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# bench/pair-tax.sh: what a running daemon costs a co-located ping-pong pair
+# in steady state (issue 4: affinityd must stay within 0.95x of hand-pinned).
+# A pipe ping-pong pinned to CPU 0 with taskset semantics (--pin 0: someone
+# else's pin, which the daemon respects and only watches) runs DURATION
+# seconds REPEATS times in each of three modes, interleaved:
+#
+#   none      no daemon
+#   daemon    the daemon with the shipped policies (wake-up bursts included:
+#             the pair keeps the machine far above the quiet gate)
+#   no-perf   the daemon with --no-perf (sampling, no tracepoint)
+#
+# The daemon is started 3 s before each run, in its own runtime directory.
+# With --hog a CPU hog pinned to CPU 1 runs through each run (scenario 3's
+# machine: both CPUs busy, so the daemon's own work lands on the pair's CPU
+# about half of the time).
+#
+# Usage (build tree, as root, holding the machine lock):
+#   flock /tmp/affinityd-heavy.lock bash <srcdir>/bench/pair-tax.sh [--hog] [REPEATS] [DURATION]
+set -u -o pipefail
+export LC_ALL=C
+HOG=0
+[[ ${1:-} == --hog ]] && { HOG=1; shift; }
+REPEATS=${1:-7}
+DURATION=${2:-5}
+B=${BUILDDIR:-.}
+SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
+PP=$B/tests/workloads/pingpong
+[[ -x $PP && -x $B/affinityd ]] || { echo "pair-tax: build $B/affinityd and $PP first" >&2; exit 2; }
+OUT=$(mktemp -d)
+DPID=
+trap '[[ -n $DPID ]] && kill "$DPID" 2>/dev/null; rm -rf "$OUT"' EXIT
+
+rate() {
+        local hpid='' r
+        if [[ $HOG == 1 ]]; then
+                "$B/tests/workloads/hog" --procs 1 --cpus 1 --duration "$((DURATION + 1))" >/dev/null 2>&1 &
+                hpid=$!
+                sleep 0.2
+        fi
+        r=$("$PP" --pin 0 --duration "$DURATION" 2>/dev/null | tail -n1 | grep -o '^rate=[0-9.]*' | cut -d= -f2)
+        [[ -n $hpid ]] && { kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; }
+        echo "$r"
+}
+with_daemon() {  # DAEMON-ARGS...: one ping-pong run next to a fresh daemon
+        local rd r
+        rd=$(mktemp -d "$OUT/rt.XXXXXX")
+        "$B/affinityd" --runtime-dir "$rd" --config-dir "$SRCDIR/policies" "$@" >"$rd/log" 2>&1 &
+        DPID=$!
+        sleep 3
+        r=$(rate)
+        kill "$DPID"; wait "$DPID" 2>/dev/null; DPID=
+        echo "$r"
+}
+
+echo "# repeats=$REPEATS duration=${DURATION}s hog=$HOG kernel=$(uname -r)"
+echo "# run none daemon no-perf (round trips/s)"
+for ((i = 1; i <= REPEATS; i++)); do
+        echo "$i $(rate) $(with_daemon) $(with_daemon --no-perf)"
+done | tee "$OUT/runs"
+awk '
+function median(a, n,   i, j, t) {
+        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+/^[0-9]/ { n++; a[n] = $2; b[n] = $3; c[n] = $4 }
+END {
+        ma = median(a, n); mb = median(b, n); mc = median(c, n)
+        printf "median round trips/s: none %.0f, daemon %.0f (%.3fx), daemon --no-perf %.0f (%.3fx)\n",
+               ma, mb, mb / ma, mc, mc / ma
+}' "$OUT/runs"
