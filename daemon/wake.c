@@ -478,7 +478,8 @@ static int slots_resize(struct wake_sampler *ws, int n) {
         return 0;
 }
 
-/* Events (disabled) on every CPU in online, the others closed. */
+/* A burst starts or goes on: events enabled on every CPU in online (parked
+ * ones re-enabled, missing ones opened), the others closed. */
 static int perf_sync_cpus(struct wake_sampler *ws, const cpumask_t *online, int n_cpus) {
         int r;
 
@@ -487,33 +488,22 @@ static int perf_sync_cpus(struct wake_sampler *ws, const cpumask_t *online, int 
                 return r;
         for (int i = 0; i < ws->n_cpu_slots; i++) {
                 struct wake_cpu *c = &ws->cpus[i];
-                bool want = i < n_cpus && cpumask_test(online, i);
 
-                if (!want && c->fd >= 0) {
-                        cpu_close(c);
-                        ws->n_open--;
-                } else if (want && c->fd < 0) {
-                        r = cpu_open(ws, c);
-                        if (r == -ENODEV)        /* went offline meanwhile */
-                                continue;
-                        if (r < 0)
-                                return r;
+                if (!(i < n_cpus && cpumask_test(online, i))) {
+                        if (c->fd >= 0) {
+                                cpu_close(c);
+                                ws->n_open--;
+                        }
+                        continue;
                 }
-        }
-        return ws->n_open > 0 ? 0 : -ENODEV;
-}
-
-static int perf_enable_all(struct wake_sampler *ws) {
-        int r;
-
-        for (int i = 0; i < ws->n_cpu_slots; i++) {
-                r = cpu_enable(&ws->cpus[i]);
+                r = c->fd < 0 ? cpu_open(ws, c) : 0;
+                r = r < 0 ? r : cpu_enable(c);
                 if (r == -ENODEV)        /* went offline meanwhile: closed at the next sync */
                         continue;
                 if (r < 0)
                         return r;
         }
-        return 0;
+        return ws->n_open > 0 ? 0 : -ENODEV;
 }
 
 static void perf_disable_all(struct wake_sampler *ws) {
@@ -541,7 +531,6 @@ static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
                (uint64_t) ws->ring_pages * ws->page_size * (uint64_t) MAX(topo->n_cpus, 1) > RING_BYTES_TOTAL)
                 ws->ring_pages /= 2;
         r = perf_sync_cpus(ws, &topo->online, topo->n_cpus);
-        r = r < 0 ? r : perf_enable_all(ws);
         if (r < 0) {
                 perf_error_message(ws, r);
                 perf_close_all(ws);
@@ -924,7 +913,6 @@ static int burst_begin(struct wake_sampler *ws, uint64_t now) {
         }
 
         r = perf_sync_cpus(ws, &ws->online, ws->n_cpus_topo);
-        r = r < 0 ? r : perf_enable_all(ws);
         if (r == -EACCES || r == -EPERM) {
                 /* permission taken away (e.g. perf_event_paranoid raised) */
                 perf_error_message(ws, r);
@@ -1111,8 +1099,7 @@ int wake_sampler_set_topology(struct wake_sampler *ws, const struct topology *to
         ws->n_cpus_topo = topo->n_cpus;
         if (ws->mode != WAKE_MODE_PERF || !ws->on)
                 return 0;       /* off: the next burst opens the new set */
-        r = perf_sync_cpus(ws, &topo->online, topo->n_cpus);
-        r = r < 0 ? r : perf_enable_all(ws);    /* the new CPUs join the burst */
+        r = perf_sync_cpus(ws, &topo->online, topo->n_cpus);    /* the new CPUs join the burst */
         if (r < 0 && r != -ENOMEM) {
                 perf_error_message(ws, r);
                 use_fallback(ws);
