@@ -108,7 +108,10 @@ for r in $(seq "$REPEATS"); do
         done
 done
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+median() {
+        tr ' ' '\n' | awk -f "$SRCDIR/bench/stats.awk" \
+                -f <(echo 'NF { v[++n] = $1 } END { m = median(v, n); if (n % 2) print m; else printf "%.3f\n", m }')
+}
 base=$(median <<<"${CPU[0]}")
 for i in "${!BUILDS[@]}"; do
         m=$(median <<<"${CPU[$i]}")

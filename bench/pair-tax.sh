@@ -60,14 +60,12 @@ echo "# run none daemon no-perf (round trips/s)"
 for ((i = 1; i <= REPEATS; i++)); do
         echo "$i $(rate) $(with_daemon) $(with_daemon --no-perf)"
 done | tee "$OUT/runs"
-awk '
-function median(a, n,   i, j, t) {
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -f "$SRCDIR/bench/stats.awk" -f <(cat <<'EOF'
 /^[0-9]/ { n++; a[n] = $2; b[n] = $3; c[n] = $4 }
 END {
         ma = median(a, n); mb = median(b, n); mc = median(c, n)
         printf "median round trips/s: none %.0f, daemon %.0f (%.3fx), daemon --no-perf %.0f (%.3fx)\n",
                ma, mb, mb / ma, mc, mc / ma
-}' "$OUT/runs"
+}
+EOF
+) "$OUT/runs"

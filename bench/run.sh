@@ -846,7 +846,7 @@ awk -F'\t' -v json="$JSON" -v csv="$CSV" -v stamp="$STAMP" -v mode="$MODE" -v cm
         -v aff_reason="$AFF_REASON" -v aff_cmd="$AFF_CMD_TEMPLATE" -v noise_max="$NOISE_MAX" \
         -v steal_max="$STEAL_MAX" -v total_s="$(elapsed_s "$T_START" "$T_END")" \
         -v other_daemons="$OTHER_DAEMONS" -v loops_per_us="$LOOPS_PER_US" -v plotfile="$WORK/plot.dat" \
-        -f "$BENCH_DIR/summarize.awk" "$METRICS" "$RUNS" | tee "$TXT"
+        -f "$BENCH_DIR/stats.awk" -f "$BENCH_DIR/summarize.awk" "$METRICS" "$RUNS" | tee "$TXT"
 for f in json csv txt; do
         cp -f "$RESULTS_DIR/$STAMP.$f" "$RESULTS_DIR/latest.$f"
 done

@@ -40,20 +40,7 @@ function fmt(x) {
         return sprintf("%.3g", x)
 }
 
-# Sort a[1..n] in place (insertion sort: a handful of values).
-function sortn(a, n,    i, j, t) {
-        for (i = 2; i <= n; i++) {
-                t = a[i]
-                for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]
-                a[j + 1] = t
-        }
-}
-
-function median(a, n) {
-        if (n == 0) return "NA"
-        sortn(a, n)
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+# sortn() and median() come from stats.awk, loaded first (run.sh).
 
 # Statistics of one (scenario, metric, variant) into ST[key, ...].
 function stats(s, m, v,    key, i, r, n, nc, a, c, val, noisy) {

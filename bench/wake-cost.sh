@@ -50,11 +50,7 @@ for ((i = 1; i <= REPEATS; i++)); do
         read -r duty _ < <(with_sampler)
         echo "$i $off $cont $duty $ev"
 done | tee "$OUT/runs"
-awk '
-function median(a, n,   i, j, t) {
-        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
+awk -f "$(dirname "$0")/stats.awk" -f <(cat <<'EOF'
 /^[0-9]/ { n++; off[n] = $2; cont[n] = $3; duty[n] = $4; ev[n] = $5 }
 END {
         mo = median(off, n); mc = median(cont, n); md = median(duty, n); me = median(ev, n)
@@ -63,4 +59,6 @@ END {
         printf "sched_waking events per round trip: %.2f\n", per_rt
         printf "cost per wake-up: continuous %.3f us, duty-cycled %.3f us (averaged over on and off time), off 0\n", \
                 (1e6 / mc - 1e6 / mo) / per_rt, (1e6 / md - 1e6 / mo) / per_rt
-}' "$OUT/runs"
+}
+EOF
+) "$OUT/runs"
