@@ -128,8 +128,13 @@ hogs_json | jq -e --argjson p "$a" '[.hogs[] | select(.tid == $p and (.state == 
 ma0=$(migrations_of "$a"); mb0=$(migrations_of "$b")
 sleep 3
 ma1=$(migrations_of "$a"); mb1=$(migrations_of "$b")
-[ $((ma1 - ma0)) -le 1 ] && [ $((mb1 - mb0)) -le 1 ] ||
+if [ $((ma1 - ma0)) -gt 1 ] || [ $((mb1 - mb0)) -gt 1 ]; then
+        # Seen once in a CI rehearsal (2 and 0), not reproduced in the runs
+        # after it: what the daemon did to them, for the next time.
+        grep -E "affinity|released|undo|effect" "$RUNDIR/daemon.log" >&2 || true
+        echo "# allowed now: $(allowed_of "$a") / $(allowed_of "$b")" >&2
         fail "pinned hogs still migrate: $((ma1 - ma0)) and $((mb1 - mb0)) in 3 s"
+fi
 echo "ok 2b: migrations in 3 s after pinning: $((ma1 - ma0)), $((mb1 - mb0))"
 
 # ---------------------------------------------------------------- 3. a hog that stops is released
