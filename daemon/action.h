@@ -54,6 +54,8 @@ struct action {
         char policy[64];
         char reason[160];     /* e.g. "hog: util 98% migrations 0.6/s on 0,1" */
         double evidence_before; /* the throughput proxy measured before (effect check) */
+        struct task_id partner; /* pair: the other member; the effect check judges the pair's
+                                 * round trips, which neither member's own counts show */
 };
 
 /* Stable key of the target ("task:tid:start", "cgroup:/x", "feature:NAME", "sysctl:NAME",

@@ -338,6 +338,7 @@ static void entry_to_managed(const struct entry *e, struct managed *m) {
                 .task = e->act.task,
                 .mask = e->act.type == ACT_AFFINITY ? e->target.mask : (cpumask_t) {},
                 .kind = e->act.kind,
+                .partner = e->act.partner,
                 .since_usec = e->since_usec,
         };
         snprintf(m->key, sizeof(m->key), "%s", e->key);
@@ -974,6 +975,14 @@ static int apply_release(struct applier *a, const struct action *act, const char
         return entry_release(a, (size_t) i, true, o);
 }
 
+static void entry_adopt(struct entry *e, const struct action *act) {
+        e->act.kind = act->kind;
+        e->act.partner = act->partner;
+        e->act.evidence_before = act->evidence_before;
+        snprintf(e->act.policy, sizeof(e->act.policy), "%s", act->policy);
+        snprintf(e->act.reason, sizeof(e->act.reason), "%s", act->reason);
+}
+
 static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
                      bool dry_run, struct apply_outcome *o);
 
@@ -1071,6 +1080,11 @@ static int apply_set(struct applier *a, const struct action *act, const char *ke
         snprintf(o->before, sizeof(o->before), "%s", live_s);
 
         if (value_equal(act->type, &live, &target)) {
+                if (i >= 0 && !dry_run && value_equal(act->type, &target, &a->entries[i].target))
+                        /* Ours already, now for another reason: a server thread kept on its
+                         * CPU for its next client. Its original stays as recorded; who it
+                         * is held for changes, so the pair that ended lets go of nothing. */
+                        entry_adopt(&a->entries[i], act);
                 snprintf(o->message, sizeof(o->message), "%s already %s: nothing to do", what, live_s);
                 return APPLY_NOTHING;
         }

@@ -57,7 +57,7 @@ struct finding {
         double combined_util;        /* pair/group: sum of members' util */
         double demand;               /* hog: util + run-delay fraction (what it would use); group: sum */
         double migrations_per_s;     /* hog: its rate; group: sum */
-        double wake_rate_per_s;      /* pair: min of the two directions */
+        double wake_rate_per_s;      /* pair: min of the two directions (max when we hold it on one CPU) */
         double split_fraction;       /* pair: fraction of the window the members ran on different CPUs */
         double run_delay_ms_per_s;   /* hog/rundelay: the thread's; group: max of the members */
         double steal;                /* steal: machine-wide fraction */

@@ -97,12 +97,18 @@ size_t effect_samples_get(const struct effect_samples *s, double *ret, size_t si
         return k;
 }
 
-double effect_proxy_for(enum detector kind, const struct task *t) {
+static double switches_per_s(const struct task *t) {
+        return t->nvcsw_per_s + t->nivcsw_per_s;
+}
+
+double effect_proxy_for(enum detector kind, const struct task *t, const struct task *partner) {
         if (!t || !t->have_rates)
                 return NAN;
         switch (kind) {
         case DETECT_PAIR:
-                return t->nvcsw_per_s;
+                if (!partner || !partner->have_rates)
+                        return NAN;
+                return (switches_per_s(t) + switches_per_s(partner)) / 2;
         case DETECT_RUNDELAY:
                 return t->run_delay_ms_per_s;
         default:
@@ -112,18 +118,6 @@ double effect_proxy_for(enum detector kind, const struct task *t) {
 
 enum effect_direction effect_direction_for(enum detector kind) {
         return kind == DETECT_RUNDELAY ? EFFECT_LOWER_IS_BETTER : EFFECT_HIGHER_IS_BETTER;
-}
-
-double effect_proxy(const struct task *t, const struct snapshot *snap) {
-        if (!t)
-                return NAN;
-        for (size_t i = 0; snap && i < snap->n_edges; i++) {
-                const struct wake_edge *e = &snap->edges[i];
-                if ((e->waker_tid == t->id.tid || e->wakee_tid == t->id.tid) &&
-                    e->wakeups_per_s >= EFFECT_PAIR_EDGE_MIN_PER_S)
-                        return effect_proxy_for(DETECT_PAIR, t);
-        }
-        return effect_proxy_for(DETECT_HOG, t);
 }
 
 void effect_state_init_full(struct effect_state *s, double before, enum effect_direction direction) {

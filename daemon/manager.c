@@ -26,10 +26,9 @@
 #include "wake.h"
 
 struct pending_effect {
-        struct action action;        /* the SET that was applied */
-        enum detector kind;          /* what the proxy is: util (hog, spread) or wake rate (pair) */
+        struct action action;        /* the SET that was applied; action.kind says what the proxy is */
         unsigned intervals;          /* passes since it was applied */
-        struct effect_samples samples;
+        struct effect_state state;
 };
 
 struct manager {
@@ -212,55 +211,52 @@ static void effect_track(struct manager *m, const struct action *a) {
         if (!n)
                 return; /* the effect check is a safety net; running without it beats failing */
         m->effects = n;
-        m->effects[m->n_effects++] = (struct pending_effect) { .action = *a, .kind = a->kind };
+        n = &m->effects[m->n_effects++];
+        *n = (struct pending_effect) { .action = *a };
+        effect_state_init_full(&n->state, a->evidence_before, effect_direction_for(a->kind));
 }
 
 static void effect_forget(struct manager *m, size_t i) {
         m->effects[i] = m->effects[--m->n_effects];
 }
 
-/* The throughput proxy the planner put into evidence_before, measured now. */
-static double manager_effect_proxy(const struct pending_effect *p, const struct task *t) {
-        if (!t->have_rates)
-                return NAN;
-        /* A pipe ping-pong's round trips are its voluntary switches. */
-        return p->kind == DETECT_PAIR ? t->nvcsw_per_s : t->util;
+/* The task an action was about, if it is still the same task. */
+static const struct task *effect_task(const struct manager *m, const struct task_id *id) {
+        const struct task *t = snapshot_find_task(m->snap, id->tid);
+
+        return t && t->id.start_time == id->start_time ? t : NULL;
 }
 
 /* After an action has settled, compare the target's throughput proxy with
  * before; if it got worse beyond noise, undo and tell the planner not to
  * retry for a while (DESIGN.md: never make things worse). */
 static void effect_check(struct manager *m) {
-        struct effect_params params = effect_params_default();
-
-        params.tolerance = m->config->daemon.effect_tolerance;
         for (size_t i = 0; i < m->n_effects;) {
                 struct pending_effect *p = &m->effects[i];
-                const struct task *t = snapshot_find_task(m->snap, p->action.task.tid);
-                double v[EFFECT_MAX_SAMPLES];
-                struct effect_result res;
-                size_t n;
+                const struct task *t = effect_task(m, &p->action.task), *partner = NULL;
+                enum effect_verdict v;
 
-                if (!t || t->id.start_time != p->action.task.start_time) {
+                if (p->action.kind == DETECT_PAIR)
+                        partner = effect_task(m, &p->action.partner);
+                /* Gone, or its pair broke up (a client disconnected): that is
+                 * no verdict on the change, and nothing is blocked for it. */
+                if (!t || (p->action.kind == DETECT_PAIR && !partner)) {
                         effect_forget(m, i);
                         continue;
                 }
-                /* The first window straddles the change: skip it. */
-                if (p->intervals++ > 0)
-                        effect_samples_add(&p->samples, manager_effect_proxy(p, t));
-                n = effect_samples_get(&p->samples, v, ELEMENTSOF(v));
-                if (effect_judge(p->action.evidence_before, v, n, &params, &res) < 0 ||
-                    res.verdict == EFFECT_PENDING) {
+                v = effect_observe(&p->state, effect_proxy_for(p->action.kind, t, partner), ++p->intervals, 0,
+                                   m->config->daemon.effect_tolerance);
+                if (v == EFFECT_PENDING) {
                         i++;
                         continue;
                 }
-                if (res.verdict == EFFECT_UNDO) {
+                if (v == EFFECT_UNDO) {
                         struct action undo = p->action;
                         char key[160];
                         int r;
 
                         undo.verb = VERB_RELEASE;
-                        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", res.why);
+                        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", p->state.last.why);
                         r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
                         log_action(m, &undo, r, "undo");
                         if (r >= 0)

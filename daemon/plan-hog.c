@@ -37,6 +37,7 @@
 
 #include "common/json-util.h"
 #include "common/util.h"
+#include "effect.h"
 #include "plan.h"
 
 struct hog_item {
@@ -51,6 +52,7 @@ struct hog_item {
         double demand, util_min, mig_rate, mig_min;
         bool busy, migrating, present;
         bool keep, move, placed;
+        bool paired;                   /* a member of a pair (in_pair()): never a hog */
         int pin_cpu;
 };
 
@@ -82,6 +84,32 @@ static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, 
                 return NULL;
         hp->items[hp->n_items] = (struct hog_item) { .id = *id, .pin_cpu = -1 };
         return &hp->items[hp->n_items++];
+}
+
+/*
+ * A member of a ping-pong pair is no hog, whatever its demand says: its
+ * run delay is its partner's turn on the CPU they share. Measured here:
+ * MariaDB's connection thread co-located with its sysbench client reads
+ * util 0.52 and demand 1.00; pinned as a hog away from the pair's CPU it
+ * and the pair planner moved it between the two CPUs every pass.
+ */
+static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
+        const struct plan_input *in = hp->ctx->in;
+
+        for (size_t i = 0; in->findings && i < in->findings->n; i++) {
+                const struct finding *f = &in->findings->items[i];
+
+                if (f->kind != DETECT_PAIR)
+                        continue;
+                for (size_t k = 0; k < f->n_members; k++)
+                        if (task_id_equal(&f->members[k], id))
+                                return true;
+        }
+        for (size_t i = 0; i < in->n_managed; i++)
+                if (in->managed[i].type == ACT_AFFINITY && in->managed[i].kind == DETECT_PAIR &&
+                    task_id_equal(&in->managed[i].task, id))
+                        return true;
+        return false;
 }
 
 static int collect(struct hog_plan *hp) {
@@ -133,6 +161,7 @@ static int collect(struct hog_plan *hp) {
                 if (!hog_key(&it->id, key, sizeof(key)))
                         return -ENAMETOOLONG;
                 it->t = snapshot_find_id(hp->snap, &it->id);
+                it->paired = !it->m && in_pair(hp, &it->id);
                 /* plan_state_get marks it as looked at; exited, unmanaged ones are left to age out */
                 it->st = it->f || it->m || it->t ? plan_state_get(state, key) : plan_state_find(state, key);
                 if (!it->st)
@@ -477,7 +506,7 @@ static void fill_action(struct action *a, const struct hog_item *it, enum action
                 .verb = verb,
                 .task = it->id,
                 .mask = *mask,
-                .evidence_before = it->t ? it->t->util : 0,
+                .evidence_before = it->t && it->t->have_rates ? effect_proxy_for(DETECT_HOG, it->t, NULL) : 0,
         };
         snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
         snprintf(a->reason, sizeof(a->reason), "%s", reason);
@@ -674,6 +703,11 @@ static int place(struct hog_plan *hp) {
 
                 if (!it->t)
                         continue;
+                if (it->paired) {
+                        plan_set_state(st, "left alone: pair", "a member of a ping-pong pair: its run delay is "
+                                       "its partner's turn, not demand");
+                        continue;
+                }
                 if (!pinnable(it->p)) {
                         plan_set_state(st, "report", "report only (policy %s)", st->policy[0] ? st->policy : "?");
                         continue;
@@ -791,7 +825,7 @@ int plan_hogs(struct plan_ctx *ctx) {
                 const struct hog_item *it = &hp.items[i];
                 int c;
 
-                if (!it->t || !it->busy || it->keep || it->placed)
+                if (!it->t || !it->busy || it->keep || it->placed || it->paired)
                         continue;
                 c = it->t->last_cpu;
                 if (c >= 0 && c < n && !ctx->cpu_claim[c])

@@ -35,12 +35,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/util.h"
+#include "effect.h"
 #include "plan.h"
 
 /* A thread busier than this makes its CPU a bad home for a pair (pair next to a hog: -45 %). */
@@ -80,9 +82,21 @@ struct pair_plan {
         size_t n_items;
 };
 
-static bool is_ours(const struct managed *m) {
-        /* action.h does not carry the detector yet; our reasons start with "pair". */
-        return m->kind == DETECT_PAIR || strncmp(m->reason, "pair", 4) == 0;
+/* A pin of the pair planner's (whichever pair it is for). */
+static bool is_pair_pin(const struct managed *m) {
+        return m->kind == DETECT_PAIR;
+}
+
+/*
+ * A pin held for this pair: set for a pair with this partner. A server
+ * thread serves client after client (a thread cache, a pool); the pin it
+ * still holds for the client that just left belongs to that pair, which
+ * releases it, not to the next one, which places its own. A pin with no
+ * partner recorded (replayed from the journal after a restart) counts as
+ * the pair's that finds it.
+ */
+static bool is_ours(const struct managed *m, const struct task_id *partner) {
+        return is_pair_pin(m) && (m->partner.tid == 0 || task_id_equal(&m->partner, partner));
 }
 
 /* "co-located on N": the CPU number is bounded so it always fits state[]. */
@@ -179,10 +193,12 @@ static int collect(struct pair_plan *pp) {
                                 const struct managed *m = &in->managed[j];
                                 if (m->type != ACT_AFFINITY || !task_id_equal(&m->task, &it->id[k]))
                                         continue;
-                                if (is_ours(m))
+                                if (is_ours(m, &it->id[1 - k]))
                                         it->m[k] = m;
-                                else
+                                else if (!is_pair_pin(m))
                                         it->other[k] = m;
+                                /* else another pair's: that pair releases it; placing this one
+                                 * takes it over (the applier keeps the recorded original) */
                         }
                 }
                 pinned = it->m[0] && it->m[1];
@@ -347,10 +363,11 @@ static void fill_action(struct action *a, const struct pair_item *it, int k, enu
                 .verb = verb,
                 .task = it->id[k],
                 .mask = *mask,
-                /* The effect check's proxy for a pair member: its voluntary
-                 * switches/s, one per round trip (higher is better). */
-                .evidence_before = it->t[k] && it->t[k]->have_rates ? it->t[k]->nvcsw_per_s : 0,
+                .partner = it->id[1 - k],
         };
+        double before = effect_proxy_for(DETECT_PAIR, it->t[k], it->t[1 - k]);
+
+        a->evidence_before = isfinite(before) ? before : 0;
         snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
         snprintf(a->reason, sizeof(a->reason), "%s", reason);
 }
@@ -620,7 +637,7 @@ static int release_orphans(struct pair_plan *pp) {
                 struct action a;
                 int r;
 
-                if (m->type != ACT_AFFINITY || !is_ours(m))
+                if (m->type != ACT_AFFINITY || !is_pair_pin(m))
                         continue;
                 for (size_t j = 0; j < pp->n_items && !known; j++)
                         known = task_id_equal(&pp->items[j].id[0], &m->task) ||

@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "effect.h"
 #include "plan.h"
 
 /* Mean util per usable CPU above which a group is left to the scheduler (issue 5: "~0.9"). */
@@ -83,7 +84,7 @@ static int emit(struct plan_ctx *ctx, const struct group *g, const struct member
                 .verb = verb,
                 .task = mb->id,
                 .mask = *mask,
-                .evidence_before = mb->t ? mb->t->util : 0,
+                .evidence_before = mb->t && mb->t->have_rates ? effect_proxy_for(DETECT_HOG, mb->t, NULL) : 0,
         };
         va_list ap;
 

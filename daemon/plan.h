@@ -48,6 +48,8 @@ struct managed {
         char key[128];               /* action_target_key() */
         char policy[64];
         enum detector kind;          /* which detector's finding led to it */
+        struct task_id partner;      /* DETECT_PAIR: the pair it was set for (tid 0: not known,
+                                      * e.g. replayed from the journal) */
         uint64_t since_usec;
         char reason[160];
         char original[64];           /* the recorded original, formatted */

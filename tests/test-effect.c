@@ -182,18 +182,47 @@ static void test_observe(void) {
 
 static void test_proxy(void) {
         struct task hog = { .id = { .tid = 10 }, .have_rates = true, .util = 0.97, .nvcsw_per_s = 1 };
-        struct task ping = { .id = { .tid = 20 }, .have_rates = true, .util = 0.5, .nvcsw_per_s = 45000 };
         struct task fresh = { .id = { .tid = 30 } };
-        struct wake_edge edges[] = { { .waker_tid = 20, .wakee_tid = 21, .wakeups_per_s = 45000 },
-                                     { .waker_tid = 10, .wakee_tid = 22, .wakeups_per_s = 3 } };
-        struct snapshot snap = { .edges = edges, .n_edges = 2 };
+        /* MariaDB + sysbench point selects, measured here: split, the server
+         * thread blocks once per query; co-located, the client's wake-up
+         * preempts it instead, so its voluntary switches all but vanish. */
+        struct task server_split = { .id = { .tid = 20 }, .have_rates = true, .util = 0.72,
+                                     .nvcsw_per_s = 11260, .nivcsw_per_s = 40 };
+        struct task client_split = { .id = { .tid = 21 }, .have_rates = true, .util = 0.30,
+                                     .nvcsw_per_s = 11100, .nivcsw_per_s = 60 };
+        struct task server_together = { .id = { .tid = 20 }, .have_rates = true, .util = 0.52,
+                                        .nvcsw_per_s = 317, .nivcsw_per_s = 54000 };
+        struct task client_together = { .id = { .tid = 21 }, .have_rates = true, .util = 0.46,
+                                        .nvcsw_per_s = 54100, .nivcsw_per_s = 200 };
+        double before = effect_proxy_for(DETECT_PAIR, &server_split, &client_split);
+        double after = effect_proxy_for(DETECT_PAIR, &server_together, &client_together);
+        struct effect_state s;
+        enum effect_verdict v = EFFECT_PENDING;
 
-        ASSERT_NEAR(effect_proxy(&hog, &snap), 0.97, 0);
-        ASSERT_NEAR(effect_proxy(&ping, &snap), 45000, 0);
-        ASSERT_TRUE(isnan(effect_proxy(&fresh, &snap)));
-        ASSERT_NEAR(effect_proxy_for(DETECT_PAIR, &hog), 1, 0);
-        ASSERT_NEAR(effect_proxy_for(DETECT_SPREAD, &ping), 0.5, 0);
+        ASSERT_NEAR(before, (11300.0 + 11160.0) / 2, 1e-9);
+        ASSERT_NEAR(after, (54317.0 + 54300.0) / 2, 1e-9);
+        /* the same from either member's side: both actions get one verdict */
+        ASSERT_NEAR(effect_proxy_for(DETECT_PAIR, &client_split, &server_split), before, 1e-9);
+        /* Judged by the pair's round trips the change is kept; judged by the
+         * server's util (the old proxy) or voluntary switches it was undone. */
+        effect_state_init_full(&s, before, effect_direction_for(DETECT_PAIR));
+        for (unsigned i = 1; v == EFFECT_PENDING && i < 20; i++)
+                v = effect_observe(&s, after, i, 0, 0.10);
+        ASSERT_EQ(v, EFFECT_KEEP);
+        ASSERT_TRUE(server_together.util < server_split.util * 0.9);
+        ASSERT_TRUE(server_together.nvcsw_per_s < server_split.nvcsw_per_s * 0.9);
+
+        /* no partner, or no rates: not a sample */
+        ASSERT_TRUE(isnan(effect_proxy_for(DETECT_PAIR, &server_split, NULL)));
+        ASSERT_TRUE(isnan(effect_proxy_for(DETECT_PAIR, &server_split, &fresh)));
+        ASSERT_TRUE(isnan(effect_proxy_for(DETECT_HOG, &fresh, NULL)));
+        ASSERT_NEAR(effect_proxy_for(DETECT_HOG, &hog, NULL), 0.97, 0);
+        ASSERT_NEAR(effect_proxy_for(DETECT_SPREAD, &server_split, NULL), 0.72, 0);
+        ASSERT_NEAR(effect_proxy_for(DETECT_RUNDELAY, &(struct task) { .have_rates = true, .run_delay_ms_per_s = 7 },
+                                     NULL), 7, 0);
         ASSERT_EQ(effect_direction_for(DETECT_HOG), EFFECT_HIGHER_IS_BETTER);
+        ASSERT_EQ(effect_direction_for(DETECT_PAIR), EFFECT_HIGHER_IS_BETTER);
+        ASSERT_EQ(effect_direction_for(DETECT_RUNDELAY), EFFECT_LOWER_IS_BETTER);
 }
 
 int main(void) {

@@ -72,12 +72,14 @@ static struct finding mkpair(const struct task *a, const struct task *b, double 
         return f;
 }
 
-static struct managed mkmanaged(const struct task *t, int cpu) {
+/* Our pin of t for the pair with partner, as the applier reports it. */
+static struct managed mkmanaged(const struct task *t, const struct task *partner, int cpu) {
         struct managed m = {
                 .type = ACT_AFFINITY,
                 .task = t->id,
                 .mask = cpumask_of(cpu),
-                .kind = DETECT_ALWAYS,       /* what the applier reports today */
+                .kind = DETECT_PAIR,
+                .partner = partner->id,
         };
         snprintf(m.key, sizeof(m.key), "task:%d:%llu", (int) t->id.tid, (unsigned long long) t->id.start_time);
         snprintf(m.policy, sizeof(m.policy), "pairs");
@@ -194,8 +196,8 @@ static void test_split_pair_colocated(void) {
         ASSERT_NEAR(w.out.items[0].evidence_before, 45000, 1e-9);
 
         /* next interval: the applier reports both pinned; the pair is together now */
-        w.managed[0] = mkmanaged(&tasks[0], cpu);
-        w.managed[1] = mkmanaged(&tasks[1], cpu);
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
         w.n_managed = 2;
         tasks[0].allowed = tasks[1].allowed = cpumask_of(cpu);
         tasks[0].last_cpu = cpu;
@@ -307,8 +309,8 @@ static void test_pinned_pair_lifecycle(void) {
 
         tasks[0].allowed = tasks[1].allowed = cpumask_of(2);
         world_init(&w, tasks, ELEMENTSOF(tasks));
-        w.managed[0] = mkmanaged(&tasks[0], 2);
-        w.managed[1] = mkmanaged(&tasks[1], 2);
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], 2);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], 2);
         w.n_managed = 2;
         struct finding f = mkpair(&tasks[0], &tasks[1], 0.0, "pair together");
         ASSERT_OK(findings_add(&w.findings, &f));
@@ -350,8 +352,8 @@ static void test_pair_exits(void) {
 
         tasks[0].allowed = tasks[1].allowed = cpumask_of(1);
         world_init(&w, tasks, ELEMENTSOF(tasks));
-        w.managed[0] = mkmanaged(&tasks[0], 1);
-        w.managed[1] = mkmanaged(&tasks[1], 1);
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], 1);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], 1);
         w.n_managed = 2;
         struct finding f = mkpair(&tasks[0], &tasks[1], 0.0, "pair together");
         ASSERT_OK(findings_add(&w.findings, &f));
@@ -378,6 +380,75 @@ static void test_pair_exits(void) {
         world_done(&w);
 }
 
+/*
+ * A server thread that serves client after client (MariaDB's thread
+ * cache): when its client leaves, the pin held for that pair is released
+ * once, the next client's pair is co-located in the same interval with no
+ * cool-down or block on the server, and the old pair lets go of nothing
+ * more (its member's pin is the new pair's now).
+ */
+static void test_thread_cache_server(void) {
+        struct task tasks[] = { mktask(800, 0.5, 1), mktask(801, 0.5, 1), mktask(802, 0.3, 0) };
+        struct world w;
+        struct finding f;
+        unsigned sets = 0, releases = 0;
+
+        tasks[0].allowed = tasks[1].allowed = cpumask_of(1);
+        world_init(&w, tasks, 2);
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], 1);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], 1);
+        w.n_managed = 2;
+        f = mkpair(&tasks[0], &tasks[1], 0.0, "pair together");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+
+        /* 801 left; 802 connected and is served by 800, split across CPUs */
+        tasks[1] = tasks[2];
+        w.snap.n_tasks = 2;
+        w.managed[1] = w.managed[0];
+        w.n_managed = 1;        /* the applier dropped 801's pin when it exited */
+        findings_clear(&w.findings);
+        f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        f.split_measured = true;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        for (size_t i = 0; i < w.out.n; i++) {
+                const struct action *a = &w.out.items[i];
+
+                if (a->verb == VERB_RELEASE) {
+                        releases++;
+                        ASSERT_EQ(a->task.tid, 800);
+                        ASSERT_EQ(sets, 0u);          /* released before it is set again */
+                        continue;
+                }
+                sets++;
+                ASSERT_TRUE(cpumask_equal(&a->mask, &(cpumask_t) { .bits = { 0x2 } }));
+                ASSERT_EQ(a->partner.tid, a->task.tid == 800 ? 802 : 800);
+                ASSERT_TRUE(a->evidence_before > 0);
+        }
+        ASSERT_EQ(releases, 1u);
+        ASSERT_EQ(sets, 2u);
+        ASSERT_STREQ(target(&w, 800, 802)->state, "co-located on 1");
+        ASSERT_STREQ(target(&w, 800, 801)->state, "released");
+
+        /* what the applier holds now: both pins for the new pair */
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], 1);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], 1);
+        w.n_managed = 2;
+        tasks[1].allowed = cpumask_of(1);
+        tasks[1].last_cpu = 1;
+        findings_clear(&w.findings);
+        f = mkpair(&tasks[0], &tasks[1], 0.0, "pair together");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 3; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);    /* the pair that ended releases nothing of the new one */
+                ASSERT_STREQ(target(&w, 800, 802)->state, "co-located on 1");
+        }
+        world_done(&w);
+}
+
 static void test_half_pair_released(void) {
         /* the effect check undid 601's pin: 600's is released too */
         struct task tasks[] = { mktask(600, 0.5, 1), mktask(601, 0.5, 0) };
@@ -385,7 +456,7 @@ static void test_half_pair_released(void) {
 
         tasks[0].allowed = cpumask_of(1);
         world_init(&w, tasks, ELEMENTSOF(tasks));
-        w.managed[0] = mkmanaged(&tasks[0], 1);
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], 1);
         w.n_managed = 1;
         interval(&w);   /* no finding (600 looks narrowed): the state does not know it yet → orphan */
         ASSERT_EQ(w.out.n, 1);
@@ -476,6 +547,7 @@ int main(void) {
         test_not_next_to_busy_thread();
         test_pinned_pair_lifecycle();
         test_pair_exits();
+        test_thread_cache_server();
         test_half_pair_released();
         test_policy_and_budget();
         test_shared_member();

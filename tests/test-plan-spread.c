@@ -84,11 +84,6 @@ static void check_invariants(struct world *w) {
                 ASSERT_TRUE(load[c] <= 1.0 + 1e-9);
 }
 
-/* The applier records what it was asked for by policy; check_invariants() tells hogs and groups apart by it. */
-static enum detector kind_of(const struct action *a) {
-        return streq(a->policy, "hogs") ? DETECT_HOG : DETECT_SPREAD;
-}
-
 static void world_init_spread(struct world *w, int n_cpus) {
         world_init(w, n_cpus);
         w->pol[0] = (struct policy) TEST_POLICY("workers", DETECT_SPREAD, ACTION_SPREAD);
@@ -97,7 +92,6 @@ static void world_init_spread(struct world *w, int n_cpus) {
         w->cfg.daemon.max_actions_per_interval = 8;
         w->detect = detect;
         w->check = check_invariants;
-        w->kind_of = kind_of;
 }
 
 static struct task *add_task(struct world *w, pid_t tid, bool group, double util, double mig, int last_cpu) {

@@ -128,7 +128,9 @@ static void world_apply(struct world *w) {
                         .type = ACT_AFFINITY,
                         .task = a->task,
                         .mask = a->mask,
-                        .kind = w->kind_of ? w->kind_of(a) : DETECT_ALWAYS,
+                        /* as the applier: the detector plan_emit() put in, and the pair */
+                        .kind = a->kind,
+                        .partner = a->partner,
                         .since_usec = w->now,
                 };
                 snprintf(m->policy, sizeof(m->policy), "%s", a->policy);

@@ -41,9 +41,6 @@ struct world {
         void (*detect)(struct world *w);
         /* Invariants on what is in force, after every step. */
         void (*check)(struct world *w);
-        /* managed.kind the applier records for a SET; NULL: DETECT_ALWAYS, as today's applier:
-         * struct action has no detector, so it cannot say and plan_run() must work it out */
-        enum detector (*kind_of)(const struct action *a);
 };
 
 /*
