@@ -92,9 +92,21 @@ static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, 
  * MariaDB's connection thread co-located with its sysbench client reads
  * util 0.52 and demand 1.00; pinned as a hog away from the pair's CPU it
  * and the pair planner moved it between the two CPUs every pass.
+ * Nor is a thread that wakes, or is woken by, another at pair rates
+ * (WakeRate=): a busy client of a server (redis-benchmark with 50
+ * connections, util 0.96) is half of an exchange whose two ends the
+ * kernel's wake-up placement moves together; pinned, it is the server
+ * that gets moved onto its CPU.
  */
 static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
         const struct plan_input *in = hp->ctx->in;
+        double floor = detect_pair_rate_floor(in->config);
+        const struct snapshot *s = in->snap;
+
+        for (size_t i = 0; floor >= 0 && i < s->n_edges; i++)
+                if ((s->edges[i].waker_tid == id->tid || s->edges[i].wakee_tid == id->tid) &&
+                    s->edges[i].waker_tid != s->edges[i].wakee_tid && s->edges[i].wakeups_per_s >= floor)
+                        return true;
 
         for (size_t i = 0; in->findings && i < in->findings->n; i++) {
                 const struct finding *f = &in->findings->items[i];
@@ -704,8 +716,8 @@ static int place(struct hog_plan *hp) {
                 if (!it->t)
                         continue;
                 if (it->paired) {
-                        plan_set_state(st, "left alone: pair", "a member of a ping-pong pair: its run delay is "
-                                       "its partner's turn, not demand");
+                        plan_set_state(st, "left alone: pair", "wakes or is woken at pair rates (a pair "
+                                       "member or a busy client): not an independent hog");
                         continue;
                 }
                 if (!pinnable(it->p)) {

@@ -783,6 +783,41 @@ static void test_claims_for_pairs(void) {
         world_done(&w);
 }
 
+/*
+ * A busy thread that wakes another at pair rates is half of an exchange,
+ * not an independent hog (redis-benchmark with 50 connections: util 0.96,
+ * hopping; pinned, the kernel moved Redis onto its CPU). The two real
+ * hogs are pinned; it is left alone and claims no CPU.
+ */
+static void test_exchange_is_no_hog(void) {
+        struct world w;
+        const struct plan_target_state *st;
+
+        world_init_hogs(&w, 4);
+        w.pol[1] = (struct policy) TEST_POLICY("pairs", DETECT_PAIR, ACTION_COLOCATE);
+        w.cfg.n_policies = 2;
+        add_task(&w, 101, 0.95, 10, 2.0, 0);
+        add_task(&w, 102, 0.95, 10, 2.0, 1);
+        add_task(&w, 103, 0.96, 25, 2.0, 2);   /* the busy client */
+        add_task(&w, 104, 0.55, 40, 5.0, 3);   /* its server */
+        w.edges[0] = (struct wake_edge) { .waker_tid = 103, .wakee_tid = 104, .wakeups_per_s = 9000 };
+        w.edges[1] = (struct wake_edge) { .waker_tid = 101, .wakee_tid = 101, .wakeups_per_s = 9000 }; /* self: no */
+        w.n_edges = 2;
+        world_steps(&w, 5);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) >= 0);
+        ASSERT_TRUE(world_pinned_cpu(&w, 102) >= 0);
+        ASSERT_EQ(world_managed(&w, 103) == NULL, 1);
+        st = hog_state(&w, 103);
+        ASSERT_TRUE(st);
+        ASSERT_STREQ(st->state, "left alone: pair");
+
+        /* below the pair policy's WakeRate=: a hog like any other */
+        w.edges[0].wakeups_per_s = 500;
+        world_steps(&w, 5);
+        ASSERT_TRUE(world_pinned_cpu(&w, 103) >= 0);
+        world_done(&w);
+}
+
 int main(void) {
         test_two_hogs_pinned();
         test_quiet_hog_left_alone();
@@ -805,6 +840,7 @@ int main(void) {
         test_random();
         test_json();
         test_claims_for_pairs();
+        test_exchange_is_no_hog();
         printf("test-plan-hog: ok\n");
         return 0;
 }

@@ -164,6 +164,8 @@ void world_step(struct world *w) {
                 .topo = &w->topo,
                 .tasks = w->tasks,
                 .n_tasks = w->n_tasks,
+                .edges = w->edges,
+                .n_edges = w->n_edges,
                 .psi_cpu_some_avg10 = -1,
         };
 

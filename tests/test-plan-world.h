@@ -26,6 +26,8 @@ struct world {
         double mig_free[MAX_TASKS];        /* migrations/s while not pinned */
         bool in_group[MAX_TASKS];          /* test-plan-spread: covered by the spread policy */
         size_t n_tasks;
+        struct wake_edge edges[8];         /* the snapshot's wake edges, as the test sets them */
+        size_t n_edges;
         struct policy pol[2];              /* cfg.policies; the test fills them and cfg.n_policies */
         struct config cfg;
         struct plan_state *state;

@@ -1,0 +1,311 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# bench/servers.sh: real servers nobody here wrote, stock vs affinityd vs
+# hand-pinned, interleaved in one run (the order rotates every repeat).
+#
+#   mdb-ps-1   MariaDB + sysbench oltp_point_select, 1 client thread (qps)
+#   mdb-ro-1   MariaDB + sysbench oltp_read_only, 1 client thread (qps)
+#   mdb-ps-4   the same, 4 client threads
+#   mdb-ro-4
+#   redis-1    Redis + redis-benchmark GET, 1 connection (requests/s)
+#   redis-50   the same, 50 connections
+#
+#   stock      no daemon; the server's threads may run anywhere
+#   affinityd  a fresh daemon per run, the shipped policies, 1 s interval
+#   hand       server and client all on CPU 0 (taskset), what a careful
+#              human does for a single client
+#
+# Each server is a private instance started by this script on a unix
+# socket in a temporary folder (no TCP port, not the system's instance,
+# whose data and state are not touched), and stopped and removed at the
+# end. Missing packages (mariadb-server sysbench redis-server redis-tools)
+# are installed with apt-get when run as root.
+#
+# For affinityd the figure covers the whole run from the client's start,
+# so the time until the pair is co-located counts against it; that time is
+# reported too (from the client's start to the daemon's "co-locate" log
+# line). Redis is measured on the server side: total_commands_processed
+# over the window.
+#
+# Results: <results-dir>/servers-<stamp>.{txt,csv} and servers-latest.*,
+# raw logs under <results-dir>/logs/servers-<stamp>/.
+
+set -u -o pipefail
+export LC_ALL=C
+
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+BENCH_DIR=$(dirname "$SELF")
+SRCDIR=$(dirname "$BENCH_DIR")
+BUILDDIR=$PWD
+RESULTS_DIR=
+REPEATS=3
+DURATION=12
+WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,redis-1,redis-50
+VARIANTS=stock,affinityd,hand
+
+usage() {
+        sed -n '3,32p' "$SELF" | sed 's/^# \{0,1\}//'
+        cat <<EOF
+
+Usage: bench/servers.sh [--repeats N] [--duration SEC] [--workloads LIST]
+                        [--variants LIST] [--srcdir DIR] [--builddir DIR]
+                        [--results-dir DIR]
+Defaults: --repeats $REPEATS --duration $DURATION --workloads $WORKLOADS
+EOF
+}
+
+while [[ $# -gt 0 ]]; do
+        case $1 in
+        --repeats) REPEATS=$2; shift ;;
+        --duration) DURATION=$2; shift ;;
+        --workloads) WORKLOADS=$2; shift ;;
+        --variants) VARIANTS=$2; shift ;;
+        --srcdir) SRCDIR=$2; shift ;;
+        --builddir) BUILDDIR=$2; shift ;;
+        --results-dir) RESULTS_DIR=$2; shift ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "servers.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+        esac
+        shift
+done
+
+AFFINITYD=${AFFINITYD:-$BUILDDIR/affinityd}
+AFFCTL=${AFFCTL:-$BUILDDIR/affctl}
+RESULTS_DIR=${RESULTS_DIR:-$BUILDDIR/bench/results}
+STAMP=$(date -u +%Y%m%dT%H%M%SZ)
+LOGS=$RESULTS_DIR/logs/servers-$STAMP
+mkdir -p "$LOGS" || exit 1
+NCPU=$(nproc)
+ALLCPUS=0-$((NCPU - 1))
+
+die() { echo "servers.sh: $*" >&2; exit 1; }
+
+[[ $(id -u) == 0 ]] || die "needs root (it starts the daemon and pins threads)"
+[[ -x $AFFINITYD ]] || die "no daemon at $AFFINITYD (build first, or set AFFINITYD)"
+
+need=()
+command -v mariadbd >/dev/null || need+=(mariadb-server)
+command -v sysbench >/dev/null || need+=(sysbench)
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v redis-benchmark >/dev/null || need+=(redis-tools)
+if [[ ${#need[@]} -gt 0 ]]; then
+        echo "# installing ${need[*]}"
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
+                die "cannot install ${need[*]}"
+fi
+# perf tracepoints need tracefs; systemd mounts it at boot, a bare machine
+# may not have it. Unmounted again at the end if we mounted it.
+MOUNTED_TRACEFS=0
+if ! mountpoint -q /sys/kernel/tracing && mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; then
+        MOUNTED_TRACEFS=1
+fi
+
+WORK=$(mktemp -d /tmp/affinityd-servers.XXXXXX)
+MDB_SOCK=$WORK/mdb.sock
+RDS_SOCK=$WORK/redis.sock
+MDB_PID=
+RDS_PID=
+DAEMON_PID=
+
+cleanup() {
+        [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
+        if [[ -n $MDB_PID ]]; then
+                kill "$MDB_PID" 2>/dev/null
+                for _ in $(seq 100); do kill -0 "$MDB_PID" 2>/dev/null || break; sleep 0.1; done
+                kill -9 "$MDB_PID" 2>/dev/null
+        fi
+        [[ -n $RDS_PID ]] && kill "$RDS_PID" 2>/dev/null
+        sleep 0.2
+        rm -rf "$WORK"
+        [[ $MOUNTED_TRACEFS == 1 ]] && umount /sys/kernel/tracing 2>/dev/null
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+SB=(sysbench --db-driver=mysql --mysql-socket="$MDB_SOCK" --mysql-user=root --mysql-db=sbtest
+    --tables=4 --table-size=10000)
+
+start_mariadb() {
+        mariadb-install-db --no-defaults --datadir="$WORK/mdb" --user=root \
+                --auth-root-authentication-method=normal >"$LOGS/mariadb-install.log" 2>&1 ||
+                die "mariadb-install-db failed: $LOGS/mariadb-install.log"
+        mariadbd --no-defaults --datadir="$WORK/mdb" --socket="$MDB_SOCK" --skip-networking --user=root \
+                --pid-file="$WORK/mdb.pid" --innodb-buffer-pool-size=256M \
+                --log-error="$LOGS/mariadb.err" &
+        MDB_PID=$!
+        for _ in $(seq 300); do
+                mariadb --no-defaults -S "$MDB_SOCK" -uroot -e 'select 1' >/dev/null 2>&1 && break
+                kill -0 "$MDB_PID" 2>/dev/null || die "mariadbd exited: $LOGS/mariadb.err"
+                sleep 0.1
+        done
+        mariadb --no-defaults -S "$MDB_SOCK" -uroot -e 'create database sbtest' || die "cannot create sbtest"
+        "${SB[@]}" oltp_read_only prepare >"$LOGS/sysbench-prepare.log" 2>&1 ||
+                die "sysbench prepare failed: $LOGS/sysbench-prepare.log"
+}
+
+start_redis() {
+        redis-server --port 0 --unixsocket "$RDS_SOCK" --unixsocketperm 700 --save '' --appendonly no \
+                --dir "$WORK" --logfile "$LOGS/redis.log" &
+        RDS_PID=$!
+        for _ in $(seq 100); do
+                redis-cli -s "$RDS_SOCK" ping >/dev/null 2>&1 && break
+                sleep 0.1
+        done
+        redis-cli -s "$RDS_SOCK" set key:__rand_int__ x >/dev/null || die "redis did not start: $LOGS/redis.log"
+}
+
+server_pid() { case $1 in mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; esac; }
+
+# Every thread of the server to a CPU list (taskset -a).
+pin_server() { taskset -a -p -c "$2" "$(server_pid "$1")" >/dev/null; }
+
+start_daemon() {
+        local rundir=$1
+        mkdir -p "$rundir"
+        "$AFFINITYD" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
+                --log-level info >"$rundir/daemon.log" 2>&1 &
+        DAEMON_PID=$!
+        for _ in $(seq 100); do
+                "$AFFCTL" --runtime-dir "$rundir" status >/dev/null 2>&1 && return 0
+                kill -0 "$DAEMON_PID" 2>/dev/null || break
+                sleep 0.05
+        done
+        die "the daemon did not come up: $rundir/daemon.log"
+}
+
+stop_daemon() {
+        kill "$DAEMON_PID" 2>/dev/null
+        wait "$DAEMON_PID" 2>/dev/null
+        DAEMON_PID=
+}
+
+# Seconds from $1 (epoch, fractional) until the daemon logs a co-location,
+# or "NA" after the deadline $2 (epoch). Runs in the background.
+watch_colocate() {
+        local t0=$1 deadline=$2 log=$3
+        while (($(date +%s) < deadline)); do
+                if grep -q "pair: co-locate" "$log" 2>/dev/null; then
+                        awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f\n", b - a }'
+                        return
+                fi
+                sleep 0.05
+        done
+        echo NA
+}
+
+# One client run; prints its rate. $1 workload, $2 prefix command (taskset or empty), $3 log.
+run_client() {
+        local w=$1 pre=$2 log=$3 threads test c before after
+        case $w in
+        mdb-*)
+                test=oltp_point_select; [[ $w == mdb-ro-* ]] && test=oltp_read_only
+                threads=${w##*-}
+                $pre "${SB[@]}" --threads="$threads" --time="$DURATION" --report-interval=1 "$test" run >"$log" 2>&1
+                awk '/queries:/ { gsub(/\(/, "", $3); print $3 }' "$log"
+                ;;
+        redis-*)
+                c=${w##*-}
+                before=$(redis-cli -s "$RDS_SOCK" info stats | awk -F: '/^total_commands_processed/ { print $2 + 0 }')
+                $pre redis-benchmark -s "$RDS_SOCK" -c "$c" -n 100000000 -t get -q >"$log" 2>&1 &
+                local bp=$!
+                sleep "$DURATION"
+                after=$(redis-cli -s "$RDS_SOCK" info stats | awk -F: '/^total_commands_processed/ { print $2 + 0 }')
+                kill "$bp" 2>/dev/null; wait "$bp" 2>/dev/null
+                # the window also counts our own two INFO calls: negligible
+                awk -v a="$before" -v b="$after" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b - a) / d }'
+                ;;
+        esac
+}
+
+RAW=$LOGS/runs.csv
+echo "workload,variant,repeat,rate,colocate_s" >"$RAW"
+
+one_run() {
+        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA pre=
+        case $v in
+        stock) pin_server "$w" "$ALLCPUS" ;;
+        hand) pin_server "$w" 0; pre="taskset -c 0" ;;
+        affinityd)
+                pin_server "$w" "$ALLCPUS"
+                start_daemon "$tag.run"
+                ;;
+        esac
+        if [[ $v == affinityd ]]; then
+                local t0 now
+                t0=$(date +%s.%N); now=${t0%.*}
+                watch_colocate "$t0" $((now + DURATION + 1)) "$tag.run/daemon.log" >"$tag.coloc" &
+                local wp=$!
+                rate=$(run_client "$w" "$pre" "$tag.log")
+                "$AFFCTL" --runtime-dir "$tag.run" pairs >"$tag.pairs" 2>&1
+                wait "$wp"
+                coloc=$(cat "$tag.coloc")
+                stop_daemon
+                cp "$tag.run/daemon.log" "$tag.daemon.log"
+                rm -rf "$tag.run"
+        else
+                rate=$(run_client "$w" "$pre" "$tag.log")
+        fi
+        pin_server "$w" "$ALLCPUS"
+        echo "$w,$v,$r,${rate:-NA},$coloc" >>"$RAW"
+        printf '%-9s %-9s r%d %12s %s\n' "$w" "$v" "$r" "${rate:-NA}" "$([[ $v == affinityd ]] && echo "co-located after ${coloc} s")"
+}
+
+IFS=, read -r -a WL <<<"$WORKLOADS"
+IFS=, read -r -a VL <<<"$VARIANTS"
+for w in "${WL[@]}"; do
+        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|redis-1|redis-50) ;; *) die "unknown workload $w" ;; esac
+done
+[[ " ${WL[*]}" == *" mdb-"* ]] && start_mariadb
+[[ " ${WL[*]}" == *" redis-"* ]] && start_redis
+
+echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)"
+echo "# $("$AFFINITYD" --version 2>/dev/null | head -1)"
+for ((r = 1; r <= REPEATS; r++)); do
+        for w in "${WL[@]}"; do
+                n=${#VL[@]}
+                for ((i = 0; i < n; i++)); do
+                        one_run "$w" "${VL[$(((i + r - 1) % n))]}" "$r"
+                done
+        done
+done
+
+SUMMARY=$RESULTS_DIR/servers-$STAMP.txt
+awk -F, -f "$BENCH_DIR/stats.awk" -f /dev/stdin "$RAW" >"$SUMMARY" <<'EOF'
+NR == 1 { next }
+$4 != "NA" {
+        k = $1 SUBSEP $2
+        n[k]++; v[k, n[k]] = $4
+        if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
+        if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
+}
+function med(w, var,    a, i, k) {
+        k = w SUBSEP var
+        for (i = 1; i <= n[k]; i++) a[i] = v[k, i]
+        return median(a, n[k])
+}
+END {
+        printf "%-9s %10s %10s %10s %8s %8s %9s  %s\n", "workload", "stock", "affinityd", "hand",
+               "aff/hand", "aff/stk", "coloc_s", "target"
+        for (i = 1; i <= nw; i++) {
+                w = order[i]
+                s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand")
+                for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
+                cm = median(cc, nc[w]); delete cc
+                single = w ~ /-1$/
+                if (single) { ratio = (a != "NA" && h != "NA") ? a / h : "NA"; goal = 0.9; what = ">= 0.90x hand" }
+                else { ratio = (a != "NA" && s != "NA") ? a / s : "NA"; goal = 0.98; what = ">= 0.98x stock" }
+                verdict = ratio == "NA" ? "n/a" : ratio >= goal ? "MET" : "MISSED"
+                printf "%-9s %10.0f %10.0f %10.0f %8s %8s %9s  %s %s\n", w, s, a, h,
+                       (a != "NA" && h != "NA") ? sprintf("%.3f", a / h) : "NA",
+                       (a != "NA" && s != "NA") ? sprintf("%.3f", a / s) : "NA",
+                       cm, what, verdict
+        }
+}
+EOF
+cp "$RAW" "$RESULTS_DIR/servers-$STAMP.csv"
+cp "$SUMMARY" "$RESULTS_DIR/servers-latest.txt"
+cp "$RAW" "$RESULTS_DIR/servers-latest.csv"
+echo
+cat "$SUMMARY"
+echo "# raw: $RESULTS_DIR/servers-$STAMP.csv, logs: $LOGS"
