@@ -84,11 +84,8 @@ die() { echo "servers.sh: $*" >&2; exit 1; }
 [[ $(id -u) == 0 ]] || die "needs root (it starts the daemon and pins threads)"
 [[ -x $AFFINITYD ]] || die "no daemon at $AFFINITYD (build first, or set AFFINITYD)"
 
-need=()
-command -v mariadbd >/dev/null || need+=(mariadb-server)
-command -v sysbench >/dev/null || need+=(sysbench)
-command -v redis-server >/dev/null || need+=(redis-server)
-command -v redis-benchmark >/dev/null || need+=(redis-tools)
+. "$SRCDIR/tests/servers-lib.sh"
+mapfile -t need < <(servers_missing_packages)
 if [[ ${#need[@]} -gt 0 ]]; then
         echo "# installing ${need[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
@@ -102,58 +99,16 @@ if ! mountpoint -q /sys/kernel/tracing && mount -t tracefs nodev /sys/kernel/tra
 fi
 
 WORK=$(mktemp -d /tmp/affinityd-servers.XXXXXX)
-MDB_SOCK=$WORK/mdb.sock
-RDS_SOCK=$WORK/redis.sock
-MDB_PID=
-RDS_PID=
 DAEMON_PID=
 
 cleanup() {
         [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
-        if [[ -n $MDB_PID ]]; then
-                kill "$MDB_PID" 2>/dev/null
-                for _ in $(seq 100); do kill -0 "$MDB_PID" 2>/dev/null || break; sleep 0.1; done
-                kill -9 "$MDB_PID" 2>/dev/null
-        fi
-        [[ -n $RDS_PID ]] && kill "$RDS_PID" 2>/dev/null
-        sleep 0.2
+        servers_stop
         rm -rf "$WORK"
         [[ $MOUNTED_TRACEFS == 1 ]] && umount /sys/kernel/tracing 2>/dev/null
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-SB=(sysbench --db-driver=mysql --mysql-socket="$MDB_SOCK" --mysql-user=root --mysql-db=sbtest
-    --tables=4 --table-size=10000)
-
-start_mariadb() {
-        mariadb-install-db --no-defaults --datadir="$WORK/mdb" --user=root \
-                --auth-root-authentication-method=normal >"$LOGS/mariadb-install.log" 2>&1 ||
-                die "mariadb-install-db failed: $LOGS/mariadb-install.log"
-        mariadbd --no-defaults --datadir="$WORK/mdb" --socket="$MDB_SOCK" --skip-networking --user=root \
-                --pid-file="$WORK/mdb.pid" --innodb-buffer-pool-size=256M \
-                --log-error="$LOGS/mariadb.err" &
-        MDB_PID=$!
-        for _ in $(seq 300); do
-                mariadb --no-defaults -S "$MDB_SOCK" -uroot -e 'select 1' >/dev/null 2>&1 && break
-                kill -0 "$MDB_PID" 2>/dev/null || die "mariadbd exited: $LOGS/mariadb.err"
-                sleep 0.1
-        done
-        mariadb --no-defaults -S "$MDB_SOCK" -uroot -e 'create database sbtest' || die "cannot create sbtest"
-        "${SB[@]}" oltp_read_only prepare >"$LOGS/sysbench-prepare.log" 2>&1 ||
-                die "sysbench prepare failed: $LOGS/sysbench-prepare.log"
-}
-
-start_redis() {
-        redis-server --port 0 --unixsocket "$RDS_SOCK" --unixsocketperm 700 --save '' --appendonly no \
-                --dir "$WORK" --logfile "$LOGS/redis.log" &
-        RDS_PID=$!
-        for _ in $(seq 100); do
-                redis-cli -s "$RDS_SOCK" ping >/dev/null 2>&1 && break
-                sleep 0.1
-        done
-        redis-cli -s "$RDS_SOCK" set key:__rand_int__ x >/dev/null || die "redis did not start: $LOGS/redis.log"
-}
 
 server_pid() { case $1 in mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; esac; }
 
@@ -206,11 +161,11 @@ run_client() {
                 ;;
         redis-*)
                 c=${w##*-}
-                before=$(redis-cli -s "$RDS_SOCK" info stats | awk -F: '/^total_commands_processed/ { print $2 + 0 }')
+                before=$(redis_commands)
                 $pre redis-benchmark -s "$RDS_SOCK" -c "$c" -n 100000000 -t get -q >"$log" 2>&1 &
                 local bp=$!
                 sleep "$DURATION"
-                after=$(redis-cli -s "$RDS_SOCK" info stats | awk -F: '/^total_commands_processed/ { print $2 + 0 }')
+                after=$(redis_commands)
                 kill "$bp" 2>/dev/null; wait "$bp" 2>/dev/null
                 # the window also counts our own two INFO calls: negligible
                 awk -v a="$before" -v b="$after" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b - a) / d }'
@@ -256,8 +211,8 @@ IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
         case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|redis-1|redis-50) ;; *) die "unknown workload $w" ;; esac
 done
-[[ " ${WL[*]}" == *" mdb-"* ]] && start_mariadb
-[[ " ${WL[*]}" == *" redis-"* ]] && start_redis
+if [[ " ${WL[*]}" == *" mdb-"* ]]; then mariadb_start "$WORK" "$LOGS" || die "MariaDB did not start"; fi
+if [[ " ${WL[*]}" == *" redis-"* ]]; then redis_start "$WORK" "$LOGS" || die "Redis did not start"; fi
 
 echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)"
 echo "# $("$AFFINITYD" --version 2>/dev/null | head -1)"

@@ -93,6 +93,25 @@ double detect_pair_rate_floor(const struct config *c) {
         return floor;
 }
 
+void detect_pair_roles(const struct task *a, const struct task *b, enum pair_role ret[2]) {
+        uint64_t sa = a->proc ? a->proc->start_time : a->id.start_time;
+        uint64_t sb = b->proc ? b->proc->start_time : b->id.start_time;
+
+        ret[0] = ret[1] = PAIR_ROLE_PEER;
+        if (a->id.pid == b->id.pid || sa == sb)
+                return;
+        ret[0] = sa < sb ? PAIR_ROLE_SERVER : PAIR_ROLE_CLIENT;
+        ret[1] = sa < sb ? PAIR_ROLE_CLIENT : PAIR_ROLE_SERVER;
+}
+
+const char *pair_role_to_string(enum pair_role r) {
+        switch (r) {
+        case PAIR_ROLE_SERVER: return "server";
+        case PAIR_ROLE_CLIENT: return "client";
+        default: return "peer";
+        }
+}
+
 /*
  * Both members must be ours to touch; if their policies differ, the one
  * that wins overlaps does. Two members pinned to the same one CPU are not

@@ -92,6 +92,17 @@ char *hog_key(const struct task_id *id, char *buf, size_t size);
  */
 double detect_util_min(const struct policy *p, enum detector kind);
 double detect_pair_rate_floor(const struct config *c);
+
+/*
+ * Which member of a pair serves the other, for people (affctl pairs and
+ * explain, the logs): of two processes the one started first is the
+ * server (a client connects to a server that was already running); two
+ * threads of one process, or processes started in the same tick, are
+ * peers. A guess from start times only: nothing acts on it.
+ */
+enum pair_role { PAIR_ROLE_PEER, PAIR_ROLE_SERVER, PAIR_ROLE_CLIENT };
+void detect_pair_roles(const struct task *a, const struct task *b, enum pair_role ret[2]);
+const char *pair_role_to_string(enum pair_role r);
 double detect_migrations_min_per_s(const struct policy *p, enum detector kind);
 uint64_t detect_window_usec(const struct policy *p, enum detector kind);
 double detect_run_delay_min_ms_per_s(const struct policy *p);

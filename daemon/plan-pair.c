@@ -416,9 +416,15 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         char reason[160];
         int r;
 
-        snprintf(reason, sizeof(reason), "pair: %s on CPU %d: %.0f wake-ups/s each way, split %.0f%%, util %.2f",
-                 what, cpu, f ? f->wake_rate_per_s : 0, f ? f->split_fraction * 100 : 0,
-                 f ? f->combined_util : 0);
+        enum pair_role role[2] = { PAIR_ROLE_PEER, PAIR_ROLE_PEER };
+
+        if (it->t[0] && it->t[1])
+                detect_pair_roles(it->t[0], it->t[1], role);
+        /* who is who first: what an operator reads the line for */
+        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s) + %s %d (%s) on CPU %d: %.0f wake-ups/s, split %.0f%%",
+                 what, it->t[0] ? it->t[0]->comm : "?", (int) it->id[0].tid, pair_role_to_string(role[0]),
+                 it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]), cpu,
+                 f ? f->wake_rate_per_s : 0, f ? f->split_fraction * 100 : 0);
         for (int k = 0; k < 2; k++) {
                 struct action a;
 

@@ -88,6 +88,7 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
         const struct task *t[2] = {};
         double split_ab, split_ba;
         char key[128] = "";
+        enum pair_role role[2] = { PAIR_ROLE_PEER, PAIR_ROLE_PEER };
         int r = 0;
 
         if (!o || json_object_array_add(arr, o) < 0) {
@@ -106,8 +107,12 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
 
         r = r ?: json_add(o, "key", json_object_new_string(key));
         r = r ?: json_add(o, "state", json_object_new_string(st ? st->state : "new"));
+        if (t[0] && t[1])
+                detect_pair_roles(t[0], t[1], role);
         for (int k = 0; k < 2; k++) {
                 char name[16];
+                snprintf(name, sizeof(name), "role_%c", 'a' + k);
+                r = r ?: json_add(o, name, json_object_new_string(pair_role_to_string(role[k])));
                 snprintf(name, sizeof(name), "tid_%c", 'a' + k);
                 r = r ?: json_add(o, name, json_object_new_int(f->members[k].tid));
                 snprintf(name, sizeof(name), "pid_%c", 'a' + k);
@@ -116,6 +121,9 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
                 r = r ?: json_add(o, name, json_object_new_string(t[k] ? t[k]->comm : "-"));
                 snprintf(name, sizeof(name), "cpu_%c", 'a' + k);
                 r = r ?: json_add(o, name, json_object_new_int(t[k] ? t[k]->last_cpu : -1));
+                snprintf(name, sizeof(name), "cmdline_%c", 'a' + k);
+                r = r ?: json_add(o, name, json_object_new_string(t[k] && t[k]->proc && t[k]->proc->cmdline
+                                                                  ? t[k]->proc->cmdline : ""));
         }
         r = r ?: json_add(o, "wakeups_a_to_b_per_s",
                           json_object_new_double(edge_rate(s, f->members[0].tid, f->members[1].tid, &split_ab)));

@@ -1,0 +1,127 @@
+#!/bin/bash
+# Integration: real servers nobody here wrote, against the real daemon
+# with the shipped policies.
+#  1. MariaDB with one sysbench client (oltp_point_select), started split
+#     (server on CPU 0, client on CPU 1, then both let go to every CPU: the
+#     kernel's split, not a user's taskset): the client thread and the
+#     connection thread serving it are co-located by the daemon within a
+#     deadline and stay co-located, on one CPU, until the client exits;
+#     `affctl pairs` names the server and the client; the effect check
+#     undoes nothing.
+#  2. Two more clients one after the other (MariaDB's thread cache hands
+#     the same server thread to each): each is co-located again, with no
+#     cool-down or block left on the server thread by the one before.
+#  3. Redis with one redis-benchmark connection: the same.
+#  4. Stopping the daemon restores every mask.
+# Needs root, jq, 2+ CPUs and the servers (the README's test command
+# installs mariadb-server sysbench redis-server redis-tools); skips (77)
+# saying which is missing otherwise. About a minute.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+. "$top_srcdir/tests/servers-lib.sh"
+require_root
+require_cmd jq
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+missing=$(servers_missing_packages | tr '\n' ' ')
+[ -z "$missing" ] || skip "needs the Debian packages: $missing"
+if ! mountpoint -q /sys/kernel/tracing; then
+        mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null && MOUNTED_TRACEFS=1 || true
+fi
+
+work=$(mktemp -d /tmp/affd-servers.XXXXXX)
+trap 'cleanup; servers_stop; rm -rf "$work"; [ -z "${MOUNTED_TRACEFS:-}" ] || umount /sys/kernel/tracing' EXIT
+mariadb_start "$work" "$work" || fail "MariaDB did not start"
+redis_start "$work" "$work" || fail "Redis did not start"
+ORIG=$(allowed_of $$)
+LAST=$(( $(nproc) - 1 ))
+
+start_daemon "$top_srcdir/policies" --interval 1000
+ctl status --json | jq -e '.capabilities.wake_source | test("perf")' >/dev/null ||
+        echo "# note: the wake-up source is not perf here: $(ctl status --json | jq -c .capabilities.wake_source)"
+
+# The one thread of PID ($1) that is in a pair with a thread of PID $2, per affctl pairs: "TID".
+pair_tid() {
+        ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" \
+                '[.pairs[] | select((.pid_a == $p and .pid_b == $q) or (.pid_a == $q and .pid_b == $p))
+                  | if .pid_a == $p then .tid_a else .tid_b end][0] // empty'
+}
+pair_field() {   # pair_field PID_SERVER PID_CLIENT JQ-EXPR
+        ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" \
+                "[.pairs[] | select((.pid_a == \$p and .pid_b == \$q) or (.pid_a == \$q and .pid_b == \$p))][0] | $3"
+}
+one_cpu_same() {   # both threads allowed on exactly the same single CPU
+        local a b
+        a=$(allowed_of "$1" 2>/dev/null) || return 1
+        b=$(allowed_of "$2" 2>/dev/null) || return 1
+        [ "$a" = "$b" ] && [[ $a =~ ^[0-9]+$ ]]
+}
+colocated() {   # colocated SERVER_PID CLIENT_PID: sets ST ("server tid") and CT
+        ST=$(pair_tid "$1" "$2") && CT=$(pair_tid "$2" "$1") && [ -n "$ST" ] && [ -n "$CT" ] &&
+                one_cpu_same "$ST" "$CT"
+}
+
+# check_client NAME SERVER_PID CLIENT_PID: co-located within 4 s of the
+# client's start, and still on one CPU at every look until it exits.
+check_client() {
+        local name=$1 spid=$2 cpid=$3 t0=$4 looks=0 role
+        if ! wait_for 4 colocated "$spid" "$cpid"; then
+                ctl pairs
+                tail -20 "$RUNDIR/daemon.log"
+                fail "$name: not co-located within 4 s of the client's start"
+        fi
+        echo "# $name: co-located after $(( ($(date +%s%N) - t0) / 1000000 )) ms: server tid $ST, client tid $CT on CPU $(allowed_of "$ST")"
+        role=$(pair_field "$spid" "$cpid" "if .pid_a == $spid then .role_a else .role_b end")
+        [ "$role" = server ] || fail "$name: affctl pairs calls the server side '$role'"
+        role=$(pair_field "$spid" "$cpid" "if .pid_a == $cpid then .role_a else .role_b end")
+        [ "$role" = client ] || fail "$name: affctl pairs calls the client side '$role'"
+        while kill -0 "$cpid" 2>/dev/null; do
+                if [ -d "/proc/$cpid/task/$CT" ] && ! one_cpu_same "$ST" "$CT"; then
+                        kill -0 "$cpid" 2>/dev/null || break
+                        ctl pairs
+                        tail -20 "$RUNDIR/daemon.log"
+                        fail "$name: split again after $looks looks: $(allowed_of "$ST") / $(allowed_of "$CT" 2>/dev/null)"
+                fi
+                looks=$((looks + 1))
+                sleep 0.1
+        done
+        echo "# $name: stayed co-located for $looks looks"
+}
+
+# start_split CMD...: the client on the last CPU, every thread of the server
+# on CPU 0, both let go to all CPUs at once after 0.3 s; sets CLIENT_PID.
+start_split() {
+        local spid=$1; shift
+        taskset -a -p -c 0 "$spid" >/dev/null
+        taskset -c "$LAST" "$@" >"$work/client.log" 2>&1 &
+        CLIENT_PID=$!
+        sleep 0.3
+        taskset -a -p -c "$ORIG" "$CLIENT_PID" >/dev/null
+        taskset -a -p -c "$ORIG" "$spid" >/dev/null
+}
+
+for i in 1 2 3; do
+        t0=$(date +%s%N)
+        start_split "$MDB_PID" "${SB[@]}" --threads=1 --time=6 oltp_point_select run
+        check_client "MariaDB client $i" "$MDB_PID" "$CLIENT_PID" "$t0"
+        wait "$CLIENT_PID" || { cat "$work/client.log"; fail "sysbench failed"; }
+        grep -q "queries:" "$work/client.log" || { cat "$work/client.log"; fail "sysbench printed no result"; }
+        echo "# MariaDB client $i: $(awk '/queries:/ { print $3, $4, $5 }' "$work/client.log")"
+done
+
+t0=$(date +%s%N)
+start_split "$RDS_PID" redis-benchmark -s "$RDS_SOCK" -c 1 -n 300000 -t get -q
+check_client "Redis client" "$RDS_PID" "$CLIENT_PID" "$t0"
+wait "$CLIENT_PID" || fail "redis-benchmark failed"
+echo "# Redis: $(tr '\r' '\n' <"$work/client.log" | grep GET: | tail -1)"
+
+undone=$(ctl status --json | jq -r .counts.actions_undone)
+[ "$undone" = 0 ] || { grep "undo" "$RUNDIR/daemon.log"; fail "the effect check undid $undone change(s)"; }
+
+stop_daemon
+for p in "$MDB_PID" "$RDS_PID"; do
+        for t in /proc/"$p"/task/*; do
+                a=$(allowed_of "${t##*/}" 2>/dev/null) || continue
+                [ "$a" = "$ORIG" ] || fail "thread ${t##*/} of $p left at $a after stop (was $ORIG)"
+        done
+done
+echo "ok: MariaDB (3 clients in turn) and Redis co-located, kept, restored"
