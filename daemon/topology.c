@@ -23,12 +23,15 @@ static bool root_is_real(const char *root) {
 }
 
 /*
- * Read a CPU list file. Absent, empty and "(null)" (what some kernels print
- * for nohz_full when it is not configured) all give the empty mask; only a
- * malformed list is an error.
+ * Read a CPU list file. Absent, empty and "(null)" all give the empty mask;
+ * only a malformed list is an error. Linux 6.1 prints nohz_full without
+ * nohz_full= as "%*pbl" of a NULL mask: "(null)" right-aligned to the CPU
+ * count, so at 8 CPUs it is "  (null)" and at 64 it has 58 blanks before it;
+ * later kernels print an empty line.
  */
 static int read_cpulist(const char *root, const char *path, cpumask_t *ret, bool *ret_present) {
         char buf[4096];
+        const char *s;
         ssize_t n;
 
         cpumask_zero(ret);
@@ -41,10 +44,10 @@ static int read_cpulist(const char *root, const char *path, cpumask_t *ret, bool
                 return (int) n;
         if (ret_present)
                 *ret_present = true;
-        util_strip(buf);
-        if (buf[0] == '\0' || streq(buf, "(null)"))
+        s = util_strip(buf);
+        if (s[0] == '\0' || streq(s, "(null)"))
                 return 0;
-        return cpumask_parse_list(buf, ret);
+        return cpumask_parse_list(s, ret);
 }
 
 static int read_int(const char *root, const char *path, int *ret) {
@@ -93,9 +96,8 @@ static int read_llc(const char *root, int cpu) {
                 if (read_int(root, rel, &level) < 0)
                         break;   /* index directories are numbered without gaps */
                 snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/cache/index%d/type", cpu, i);
-                if (util_read_file_at(root, rel, type, sizeof(type)) >= 0)
-                        util_strip(type);
-                instruction = streq(type, "Instruction");
+                instruction = util_read_file_at(root, rel, type, sizeof(type)) >= 0 &&
+                              streq(util_strip(type), "Instruction");
                 snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/cache/index%d/shared_cpu_list", cpu, i);
                 first = read_first_cpu(root, rel);
                 if (first < 0)

@@ -128,6 +128,34 @@ static void test_variants(void) {
         ASSERT_EQ(t->n_nodes, 1);
         topology_free(t);
 
+        /* Linux 6.1 without nohz_full=: "(null)" right-aligned to the CPU
+         * count (2 blanks at 8 CPUs, 58 at 64). An empty mask, not an error. */
+        root = copy_fixture("sample/smt2x2x2");
+        test_write_at(root, "/sys/devices/system/cpu/nohz_full", "  (null)\n");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_TRUE(cpumask_empty(&t->nohz_full));
+        ASSERT_EQ(cpumask_weight(&t->online), 8);
+        topology_free(t);
+        {
+                char padded[80];
+
+                snprintf(padded, sizeof(padded), "%64s\n", "(null)");
+                ASSERT_EQ(strlen(padded), 65);
+                for (const char *f = "possible\0present\0online\0"; *f; f += strlen(f) + 1) {
+                        snprintf(rel, sizeof(rel), "/sys/devices/system/cpu/%s", f);
+                        test_write_at(root, rel, "0-63\n");
+                }
+                test_write_at(root, "/sys/devices/system/cpu/nohz_full", padded);
+                ASSERT_OK(topology_load(root, &t));
+                ASSERT_EQ(t->n_cpus, 64);
+                ASSERT_TRUE(cpumask_empty(&t->nohz_full));
+                cpumask_t u = topology_usable(t), all = mask("0-63"), iso = mask("6-7");
+                ASSERT_TRUE(cpumask_equal(&t->isolated, &iso));
+                all = cpumask_andnot(&all, &iso);
+                ASSERT_TRUE(cpumask_equal(&u, &all));
+                topology_free(t);
+        }
+
         /* No "possible": falls back to present, then online. */
         root = copy_fixture("sample/smp2");
         test_remove_at(root, "/sys/devices/system/cpu/possible");
