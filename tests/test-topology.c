@@ -3,7 +3,8 @@
  * topology_load() on fixture trees (tests/fixtures/sample/: a 2-CPU VM and
  * a 2-socket SMT machine with isolated and nohz_full CPUs), on variants of
  * them written into a temporary copy (no cache info, no node directory,
- * an offline CPU, "(null)" nohz_full, too many CPUs), on this machine's
+ * an offline CPU, "(null)" nohz_full, too many CPUs), on every machine of
+ * tests/machines.c as each supported kernel writes it, on this machine's
  * real /sys, and topology_new_synthetic().
  */
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "machines.h"
 #include "test-fixtures.h"
 #include "test-util.h"
 #include "topology.h"
@@ -177,6 +179,52 @@ static void test_variants(void) {
         ASSERT_EQ(topology_load("/nonexistent-root", &t), -ENOENT);
 }
 
+/* The counts each spec states, and the per-CPU facts a few layouts are built to show. */
+static void test_machines(void) {
+        for (const struct machine *m = machines; m->name; m++)
+                for (const char *const *k = machine_kernels; *k; k++) {
+                        struct topology *t = NULL;
+                        const char *root;
+
+                        cleanup();
+                        root = test_mkdtemp(tmp_root, sizeof(tmp_root), "test-topology.");
+                        ASSERT_OK(machine_write(m, *k, root));
+                        fprintf(stderr, "%s on %s\n", m->name, *k);
+                        ASSERT_OK(topology_load(root, &t));
+                        ASSERT_EQ(t->n_cpus, m->expect.cpus);
+                        ASSERT_EQ(cpumask_weight(&t->online), m->expect.online);
+                        ASSERT_EQ(t->n_cores, m->expect.cores);
+                        ASSERT_EQ(t->n_llcs, m->expect.llcs);
+                        ASSERT_EQ(t->n_nodes, m->expect.nodes);
+                        cpumask_t u = topology_usable(t);
+                        ASSERT_EQ(cpumask_weight(&u), m->expect.usable);
+                        cpumask_t nohz = m->nohz_full ? mask(m->nohz_full) : (cpumask_t) {};
+                        ASSERT_TRUE(cpumask_equal(&t->nohz_full, &nohz));
+                        CPUMASK_FOREACH(c, &t->online) {
+                                /* Ids are first CPUs of their lists: an online CPU at or below c. */
+                                ASSERT_TRUE(t->cpus[c].core_id <= c && t->cpus[t->cpus[c].core_id].online);
+                                ASSERT_TRUE(t->cpus[c].llc_id <= c && t->cpus[t->cpus[c].llc_id].online);
+                        }
+                        if (streq(m->name, "dual-ccd")) {
+                                ASSERT_EQ(t->cpus[16].core_id, 0);   /* CPU 0's sibling */
+                                ASSERT_EQ(t->cpus[24].llc_id, 8);    /* second CCD: 8-15,24-31 */
+                                ASSERT_EQ(t->cpus[7].llc_id, 0);
+                        } else if (streq(m->name, "hybrid-8p16e")) {
+                                ASSERT_EQ(t->cpus[1].core_id, 0);    /* P core: threads 0 and 1 */
+                                ASSERT_EQ(t->cpus[17].core_id, 17);  /* E core: one thread */
+                                ASSERT_EQ(t->cpus[31].llc_id, 0);
+                        } else if (streq(m->name, "smt64-offline")) {
+                                ASSERT_TRUE(!t->cpus[60].online && t->cpus[59].online);
+                                ASSERT_EQ(t->cpus[59].core_id, 27);
+                        } else if (streq(m->name, "2s8c-smt2-numa2")) {
+                                ASSERT_EQ(t->cpus[24].node, 1);      /* package 1: 8-15,24-31 */
+                                ASSERT_EQ(t->cpus[24].core_id, 8);
+                                ASSERT_EQ(t->cpus[24].package_id, 1);
+                        }
+                        topology_free(t);
+                }
+}
+
 static void test_real(void) {
         struct topology *t = NULL;
         cpu_set_t set;
@@ -231,6 +279,7 @@ int main(void) {
         test_smp2();
         test_smt();
         test_variants();
+        test_machines();
         test_real();
         test_synthetic();
         return 0;
