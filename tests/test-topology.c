@@ -170,13 +170,92 @@ static void test_variants(void) {
         test_write_at(root, "/sys/devices/system/cpu/online", "0-2047\n");
         ASSERT_EQ(topology_load(root, &t), -E2BIG);
 
-        /* A malformed list is an error, not a guess. */
-        test_write_at(root, "/sys/devices/system/cpu/online", "0-1\n");
-        test_write_at(root, "/sys/devices/system/cpu/isolated", "1-x\n");
-        ASSERT_EQ(topology_load(root, &t), -EINVAL);
-
         /* Nothing there at all. */
         ASSERT_EQ(topology_load("/nonexistent-root", &t), -ENOENT);
+}
+
+/* True if some note of t starts with prefix (notes name their file first). */
+static bool has_note(const struct topology *t, const char *prefix) {
+        for (int i = 0; i < t->n_notes; i++)
+                if (strncmp(t->notes[i], prefix, strlen(prefix)) == 0)
+                        return true;
+        return false;
+}
+
+/*
+ * A file that is there but cannot be read or parsed: the load goes on
+ * with a fallback and a note naming the file. Only the CPU set is required.
+ */
+static void test_unreadable(void) {
+        static const char cpu[] = "/sys/devices/system/cpu";
+        struct topology *t = NULL;
+        const char *root;
+        char rel[128];
+
+        root = copy_fixture("sample/smt2x2x2");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(t->n_notes, 0);   /* a sound tree has nothing to say */
+        topology_free(t);
+
+        /* A malformed L3 of CPU 3: its LLC is its package's (CPU 2's), not its L2. */
+        test_write_at(root, "/sys/devices/system/cpu/cpu3/cache/index3/shared_cpu_list", "2-x\n");
+        /* A malformed sibling list: CPU 5 its own core. */
+        test_write_at(root, "/sys/devices/system/cpu/cpu5/topology/thread_siblings_list", "garbage\n");
+        /* An unreadable package id (a directory: read() fails with EISDIR): package 0. */
+        test_remove_at(root, "/sys/devices/system/cpu/cpu6/topology/physical_package_id");
+        snprintf(rel, sizeof(rel), "%s/sys/devices/system/cpu/cpu6/topology/physical_package_id", root);
+        ASSERT_OK(mkdir(rel, 0755));
+        /* A malformed node: its CPUs in node 0. */
+        test_write_at(root, "/sys/devices/system/node/node1/cpulist", "2-3,6-\n");
+        /* Malformed isolated: no CPU known to be isolated. */
+        test_write_at(root, "/sys/devices/system/cpu/isolated", "1-x\n");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(t->n_cpus, 8);
+        ASSERT_EQ(t->cpus[3].llc_id, 2);
+        ASSERT_EQ(t->cpus[5].core_id, 5);
+        ASSERT_EQ(t->cpus[1].core_id, 1);    /* CPU 5's sibling still knows its core */
+        ASSERT_EQ(t->cpus[6].package_id, 0);
+        for (int c = 0; c < 8; c++)
+                ASSERT_EQ(t->cpus[c].node, 0);
+        ASSERT_TRUE(cpumask_empty(&t->isolated));
+        ASSERT_EQ(t->n_notes, 5);
+        ASSERT_TRUE(has_note(t, "/sys/devices/system/cpu/cpu3/cache/index3/shared_cpu_list: malformed"));
+        ASSERT_TRUE(has_note(t, "/sys/devices/system/cpu/cpu5/topology/thread_siblings_list: malformed"));
+        ASSERT_TRUE(has_note(t, "/sys/devices/system/cpu/cpu6/topology/physical_package_id: Is a directory"));
+        ASSERT_TRUE(has_note(t, "/sys/devices/system/node/node1/cpulist: malformed"));
+        ASSERT_TRUE(has_note(t, "/sys/devices/system/cpu/isolated: malformed"));
+        ASSERT_EQ(t->n_notes_dropped, 0);
+        topology_free(t);
+
+        /* More notes than are kept: the rest are counted. */
+        for (int c = 0; c < 8; c++) {
+                snprintf(rel, sizeof(rel), "%s/cpu%d/cache/index0/level", cpu, c);
+                test_write_at(root, rel, "one\n");
+        }
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(t->n_notes, TOPOLOGY_NOTES_MAX);
+        ASSERT_EQ(t->n_notes + t->n_notes_dropped, 5 - 1 + 8);   /* CPU 3's L3 is not reached now */
+        ASSERT_EQ(t->n_llcs, 2);                                  /* every CPU: its package's */
+        topology_free(t);
+
+        /* A malformed "possible": "present" gives the CPUs, with a note. */
+        root = copy_fixture("sample/smt2x2x2");
+        test_write_at(root, "/sys/devices/system/cpu/possible", "0-\n");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(t->n_cpus, 8);
+        ASSERT_TRUE(has_note(t, "/sys/devices/system/cpu/possible: malformed"));
+        topology_free(t);
+
+        /* A malformed "online": every CPU of the list taken as online. */
+        test_write_at(root, "/sys/devices/system/cpu/online", "x\n");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(cpumask_weight(&t->online), 8);
+        ASSERT_TRUE(has_note(t, "/sys/devices/system/cpu/online: malformed"));
+        topology_free(t);
+
+        /* No CPU list that parses: fatal, the only thing that is. */
+        test_write_at(root, "/sys/devices/system/cpu/present", "?\n");
+        ASSERT_EQ(topology_load(root, &t), -EINVAL);
 }
 
 /* The counts each spec states, and the per-CPU facts a few layouts are built to show. */
@@ -279,6 +358,7 @@ int main(void) {
         test_smp2();
         test_smt();
         test_variants();
+        test_unreadable();
         test_machines();
         test_real();
         test_synthetic();
