@@ -49,6 +49,21 @@ static inline const char *test_mkdtemp(char *buf, size_t size, const char *prefi
         return buf;
 }
 
+/*
+ * As test_mkdtemp(), for trees of thousands of files (tests/machines.c): in
+ * /dev/shm when TMPDIR is not set and /dev/shm is writable. A 256-CPU tree
+ * is about 3,900 files; on the development VM's ext4 /tmp creating them took
+ * 2 s, on tmpfs 0.1 s. tests/daemon-machines.sh picks its directory the same way.
+ */
+static inline const char *test_mkdtemp_tree(char *buf, size_t size, const char *prefix) {
+        if (!getenv("TMPDIR") && access("/dev/shm", W_OK) == 0) {
+                snprintf(buf, size, "/dev/shm/%sXXXXXX", prefix);
+                if (mkdtemp(buf))
+                        return buf;
+        }
+        return test_mkdtemp(buf, size, prefix);
+}
+
 /* Remove the files directly in dir (state directories hold no subdirectories), keep dir. */
 static inline void test_clean_dir(const char *dir) {
         DIR *d = opendir(dir);
