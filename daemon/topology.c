@@ -182,6 +182,54 @@ static void topology_count(struct topology *t) {
         t->n_cores = count_distinct(t, offsetof(struct topo_cpu, core_id));
         t->n_llcs = count_distinct(t, offsetof(struct topo_cpu, llc_id));
         t->n_nodes = count_distinct(t, offsetof(struct topo_cpu, node));
+        t->n_capacities = count_distinct(t, offsetof(struct topo_cpu, capacity));
+}
+
+/*
+ * CPU capacities. arm64 writes cpuN/cpu_capacity (1024 for the biggest
+ * cores); x86 has no such file, but an Intel hybrid part lists its P and E
+ * cores as the CPUs of the cpu_core and cpu_atom PMUs. Without either,
+ * every CPU is 1024. A file that cannot be read leaves a note and 1024.
+ */
+#define CAPACITY_MAX 1024
+#define CAPACITY_ATOM 512
+
+static void load_capacities(const char *root, struct topology *t, const cpumask_t *possible) {
+        static const char *const pmus[2] = { "/sys/devices/cpu_core/cpus", "/sys/devices/cpu_atom/cpus" };
+        cpumask_t lists[2];
+        bool have[2], any = false;
+        int r;
+
+        CPUMASK_FOREACH(c, possible) {
+                char rel[128];
+                int v;
+
+                if (c >= t->n_cpus)
+                        break;
+                snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/cpu_capacity", c);
+                r = read_int(root, rel, &v);
+                if (r >= 0 && v > 0) {
+                        t->cpus[c].capacity = MIN(v, CAPACITY_MAX);
+                        any = true;
+                } else if (r != -ENOENT)
+                        topology_note(t, "%s: %s; CPU %d taken as full capacity", rel,
+                                      read_error(r < 0 ? r : -ERANGE), c);
+        }
+        if (any)
+                return;
+
+        for (int i = 0; i < 2; i++) {
+                r = read_cpulist(root, pmus[i], &lists[i], &have[i]);
+                if (r < 0) {
+                        topology_note(t, "%s: %s; all CPUs taken as full capacity", pmus[i], read_error(r));
+                        return;
+                }
+        }
+        if (!have[0] || !have[1])
+                return;
+        CPUMASK_FOREACH(c, &lists[1])
+                if (c < t->n_cpus && !cpumask_test(&lists[0], c))
+                        t->cpus[c].capacity = CAPACITY_ATOM;
 }
 
 /* NUMA nodes: /sys/devices/system/node/nodeN/cpulist. No directory: node 0 for all. */
@@ -317,6 +365,7 @@ int topology_load(const char *root, struct topology **ret) {
                 tc->package_id = 0;
                 tc->llc_id = -1;
                 tc->node = 0;
+                tc->capacity = CAPACITY_MAX;
                 if (cpumask_test(&possible, c))
                         load_cpu(root, t, c);
         }
@@ -333,6 +382,7 @@ int topology_load(const char *root, struct topology **ret) {
                 }
 
         load_nodes(root, t);
+        load_capacities(root, t, &possible);
         /* Unreadable: no CPU is known to be isolated. Tasks' default affinity
          * already leaves isolcpus= CPUs out, and the note says what is unknown. */
         load_cpulist_noted(root, t, SYS_CPU "/isolated", "isolated", &t->isolated);
@@ -379,6 +429,7 @@ int topology_to_json(const struct topology *t, struct json_object **ret) {
         json_object_object_add(o, "cores", json_object_new_int(t->n_cores));
         json_object_object_add(o, "llcs", json_object_new_int(t->n_llcs));
         json_object_object_add(o, "nodes", json_object_new_int(t->n_nodes));
+        json_object_object_add(o, "capacities", json_object_new_int(t->n_capacities));
         json_object_object_add(o, "isolated", json_object_new_string(cpumask_format_list(&t->isolated, buf, sizeof(buf))));
         json_object_object_add(o, "nohz_full", json_object_new_string(cpumask_format_list(&t->nohz_full, buf, sizeof(buf))));
         json_object_object_add(o, "usable", json_object_new_string(cpumask_format_list(&usable, buf, sizeof(buf))));
@@ -415,6 +466,8 @@ struct topology *topology_new_synthetic(int n_cpus, const struct topo_cpu *cpus)
         for (int c = 0; c < n_cpus; c++) {
                 t->cpus[c] = cpus[c];
                 t->cpus[c].online = true;
+                if (t->cpus[c].capacity <= 0)
+                        t->cpus[c].capacity = CAPACITY_MAX;
         }
         t->online = cpumask_first_n(n_cpus);
         t->self_allowed = t->online;

@@ -20,6 +20,11 @@ struct topo_cpu {
         int llc_id;      /* first CPU of the LLC's shared_cpu_list */
         int package_id;  /* physical_package_id */
         int node;        /* NUMA node, 0 if the machine has none */
+        /* Compute capacity on cpu_capacity's scale, 1024 for the fastest CPUs:
+         * cpuN/cpu_capacity (arm64, big.LITTLE), else 1024 for Intel hybrid's
+         * cpu_core CPUs and 512 for its cpu_atom ones (an order, not a
+         * measurement), else 1024. Placement only compares it. */
+        int capacity;
 };
 
 struct topology {
@@ -30,6 +35,7 @@ struct topology {
         cpumask_t nohz_full;    /* /sys/devices/system/cpu/nohz_full */
         cpumask_t self_allowed; /* the daemon's own allowed CPUs */
         int n_llcs, n_nodes, n_cores;
+        int n_capacities;       /* distinct capacities among online CPUs: 2 on a hybrid machine */
         /* Files that were there but could not be read or parsed, each with
          * what was assumed instead ("<path>: malformed; CPU 3 taken as its
          * own core"). The daemon logs them and `affctl status` shows them. */
@@ -58,6 +64,7 @@ int topology_to_json(const struct topology *t, struct json_object **ret);
 
 /*
  * Build a topology from a compact description, for tests:
- * n CPUs, each given (core_id, llc_id, package_id, node). All online.
+ * n CPUs, each given (core_id, llc_id, package_id, node, capacity; 0 for
+ * 1024). All online.
  */
 struct topology *topology_new_synthetic(int n_cpus, const struct topo_cpu *cpus);

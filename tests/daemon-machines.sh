@@ -56,13 +56,13 @@ list_weight='if . == "" then 0 else split(",") | map(split("-") | map(tonumber) 
         if length == 2 then .[1] - .[0] + 1 else 1 end) | add end'
 
 n=0
-while read -r name kernel cpus online cores llcs nodes usable; do
+while read -r name kernel cpus online cores llcs nodes usable capacities; do
         run_on "$name" "$kernel"
         got=$(ctl status --json | jq -c ".topology | [.cpus, .online, .cores, .llcs, .nodes,
-                (.usable | $list_weight), (.notes | length)]")
-        want="[$cpus,$online,$cores,$llcs,$nodes,$usable,0]"
+                (.usable | $list_weight), .capacities, (.notes | length)]")
+        want="[$cpus,$online,$cores,$llcs,$nodes,$usable,$capacities,0]"
         [ "$got" = "$want" ] || { ctl status --json | jq .topology
-                fail "$name on $kernel: status topology [cpus,online,cores,llcs,nodes,usable,notes] $got, want $want"; }
+                fail "$name on $kernel: status topology [cpus,online,cores,llcs,nodes,usable,capacities,notes] $got, want $want"; }
         ! grep -E '^affinityd\[(warning|err)\]' "$RUNDIR/daemon.log" ||
                 fail "$name on $kernel: the daemon warned on a sound tree"
         stop_clean "$name on $kernel"

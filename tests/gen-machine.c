@@ -2,7 +2,7 @@
 /*
  * gen-machine: the machines of tests/machines.c for shell tests.
  *   gen-machine list                   one line per machine and kernel:
- *                                      NAME KERNEL CPUS ONLINE CORES LLCS NODES USABLE
+ *                                      NAME KERNEL CPUS ONLINE CORES LLCS NODES USABLE CAPACITIES
  *   gen-machine write NAME KERNEL DIR  write its /proc and /sys below DIR
  */
 #include <stdio.h>
@@ -17,9 +17,9 @@ int main(int argc, char **argv) {
         if (argc == 2 && strcmp(argv[1], "list") == 0) {
                 for (m = machines; m->name; m++)
                         for (const char *const *k = machine_kernels; *k; k++)
-                                printf("%s %s %d %d %d %d %d %d\n", m->name, *k, m->expect.cpus,
+                                printf("%s %s %d %d %d %d %d %d %d\n", m->name, *k, m->expect.cpus,
                                        m->expect.online, m->expect.cores, m->expect.llcs, m->expect.nodes,
-                                       m->expect.usable);
+                                       m->expect.usable, m->expect.capacities);
                 return 0;
         }
         if (argc != 5 || strcmp(argv[1], "write") != 0) {

@@ -38,6 +38,7 @@ struct machine_expect {
         int llcs;
         int nodes;
         int usable;     /* online, not isolated, not nohz_full */
+        int capacities; /* distinct CPU capacities: 2 on a hybrid machine */
 };
 
 struct machine {

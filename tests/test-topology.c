@@ -255,6 +255,27 @@ static void test_unreadable(void) {
         /* No CPU list that parses: fatal, the only thing that is. */
         test_write_at(root, "/sys/devices/system/cpu/present", "?\n");
         ASSERT_EQ(topology_load(root, &t), -EINVAL);
+
+        /* A malformed cpu_capacity: that CPU at full capacity, the others as read. */
+        cleanup();
+        root = test_mkdtemp_tree(tmp_root, sizeof(tmp_root), "test-topology.");
+        ASSERT_OK(machine_write(machine_find("biglittle-4+4"), "6.18", root));
+        test_write_at(root, "/sys/devices/system/cpu/cpu2/cpu_capacity", "big\n");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(t->cpus[2].capacity, 1024);
+        ASSERT_EQ(t->cpus[1].capacity, 446);
+        ASSERT_TRUE(has_note(t, "/sys/devices/system/cpu/cpu2/cpu_capacity: malformed"));
+        topology_free(t);
+
+        /* Intel's PMU lists, malformed: every CPU at full capacity, with a note. */
+        cleanup();
+        root = test_mkdtemp_tree(tmp_root, sizeof(tmp_root), "test-topology.");
+        ASSERT_OK(machine_write(machine_find("hybrid-8p16e"), "6.1", root));
+        test_write_at(root, "/sys/devices/cpu_atom/cpus", "16-\n");
+        ASSERT_OK(topology_load(root, &t));
+        ASSERT_EQ(t->n_capacities, 1);
+        ASSERT_TRUE(has_note(t, "/sys/devices/cpu_atom/cpus: malformed"));
+        topology_free(t);
 }
 
 /* The counts each spec states, and the per-CPU facts a few layouts are built to show. */
@@ -275,6 +296,7 @@ static void test_machines(void) {
                         ASSERT_EQ(t->n_cores, m->expect.cores);
                         ASSERT_EQ(t->n_llcs, m->expect.llcs);
                         ASSERT_EQ(t->n_nodes, m->expect.nodes);
+                        ASSERT_EQ(t->n_capacities, m->expect.capacities);
                         cpumask_t u = topology_usable(t);
                         ASSERT_EQ(cpumask_weight(&u), m->expect.usable);
                         cpumask_t nohz = m->nohz_full ? mask(m->nohz_full) : (cpumask_t) {};
@@ -292,6 +314,11 @@ static void test_machines(void) {
                                 ASSERT_EQ(t->cpus[1].core_id, 0);    /* P core: threads 0 and 1 */
                                 ASSERT_EQ(t->cpus[17].core_id, 17);  /* E core: one thread */
                                 ASSERT_EQ(t->cpus[31].llc_id, 0);
+                                ASSERT_EQ(t->cpus[15].capacity, 1024);   /* cpu_core */
+                                ASSERT_EQ(t->cpus[16].capacity, 512);    /* cpu_atom */
+                        } else if (streq(m->name, "biglittle-4+4")) {
+                                ASSERT_EQ(t->cpus[3].capacity, 446);     /* cpu_capacity, little */
+                                ASSERT_EQ(t->cpus[4].capacity, 1024);
                         } else if (streq(m->name, "smt64-offline")) {
                                 ASSERT_TRUE(!t->cpus[60].online && t->cpus[59].online);
                                 ASSERT_EQ(t->cpus[59].core_id, 27);
