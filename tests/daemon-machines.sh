@@ -4,7 +4,8 @@
 # tests/gen-machine writes), reports the topology the spec states in
 # `affctl status`, logs no warning or error, and stops cleanly on SIGTERM.
 # Then the same with files it cannot read: it starts, warns naming each
-# file, and lists the notes in its status; without any CPU list it refuses.
+# file, and lists the notes in its status; the same after CPUs go offline
+# under it; without any CPU list it refuses.
 # --dry-run and a private runtime and config directory: nothing on this
 # machine is changed.
 set -euo pipefail
@@ -95,7 +96,28 @@ for f in /sys/devices/system/cpu/cpu20/cache/index3/shared_cpu_list \
 done
 stop_clean "broken hybrid"
 
+# Hotplug under the running daemon: smt8's CPUs 4-7 go offline (the tree
+# becomes smt8-nosmt's, as `echo 0 > cpuN/online` leaves it), with a
+# malformed sibling list in the new tree: it re-reads the topology, status
+# follows, and it warns naming the file.
+run_on smt8 6.18
+new=$work/smt8-nosmt-new
+mkdir -p "$new"
+"$GEN" write smt8-nosmt 6.18 "$new" || fail "gen-machine write smt8-nosmt"
+echo garbage > "$new/sys/devices/system/cpu/cpu1/topology/thread_siblings_list"
+mv "$root/sys" "$root/sys.old" && mv "$new/sys" "$root/sys"
+online_is() { [ "$(ctl status --json | jq '.topology.online')" = "$1" ]; }
+wait_for 10 online_is 4 ||
+        { cat "$RUNDIR/daemon.log"; fail "hotplug: status still says $(ctl status --json | jq .topology.online) online CPUs, want 4"; }
+grep -q 'online CPUs changed: 0-7 → 0-3' "$RUNDIR/daemon.log" || fail "hotplug: not logged"
+got=$(ctl status --json | jq -c '.topology | [.cpus, .online, .cores, (.notes | length)]')
+[ "$got" = "[8,4,4,1]" ] || fail "hotplug: status topology $got, want [8,4,4,1]"
+grep -qF 'affinityd[warning]: topology: /sys/devices/system/cpu/cpu1/topology/thread_siblings_list: ' \
+        "$RUNDIR/daemon.log" || { cat "$RUNDIR/daemon.log"; fail "hotplug: no warning naming the file"; }
+stop_clean "smt8 after hotplug"
+
 # No CPU list that parses: it refuses to start, and says why.
+cpu=$root/sys/devices/system/cpu
 for f in possible present online; do echo 'x' > "$cpu/$f"; done
 RUNDIR=$work/run-nocpus
 mkdir -p "$RUNDIR"
@@ -106,4 +128,4 @@ timeout 20 "$AFFINITYD" --root "$root" --runtime-dir "$RUNDIR" --config-dir "$cf
 grep -q "cannot read the CPU topology below $root" "$RUNDIR/daemon.log" ||
         { cat "$RUNDIR/daemon.log"; fail "no CPU list: no error saying so"; }
 
-echo "ok: started and stopped on $n machine trees with the topology of each spec; runs on unreadable files with notes; refuses without a CPU list"
+echo "ok: started and stopped on $n machine trees with the topology of each spec; runs on unreadable files with notes, also after hotplug; refuses without a CPU list"
