@@ -78,6 +78,9 @@ const struct machine machines[] = {
         { .name = "smt256", .what = "2 sockets x 4 CCDs x 16 cores x SMT2, a node per socket",
           .packages = 2, .llcs = 4, .cores = 16, .threads = 2, .nodes = 2,
           .expect = { 256, 256, 128, 8, 2, 256, 1 } },
+        { .name = "smt1024", .what = "the most the daemon takes (CPUMASK_MAX): 4 sockets x 8 L3s x 16 cores x SMT2",
+          .packages = 4, .llcs = 8, .cores = 16, .threads = 2, .nodes = 4,
+          .expect = { 1024, 1024, 512, 32, 4, 1024, 1 } },
         {},
 };
 
