@@ -3,9 +3,10 @@
  * topology_load() on fixture trees (tests/fixtures/sample/: a 2-CPU VM and
  * a 2-socket SMT machine with isolated and nohz_full CPUs), on variants of
  * them written into a temporary copy (no cache info, no node directory,
- * an offline CPU, "(null)" nohz_full, too many CPUs), on every machine of
- * tests/machines.c as each supported kernel writes it, on this machine's
- * real /sys, and topology_new_synthetic().
+ * an offline CPU, "(null)" nohz_full padded as 6.1 pads it, too many CPUs,
+ * files that cannot be read: each a fallback and a note), on every machine
+ * of tests/machines.c as each supported kernel writes it, on this
+ * machine's real /sys, and topology_new_synthetic().
  */
 #include <fcntl.h>
 #include <ftw.h>
