@@ -337,6 +337,14 @@ static void on_applier_event(const struct applier_event *ev, void *userdata) {
         log_fields(&m->log, level, fields, "%s", ev->message ? ev->message : applier_event_kind_to_string(ev->kind));
 }
 
+/* What the topology could not read, at each (re)load: the daemon runs on what it has. */
+static void log_topology_notes(struct manager *m, const struct topology *t) {
+        for (int i = 0; i < t->n_notes; i++)
+                log_fields(&m->log, LOG_WARNING, NULL, "topology: %s", t->notes[i]);
+        if (t->n_notes_dropped > 0)
+                log_fields(&m->log, LOG_WARNING, NULL, "topology: %d more file(s) not read", t->n_notes_dropped);
+}
+
 static void check_hotplug(struct manager *m) {
         char online[sizeof(m->topo_online)];
         struct topology *t = NULL;
@@ -353,6 +361,7 @@ static void check_hotplug(struct manager *m) {
                 return;
         }
         log_fields(&m->log, LOG_NOTICE, NULL, "online CPUs changed: %s → %s", m->topo_online, online);
+        log_topology_notes(m, t);
         snprintf(m->topo_online, sizeof(m->topo_online), "%s", online);
         sampler_set_topology(m->sampler, t);
         if (m->wake)
@@ -729,6 +738,7 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 log_errno(&m->log, LOG_ERR, r, "cannot read the CPU topology below %s", m->root);
                 goto fail;
         }
+        log_topology_notes(m, m->topo);
         (void) util_read_file_at(m->root, "/sys/devices/system/cpu/online", m->topo_online,
                                  sizeof(m->topo_online));
         util_strip(m->topo_online);
@@ -989,6 +999,8 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
 
         snprintf(buf, sizeof(buf), "%s", m->topo_online);
         JADD(o, "online_cpus", json_object_new_string(buf));
+        if (topology_to_json(m->topo, &x) >= 0)
+                JADD(o, "topology", x);
         *ret = o;
         return 0;
 }

@@ -15,8 +15,10 @@
  *     thing then);
  *  3. only onto usable CPUs (online, not isolated, not nohz_full) within
  *     the task's own allowed set and the policy's CPUs=;
- *  4. prefer the CPU the hog is already on, but first spread over nodes,
- *     LLCs and cores before putting two hogs on SMT siblings;
+ *  4. prefer the CPU the hog is already on, but first: never put two hogs
+ *     on SMT siblings while a core has none, then the highest-capacity
+ *     CPUs (a hybrid part's P cores before its E cores, big before
+ *     little), then spread over nodes and LLCs;
  *  5. a pinned hog stays pinned while it still wants a CPU (its demand:
  *     util + run delay; a pinned hog no longer migrates, so migrations
  *     cannot be the test), and is released after Hysteresis= intervals
@@ -434,6 +436,7 @@ static void domain_load(struct hog_plan *hp, bool by_node, int c, unsigned *ret_
 
 struct cpu_score {
         int smt;                  /* taken SMT siblings */
+        int capacity;             /* topo_cpu.capacity: higher is better */
         int soft;                 /* other busy threads there */
         unsigned node_c, node_t;  /* node load as claimed/total */
         unsigned llc_c, llc_t;
@@ -449,6 +452,12 @@ static int score_cmp(const struct cpu_score *a, const struct cpu_score *b) {
          * not pinned will be moved off by the kernel's balancer */
         if (a->smt != b->smt)
                 return a->smt < b->smt ? -1 : 1;
+        /* A pin is for good too: a hog pinned to an E core (or a little
+         * one) stays on the slower core for as long as it is pinned. After
+         * smt, so that a free E core comes before a P core's second thread,
+         * the order Linux's ITMT priorities give busy tasks. */
+        if (a->capacity != b->capacity)
+                return a->capacity > b->capacity ? -1 : 1;
         if (a->soft != b->soft)
                 return a->soft < b->soft ? -1 : 1;
         x = (uint64_t) a->node_c * b->node_t;
@@ -477,6 +486,7 @@ static int pick_cpu(struct hog_plan *hp, const struct hog_item *it) {
 
                 if (c >= n)
                         break;
+                s.capacity = topo->cpus[c].capacity;
                 if (cpu_taken(hp, c))
                         continue;
 

@@ -3,9 +3,12 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <json-c/json.h>
 
 #include "common/util.h"
 #include "topology.h"
@@ -23,12 +26,15 @@ static bool root_is_real(const char *root) {
 }
 
 /*
- * Read a CPU list file. Absent, empty and "(null)" (what some kernels print
- * for nohz_full when it is not configured) all give the empty mask; only a
- * malformed list is an error.
+ * Read a CPU list file. Absent, empty and "(null)" all give the empty mask;
+ * only a malformed list is an error. Linux 6.1 prints nohz_full without
+ * nohz_full= as "%*pbl" of a NULL mask: "(null)" right-aligned to the CPU
+ * count, so at 8 CPUs it is "  (null)" and at 64 it has 58 blanks before it;
+ * later kernels print an empty line.
  */
 static int read_cpulist(const char *root, const char *path, cpumask_t *ret, bool *ret_present) {
         char buf[4096];
+        const char *s;
         ssize_t n;
 
         cpumask_zero(ret);
@@ -41,10 +47,10 @@ static int read_cpulist(const char *root, const char *path, cpumask_t *ret, bool
                 return (int) n;
         if (ret_present)
                 *ret_present = true;
-        util_strip(buf);
-        if (buf[0] == '\0' || streq(buf, "(null)"))
+        s = util_strip(buf);
+        if (s[0] == '\0' || streq(s, "(null)"))
                 return 0;
-        return cpumask_parse_list(buf, ret);
+        return cpumask_parse_list(s, ret);
 }
 
 static int read_int(const char *root, const char *path, int *ret) {
@@ -57,8 +63,38 @@ static int read_int(const char *root, const char *path, int *ret) {
         return util_parse_int(util_strip(buf), ret);
 }
 
-/* First CPU of a list file, or -errno. */
-static int read_first_cpu(const char *root, const char *path) {
+__attribute__((format(printf, 2, 3)))
+static void topology_note(struct topology *t, const char *fmt, ...) {
+        va_list ap;
+
+        if (t->n_notes >= TOPOLOGY_NOTES_MAX) {
+                t->n_notes_dropped++;
+                return;
+        }
+        va_start(ap, fmt);
+        vsnprintf(t->notes[t->n_notes++], TOPOLOGY_NOTE_MAX, fmt, ap);
+        va_end(ap);
+}
+
+/* Why a file could not be used, in the words of a note. */
+static const char *read_error(int r) {
+        switch (r) {
+        case -EINVAL:
+                return "malformed";
+        case -ENODATA:
+                return "empty";
+        case -ERANGE:
+        case -E2BIG:
+                return "out of range";
+        case -ENOENT:
+                return "missing";
+        default:
+                return strerror(-r);
+        }
+}
+
+/* First CPU of a list file, below n_cpus; -ENOENT if absent, -ENODATA if empty. */
+static int read_first_cpu(const char *root, const char *path, int n_cpus) {
         cpumask_t m;
         bool present;
         int r;
@@ -69,7 +105,9 @@ static int read_first_cpu(const char *root, const char *path) {
         if (!present)
                 return -ENOENT;
         r = cpumask_next(&m, 0);
-        return r < 0 ? -ENODATA : r;
+        if (r < 0)
+                return -ENODATA;
+        return r < n_cpus ? r : -ERANGE;
 }
 
 /*
@@ -77,29 +115,38 @@ static int read_first_cpu(const char *root, const char *path) {
  * at equal level a Unified or Data cache over an Instruction cache (L1i
  * and L1d share level 1 but only data placement matters). Returns the
  * first CPU of its shared_cpu_list, or -ENOENT if the CPU has no cache info
- * (some VMs and arm64 boards).
+ * (some VMs and arm64 boards). A file that cannot be read makes it -ENOENT
+ * too, with a note: the caches that remain (say L2 without L3) would name
+ * a wrong LLC, the package is the better guess.
  */
-static int read_llc(const char *root, int cpu) {
+static int read_llc(const char *root, struct topology *t, int cpu) {
         char rel[128];
         int best_level = -1, best_first = -ENOENT;
         bool best_instruction = true;
 
         for (int i = 0; i < 16; i++) {
                 char type[32] = "";
-                int level, first;
+                int level, first, r;
                 bool instruction;
 
                 snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/cache/index%d/level", cpu, i);
-                if (read_int(root, rel, &level) < 0)
+                r = read_int(root, rel, &level);
+                if (r == -ENOENT)
                         break;   /* index directories are numbered without gaps */
+                if (r < 0) {
+                        topology_note(t, "%s: %s; CPU %d's LLC taken as its package's", rel, read_error(r), cpu);
+                        return -ENOENT;
+                }
                 snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/cache/index%d/type", cpu, i);
-                if (util_read_file_at(root, rel, type, sizeof(type)) >= 0)
-                        util_strip(type);
-                instruction = streq(type, "Instruction");
+                instruction = util_read_file_at(root, rel, type, sizeof(type)) >= 0 &&
+                              streq(util_strip(type), "Instruction");
                 snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/cache/index%d/shared_cpu_list", cpu, i);
-                first = read_first_cpu(root, rel);
-                if (first < 0)
-                        continue;
+                first = read_first_cpu(root, rel, t->n_cpus);
+                if (first < 0) {
+                        topology_note(t, "%s: %s; CPU %d's LLC taken as its package's", rel,
+                                      read_error(first), cpu);
+                        return -ENOENT;
+                }
                 if (level > best_level || (level == best_level && best_instruction && !instruction)) {
                         best_level = level;
                         best_first = first;
@@ -135,38 +182,145 @@ static void topology_count(struct topology *t) {
         t->n_cores = count_distinct(t, offsetof(struct topo_cpu, core_id));
         t->n_llcs = count_distinct(t, offsetof(struct topo_cpu, llc_id));
         t->n_nodes = count_distinct(t, offsetof(struct topo_cpu, node));
+        t->n_capacities = count_distinct(t, offsetof(struct topo_cpu, capacity));
+}
+
+/*
+ * CPU capacities. arm64 writes cpuN/cpu_capacity (1024 for the biggest
+ * cores); x86 has no such file, but an Intel hybrid part lists its P and E
+ * cores as the CPUs of the cpu_core and cpu_atom PMUs. Without either,
+ * every CPU is 1024. A file that cannot be read leaves a note and 1024.
+ */
+#define CAPACITY_MAX 1024
+#define CAPACITY_ATOM 512
+
+static void load_capacities(const char *root, struct topology *t, const cpumask_t *possible) {
+        static const char *const pmus[2] = { "/sys/devices/cpu_core/cpus", "/sys/devices/cpu_atom/cpus" };
+        cpumask_t lists[2];
+        bool have[2], any = false;
+        int r;
+
+        CPUMASK_FOREACH(c, possible) {
+                char rel[128];
+                int v;
+
+                if (c >= t->n_cpus)
+                        break;
+                snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/cpu_capacity", c);
+                r = read_int(root, rel, &v);
+                if (r >= 0 && v > 0) {
+                        t->cpus[c].capacity = MIN(v, CAPACITY_MAX);
+                        any = true;
+                } else if (r != -ENOENT)
+                        topology_note(t, "%s: %s; CPU %d taken as full capacity", rel,
+                                      read_error(r < 0 ? r : -ERANGE), c);
+        }
+        if (any)
+                return;
+
+        for (int i = 0; i < 2; i++) {
+                r = read_cpulist(root, pmus[i], &lists[i], &have[i]);
+                if (r < 0) {
+                        topology_note(t, "%s: %s; all CPUs taken as full capacity", pmus[i], read_error(r));
+                        return;
+                }
+        }
+        if (!have[0] || !have[1])
+                return;
+        CPUMASK_FOREACH(c, &lists[1])
+                if (c < t->n_cpus && !cpumask_test(&lists[0], c))
+                        t->cpus[c].capacity = CAPACITY_ATOM;
 }
 
 /* NUMA nodes: /sys/devices/system/node/nodeN/cpulist. No directory: node 0 for all. */
-static int load_nodes(const char *root, struct topology *t) {
+static void load_nodes(const char *root, struct topology *t) {
         char path[PATH_MAX];
         DIR *d;
         struct dirent *de;
-        int r = 0;
 
-        if (!util_path_at(path, sizeof(path), root, SYS_NODE))
-                return -ENAMETOOLONG;
+        if (!util_path_at(path, sizeof(path), root, SYS_NODE)) {
+                topology_note(t, SYS_NODE ": %s; all CPUs taken as node 0", strerror(ENAMETOOLONG));
+                return;
+        }
         d = opendir(path);
-        if (!d)
-                return errno == ENOENT ? 0 : -errno;
+        if (!d) {
+                if (errno != ENOENT)
+                        topology_note(t, SYS_NODE ": %s; all CPUs taken as node 0", strerror(errno));
+                return;
+        }
         while ((de = readdir(d))) {
                 char rel[128];
                 cpumask_t m;
-                int node;
+                int node, r;
 
                 if (strncmp(de->d_name, "node", 4) != 0 || util_parse_int(de->d_name + 4, &node) < 0 ||
                     node < 0)
                         continue;
                 snprintf(rel, sizeof(rel), SYS_NODE "/node%d/cpulist", node);
                 r = read_cpulist(root, rel, &m, NULL);
-                if (r < 0)
-                        break;
+                if (r < 0) {
+                        topology_note(t, "%s: %s; its CPUs taken as node 0", rel, read_error(r));
+                        continue;
+                }
                 CPUMASK_FOREACH(c, &m)
                         if (c < t->n_cpus)
                                 t->cpus[c].node = node;
         }
         closedir(d);
+}
+
+/*
+ * The CPU set: possible, else present, else online, the first that is
+ * there, parses and is not empty. -E2BIG (more CPUs than a cpumask_t
+ * holds) stops the search: a smaller file would only hide that.
+ */
+static int load_cpu_set(const char *root, struct topology *t, cpumask_t *ret) {
+        static const char *const files[] = { SYS_CPU "/possible", SYS_CPU "/present", SYS_CPU "/online" };
+        int r = -ENOENT;
+
+        for (size_t i = 0; i < ELEMENTSOF(files); i++) {
+                bool present;
+                int k = read_cpulist(root, files[i], ret, &present);
+
+                if (k == -E2BIG)
+                        return k;
+                if (k < 0) {
+                        topology_note(t, "%s: %s; %s", files[i], read_error(k),
+                                      i + 1 < ELEMENTSOF(files) ? "trying the next CPU list" : "no CPU list left");
+                        r = k;
+                } else if (present && !cpumask_empty(ret))
+                        return 0;
+        }
         return r;
+}
+
+/* Core, package and LLC of one CPU. Offline CPUs have no topology directory: left as set up. */
+static void load_cpu(const char *root, struct topology *t, int c) {
+        struct topo_cpu *tc = &t->cpus[c];
+        char rel[128];
+        int r, v;
+
+        snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/topology/thread_siblings_list", c);
+        r = read_first_cpu(root, rel, t->n_cpus);
+        if (r >= 0)
+                tc->core_id = r;
+        else if (tc->online)
+                topology_note(t, "%s: %s; CPU %d taken as its own core", rel, read_error(r), c);
+        snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/topology/physical_package_id", c);
+        r = read_int(root, rel, &v);
+        if (r >= 0 && v >= 0)
+                tc->package_id = v;   /* -1: not known (old arm64); package 0 */
+        else if (r < 0 && tc->online)
+                topology_note(t, "%s: %s; CPU %d taken as package 0", rel, read_error(r), c);
+        tc->llc_id = read_llc(root, t, c);
+}
+
+static void load_cpulist_noted(const char *root, struct topology *t, const char *path, const char *what,
+                               cpumask_t *ret) {
+        int r = read_cpulist(root, path, ret, NULL);
+
+        if (r < 0)
+                topology_note(t, "%s: %s; no CPU taken as %s", path, read_error(r), what);
 }
 
 int topology_load(const char *root, struct topology **ret) {
@@ -175,56 +329,45 @@ int topology_load(const char *root, struct topology **ret) {
         bool present;
         int r, last = -1;
 
-        r = read_cpulist(root, SYS_CPU "/possible", &possible, &present);
-        if (r >= 0 && (!present || cpumask_empty(&possible)))
-                r = read_cpulist(root, SYS_CPU "/present", &possible, &present);
-        if (r >= 0 && (!present || cpumask_empty(&possible)))
-                r = read_cpulist(root, SYS_CPU "/online", &possible, &present);
-        if (r < 0)
-                return r;   /* -E2BIG for > CPUMASK_MAX CPUs: refused, not truncated */
-        if (!present || cpumask_empty(&possible))
-                return -ENOENT;
-        CPUMASK_FOREACH(c, &possible)
-                last = c;
-
         t = calloc(1, sizeof(*t));
         if (!t)
                 return -ENOMEM;
+        r = load_cpu_set(root, t, &possible);
+        if (r < 0)
+                goto fail;
+        CPUMASK_FOREACH(c, &possible)
+                last = c;
         t->n_cpus = last + 1;
         t->cpus = calloc((size_t) t->n_cpus, sizeof(*t->cpus));
         if (!t->cpus) {
-                topology_free(t);
-                return -ENOMEM;
+                r = -ENOMEM;
+                goto fail;
         }
 
         r = read_cpulist(root, SYS_CPU "/online", &t->online, &present);
         if (r < 0)
-                goto fail;
-        if (!present)
+                topology_note(t, SYS_CPU "/online: %s; every CPU of the CPU list taken as online", read_error(r));
+        if (r < 0 || !present)
                 t->online = possible;   /* kernels without hotplug support */
         t->online = cpumask_and(&t->online, &possible);
+        if (cpumask_empty(&t->online)) {
+                topology_note(t, SYS_CPU "/online: no CPU of the CPU list; all of them taken as online");
+                t->online = possible;
+        }
 
         for (int c = 0; c < t->n_cpus; c++) {
                 struct topo_cpu *tc = &t->cpus[c];
-                char rel[128];
-                int v;
 
                 tc->online = cpumask_test(&t->online, c);
-                /* Offline CPUs have no topology directory: each is its own core,
-                 * package 0, until it comes online (and the topology is re-read). */
+                /* Until read (or when unreadable, or the CPU is offline): each CPU is
+                 * its own core, package 0, and the topology is re-read on hotplug. */
                 tc->core_id = c;
                 tc->package_id = 0;
                 tc->llc_id = -1;
                 tc->node = 0;
-
-                snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/topology/thread_siblings_list", c);
-                v = read_first_cpu(root, rel);
-                if (v >= 0)
-                        tc->core_id = v;
-                snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/topology/physical_package_id", c);
-                if (read_int(root, rel, &v) >= 0 && v >= 0)
-                        tc->package_id = v;
-                tc->llc_id = read_llc(root, c);
+                tc->capacity = CAPACITY_MAX;
+                if (cpumask_test(&possible, c))
+                        load_cpu(root, t, c);
         }
         /* No cache information: assume the package shares one LLC (the
          * common case on x86; on a VM without cache info nothing better is known). */
@@ -238,16 +381,12 @@ int topology_load(const char *root, struct topology **ret) {
                                 }
                 }
 
-        r = load_nodes(root, t);
-        if (r < 0)
-                goto fail;
-
-        r = read_cpulist(root, SYS_CPU "/isolated", &t->isolated, NULL);
-        if (r < 0)
-                goto fail;
-        r = read_cpulist(root, SYS_CPU "/nohz_full", &t->nohz_full, NULL);
-        if (r < 0)
-                goto fail;
+        load_nodes(root, t);
+        load_capacities(root, t, &possible);
+        /* Unreadable: no CPU is known to be isolated. Tasks' default affinity
+         * already leaves isolcpus= CPUs out, and the note says what is unknown. */
+        load_cpulist_noted(root, t, SYS_CPU "/isolated", "isolated", &t->isolated);
+        load_cpulist_noted(root, t, SYS_CPU "/nohz_full", "nohz_full", &t->nohz_full);
 
         /* Our own affinity is a property of this process, not of the tree under
          * root; with a fixture root it says nothing about the fixture's CPUs. */
@@ -268,6 +407,38 @@ int topology_load(const char *root, struct topology **ret) {
 fail:
         topology_free(t);
         return r;
+}
+
+int topology_to_json(const struct topology *t, struct json_object **ret) {
+        struct json_object *o, *notes;
+        char buf[4096];
+        cpumask_t usable;
+
+        if (!t || !ret)
+                return -EINVAL;
+        o = json_object_new_object();
+        notes = json_object_new_array();
+        if (!o || !notes) {
+                json_object_put(o);
+                json_object_put(notes);
+                return -ENOMEM;
+        }
+        usable = topology_usable(t);
+        json_object_object_add(o, "cpus", json_object_new_int(t->n_cpus));
+        json_object_object_add(o, "online", json_object_new_int((int) cpumask_weight(&t->online)));
+        json_object_object_add(o, "cores", json_object_new_int(t->n_cores));
+        json_object_object_add(o, "llcs", json_object_new_int(t->n_llcs));
+        json_object_object_add(o, "nodes", json_object_new_int(t->n_nodes));
+        json_object_object_add(o, "capacities", json_object_new_int(t->n_capacities));
+        json_object_object_add(o, "isolated", json_object_new_string(cpumask_format_list(&t->isolated, buf, sizeof(buf))));
+        json_object_object_add(o, "nohz_full", json_object_new_string(cpumask_format_list(&t->nohz_full, buf, sizeof(buf))));
+        json_object_object_add(o, "usable", json_object_new_string(cpumask_format_list(&usable, buf, sizeof(buf))));
+        for (int i = 0; i < t->n_notes; i++)
+                json_object_array_add(notes, json_object_new_string(t->notes[i]));
+        json_object_object_add(o, "notes", notes);
+        json_object_object_add(o, "notes_dropped", json_object_new_int(t->n_notes_dropped));
+        *ret = o;
+        return 0;
 }
 
 struct topology *topology_free(struct topology *t) {
@@ -295,6 +466,8 @@ struct topology *topology_new_synthetic(int n_cpus, const struct topo_cpu *cpus)
         for (int c = 0; c < n_cpus; c++) {
                 t->cpus[c] = cpus[c];
                 t->cpus[c].online = true;
+                if (t->cpus[c].capacity <= 0)
+                        t->cpus[c].capacity = CAPACITY_MAX;
         }
         t->online = cpumask_first_n(n_cpus);
         t->self_allowed = t->online;

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include "common/cpumask.h"
+#include "common/util.h"
 #include "test-util.h"
 
 static void test_list_roundtrip(void) {
@@ -43,7 +44,19 @@ static void test_ops(void) {
         ASSERT_EQ(cpumask_next(&c, 4), -1);
 }
 
+/* util_strip() works in place: callers that ignore its return value see the result. */
+static void test_strip(void) {
+        char nohz[] = "  (null)\n", blank[] = " \t\n", word[] = "x", empty[] = "";
+
+        ASSERT_TRUE(util_strip(nohz) == nohz);
+        ASSERT_STREQ(nohz, "(null)");
+        ASSERT_STREQ(util_strip(blank), "");
+        ASSERT_STREQ(util_strip(word), "x");
+        ASSERT_STREQ(util_strip(empty), "");
+}
+
 int main(void) {
+        test_strip();
         test_list_roundtrip();
         test_hex();
         test_ops();

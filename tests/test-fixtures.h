@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "common/util.h"
@@ -47,6 +48,26 @@ static inline const char *test_mkdtemp(char *buf, size_t size, const char *prefi
         snprintf(buf, size, "%s/%sXXXXXX", tmp ? tmp : "/tmp", prefix);
         ASSERT_TRUE(mkdtemp(buf));
         return buf;
+}
+
+/*
+ * As test_mkdtemp(), for trees of thousands of files (tests/machines.c): in
+ * /dev/shm when TMPDIR is not set and /dev/shm is writable with 256 MiB
+ * free. A 256-CPU tree is about 3,900 files; on the development VM's ext4
+ * /tmp creating them took 2 s, on tmpfs 0.1 s. The 1,024-CPU tree takes
+ * 62 MiB of tmpfs (a page a file), more than a container's default 64 MiB
+ * /dev/shm leaves. tests/daemon-machines.sh picks its directory the same way.
+ */
+static inline const char *test_mkdtemp_tree(char *buf, size_t size, const char *prefix) {
+        struct statvfs sv;
+
+        if (!getenv("TMPDIR") && access("/dev/shm", W_OK) == 0 && statvfs("/dev/shm", &sv) == 0 &&
+            (uint64_t) sv.f_bavail * sv.f_frsize >= UINT64_C(256) << 20) {
+                snprintf(buf, size, "/dev/shm/%sXXXXXX", prefix);
+                if (mkdtemp(buf))
+                        return buf;
+        }
+        return test_mkdtemp(buf, size, prefix);
 }
 
 /* Remove the files directly in dir (state directories hold no subdirectories), keep dir. */

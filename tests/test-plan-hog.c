@@ -415,6 +415,157 @@ static void test_smt_two_llcs(void) {
         world_done(&w);
 }
 
+/*
+ * The machines of tests/machines.c, as struct literals. Each hog is added
+ * last seen on a CPU the planner should not keep it on, so a test fails
+ * if "prefer the CPU it is on" wins over the machine's shape.
+ */
+
+/* Intel 8P+16E: P core k is CPUs 2k, 2k+1 (0-15), E cores 16-31; one LLC. */
+static void hybrid_topology(struct world *w) {
+        world_init_hogs(w, 32);
+        for (int c = 0; c < 32; c++)
+                w->cpus[c] = (struct topo_cpu) { .online = true, .core_id = c < 16 ? c / 2 * 2 : c,
+                                                 .capacity = c < 16 ? 1024 : 512 };
+        w->topo.n_cores = 24;
+        w->topo.n_capacities = 2;
+        w->cfg.daemon.max_actions_per_interval = 32;
+}
+
+/* 16 cores x SMT2, core k = CPUs k and k+16; cores 0-7 one L3 (CCD), 8-15 another. With
+ * numa, two sockets instead: cores 0-7 and 8-15 each a package and a node. */
+static void ccd_topology(struct world *w, bool numa) {
+        world_init_hogs(w, 32);
+        for (int c = 0; c < 32; c++) {
+                int core = c % 16, half = core / 8;
+
+                w->cpus[c] = (struct topo_cpu) { .online = true, .core_id = core, .llc_id = half * 8,
+                                                 .package_id = numa ? half : 0, .node = numa ? half : 0,
+                                                 .capacity = 1024 };
+        }
+        w->topo.n_cores = 16;
+        w->topo.n_llcs = 2;
+        w->topo.n_nodes = numa ? 2 : 1;
+        w->cfg.daemon.max_actions_per_interval = 32;
+}
+
+/* arm64 big.LITTLE: little CPUs 0-3 (cpu_capacity 446), big 4-7; one core each, one LLC. */
+static void biglittle_topology(struct world *w) {
+        world_init_hogs(w, 8);
+        for (int c = 0; c < 8; c++)
+                w->cpus[c].capacity = c < 4 ? 446 : 1024;
+        w->topo.n_capacities = 2;
+}
+
+/* Hogs first..last (tids) per core id, per LLC id and per node, after they were placed. */
+struct placement {
+        int core[MAX_CPUS], llc[MAX_CPUS], node[MAX_CPUS], capacity_1024;
+};
+
+static struct placement placed(struct world *w, pid_t first, pid_t last) {
+        struct placement p = {};
+
+        for (pid_t tid = first; tid <= last; tid++) {
+                int c = world_pinned_cpu(w, tid);
+
+                ASSERT_TRUE(c >= 0);
+                p.core[w->cpus[c].core_id]++;
+                p.llc[w->cpus[c].llc_id]++;
+                p.node[w->cpus[c].node]++;
+                p.capacity_1024 += w->cpus[c].capacity == 1024;
+        }
+        return p;
+}
+
+/* n hogs (tids 101...) last seen on CPUs from, from + 1, ... wrapping after span: all pinned, where. */
+static struct placement run_hogs(struct world *w, int n, int from, int span) {
+        for (int i = 0; i < n; i++)
+                add_task(w, 101 + i, 0.95, 10, 2.0, from + i % span);
+        world_steps(w, 3);
+        ASSERT_EQ(n_pinned(w), n);
+        return placed(w, 101, 100 + n);
+}
+
+static void test_hybrid(void) {
+        struct placement p;
+        struct world w;
+        int doubled = 0;
+
+        /* 8 hogs on E cores: one per P core, none left on an E core or a P core's second thread. */
+        hybrid_topology(&w);
+        p = run_hogs(&w, 8, 16, 8);
+        ASSERT_EQ(p.capacity_1024, 8);
+        for (int k = 0; k < 16; k += 2)
+                ASSERT_EQ(p.core[k], 1);
+        world_done(&w);
+
+        /* 12: the P cores, then 4 E cores; no core shared while one is idle. */
+        hybrid_topology(&w);
+        p = run_hogs(&w, 12, 16, 12);
+        ASSERT_EQ(p.capacity_1024, 8);
+        for (int k = 0; k < 32; k++)
+                ASSERT_TRUE(p.core[k] <= 1);
+        world_done(&w);
+
+        /* 26 on 24 cores, all seen on P threads: every E core before a P core's
+         * second thread, so exactly two P cores carry two hogs. */
+        hybrid_topology(&w);
+        p = run_hogs(&w, 26, 0, 16);
+        for (int k = 16; k < 32; k++)
+                ASSERT_EQ(p.core[k], 1);
+        for (int k = 0; k < 16; k += 2) {
+                ASSERT_TRUE(p.core[k] >= 1 && p.core[k] <= 2);
+                doubled += p.core[k] == 2;
+        }
+        ASSERT_EQ(doubled, 2);
+        world_done(&w);
+}
+
+static void test_dual_ccd(void) {
+        struct placement p;
+        struct world w;
+
+        /* 2 hogs on one CCD: one per L3. */
+        ccd_topology(&w, false);
+        p = run_hogs(&w, 2, 0, 2);
+        ASSERT_EQ(p.llc[0], 1);
+        ASSERT_EQ(p.llc[8], 1);
+        world_done(&w);
+
+        /* 16 hogs all seen on CPU 0: one per core, 8 per L3, no SMT thread shared. */
+        ccd_topology(&w, false);
+        p = run_hogs(&w, 16, 0, 1);
+        for (int k = 0; k < 16; k++)
+                ASSERT_EQ(p.core[k], 1);
+        ASSERT_EQ(p.llc[0], 8);
+        ASSERT_EQ(p.llc[8], 8);
+        world_done(&w);
+
+        /* 2 sockets x 8 cores x SMT2, a node each: 4 hogs seen on node 0: 2 per node, a core each. */
+        ccd_topology(&w, true);
+        p = run_hogs(&w, 4, 0, 4);
+        ASSERT_EQ(p.node[0], 2);
+        ASSERT_EQ(p.node[1], 2);
+        for (int k = 0; k < 16; k++)
+                ASSERT_TRUE(p.core[k] <= 1);
+        world_done(&w);
+}
+
+static void test_biglittle(void) {
+        struct world w;
+
+        /* 2 hogs on little CPUs: moved to big ones. */
+        biglittle_topology(&w);
+        ASSERT_EQ(run_hogs(&w, 2, 0, 2).capacity_1024, 2);
+        world_done(&w);
+
+        /* 5: the 4 big CPUs and one little. */
+        biglittle_topology(&w);
+        w.cfg.daemon.max_actions_per_interval = 8;
+        ASSERT_EQ(run_hogs(&w, 5, 0, 5).capacity_1024, 4);
+        world_done(&w);
+}
+
 /* A hog that stops being one is released after hysteresis, not before. */
 static void test_release_when_not_hog(void) {
         struct world w;
@@ -828,6 +979,9 @@ int main(void) {
         test_unusable_cpus();
         test_prefer_last_cpu();
         test_smt_two_llcs();
+        test_hybrid();
+        test_dual_ccd();
+        test_biglittle();
         test_release_when_not_hog();
         test_pinned_hog_with_noise_stays();
         test_hysteresis();

@@ -17,7 +17,7 @@
 #include "plan.h"
 
 #define MAX_TASKS 32
-#define MAX_CPUS 16
+#define MAX_CPUS 32   /* the 32-CPU hybrid and dual-CCD machines of test-plan-hog */
 
 struct world {
         struct topo_cpu cpus[MAX_CPUS];

@@ -162,10 +162,23 @@ int util_parse_int(const char *s, int *ret) {
         return 0;
 }
 
+static bool is_blank(char c) {
+        return c == '\n' || c == ' ' || c == '\t' || c == '\r';
+}
+
 char *util_strip(char *s) {
-        size_t n = strlen(s);
-        while (n > 0 && (s[n - 1] == '\n' || s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        size_t skip = 0, n = strlen(s);
+
+        while (n > 0 && is_blank(s[n - 1]))
                 s[--n] = '\0';
+        while (skip < n && is_blank(s[skip]))
+                skip++;
+        /* Moved down rather than returning s + skip: callers that ignore the
+         * return value (most do) must see the stripped text too. Linux 6.1
+         * right-aligns nohz_full's "(null)" to the CPU count, so sysfs files
+         * do have leading blanks. */
+        if (skip > 0)
+                memmove(s, s + skip, n - skip + 1);
         return s;
 }
 

@@ -92,7 +92,7 @@ int util_write_file_at(const char *root, const char *path, const char *value);
 int util_parse_u64(const char *s, uint64_t *ret);
 int util_parse_int(const char *s, int *ret);
 
-/* Strip trailing whitespace/newlines in place; returns s. */
+/* Strip leading and trailing blanks and newlines in place (the text moves to s); returns s. */
 char *util_strip(char *s);
 
 /* Monotonic and boot-time clocks in µs. */
