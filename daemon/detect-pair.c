@@ -16,8 +16,11 @@
  *
  * A pair whose members are both busy (combined util above
  * MaxCombinedUtil=, default 120 %) is a pipelined stream, not a ping-pong:
- * co-locating one costs ~25 % here. Its finding says "stream" and the
- * planner leaves it alone.
+ * co-locating one costs ~25 % here. Its finding's shape is PAIR_STREAM and
+ * the planner leaves it alone. So it does a hub (PAIR_HUB): a thread that
+ * serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates (one
+ * Redis thread, several clients). Pinned to one client's CPU it would be
+ * co-located with one and moved away from the others.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -155,7 +158,8 @@ static double pair_rate(const struct task *a, const struct task *b, const struct
 }
 
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
-                       const struct task *b, const struct pair_item *it, double rate, struct findings *out) {
+                       const struct task *b, const struct pair_item *it, double rate, unsigned partners,
+                       struct findings *out) {
         double split, combined = a->util + b->util, umax = pair_group_util_max(p);
         bool from_edges = it->split_rate > 0;
         struct finding f;
@@ -186,7 +190,12 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         if (!cpumask_format_list(&f.cpus_seen, cpus, sizeof(cpus)))
                 strcpy(cpus, "...");
 
-        if (combined > umax)
+        f.shape = partners >= DETECT_PAIR_HUB_PARTNERS ? PAIR_HUB : combined > umax ? PAIR_STREAM : PAIR_PINGPONG;
+        if (f.shape == PAIR_HUB)
+                snprintf(f.note, sizeof(f.note),
+                         "hub: a member exchanges with %u threads at pair rates (%.0f/%.0f wake-ups/s with this one)",
+                         partners, it->lo_to_hi, it->hi_to_lo);
+        else if (f.shape == PAIR_STREAM)
                 snprintf(f.note, sizeof(f.note),
                          "stream: combined util %.2f > %.2f (%.0f/%.0f wake-ups/s)",
                          combined, umax, it->lo_to_hi, it->hi_to_lo);
@@ -200,9 +209,53 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         return findings_add(out, &f);
 }
 
+/* Threads on a pair-rate edge, one entry per edge end, sorted: a run of
+ * k entries is a thread with k partners. */
+struct tid_list {
+        pid_t *tids;
+        size_t n;
+};
+
+static void tid_list_free(struct tid_list *l) {
+        free(l->tids);
+}
+
+static int pid_cmp(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static int count_partners(const struct pair_item *items, size_t n, double floor, struct tid_list *ret) {
+        ret->tids = calloc(2 * n + 1, sizeof(*ret->tids));
+        if (!ret->tids)
+                return -ENOMEM;
+        ret->n = 0;
+        for (size_t i = 0; i < n; i++)
+                if (MAX(items[i].lo_to_hi, items[i].hi_to_lo) >= floor) {
+                        ret->tids[ret->n++] = items[i].lo;
+                        ret->tids[ret->n++] = items[i].hi;
+                }
+        qsort(ret->tids, ret->n, sizeof(*ret->tids), pid_cmp);
+        return 0;
+}
+
+static unsigned partners_of(const pid_t *tids, size_t n, pid_t tid) {
+        const pid_t *hit = bsearch(&tid, tids, n, sizeof(*tids), pid_cmp);
+        const pid_t *lo, *hi;
+
+        if (!hit)
+                return 0;
+        for (lo = hit; lo > tids && lo[-1] == tid; lo--)
+                ;
+        for (hi = hit; hi < tids + n && *hi == tid; hi++)
+                ;
+        return (unsigned) (hi - lo);
+}
+
 int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
         _cleanup_free_ struct pair_item *items = NULL;
-        size_t n = 0;
+        _cleanup_(tid_list_free) struct tid_list busy = {};
+        size_t n = 0, m = 0;
         double floor;
         int r;
 
@@ -240,12 +293,10 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
         }
         qsort(items, n, sizeof(*items), pair_item_cmp);
 
+        /* Both directions of a pair, and repeats, into one item each. */
         for (size_t i = 0; i < n;) {
                 struct pair_item it = items[i];
-                const struct task *a, *b;
-                const struct policy *p;
                 size_t j = i + 1;
-                double rate;
 
                 for (; j < n && items[j].lo == it.lo && items[j].hi == it.hi; j++) {
                         it.lo_to_hi += items[j].lo_to_hi;
@@ -253,7 +304,19 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                         it.split_weighted += items[j].split_weighted;
                         it.split_rate += items[j].split_rate;
                 }
+                items[m++] = it;
                 i = j;
+        }
+        r = count_partners(items, m, floor, &busy);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < m; i++) {
+                const struct pair_item it = items[i];
+                const struct task *a, *b;
+                const struct policy *p;
+                double rate;
+                unsigned partners;
 
                 if (MAX(it.lo_to_hi, it.hi_to_lo) < floor)
                         continue;
@@ -269,7 +332,8 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 p = pair_policy(c, s, a, b, self_pid);
                 if (!p || rate < pair_wake_rate_min(p))
                         continue;
-                r = add_finding(s, p, a, b, &it, rate, out);
+                partners = MAX(partners_of(busy.tids, busy.n, it.lo), partners_of(busy.tids, busy.n, it.hi));
+                r = add_finding(s, p, a, b, &it, rate, partners, out);
                 if (r < 0)
                         return r;
         }

@@ -46,6 +46,14 @@
 #define DETECT_SPREAD_WINDOW_USEC_DEFAULT        (UINT64_C(10) * 1000000)
 #define DETECT_RUNDELAY_MIN_MS_PER_S_DEFAULT     50.0
 
+/* What kind of exchange a pair finding is; only a ping-pong is co-located. */
+enum pair_shape {
+        PAIR_PINGPONG,
+        PAIR_STREAM,   /* both busy (combined util > MaxCombinedUtil=): co-locating costs ~25 % */
+        PAIR_HUB,      /* a member serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates */
+};
+#define DETECT_PAIR_HUB_PARTNERS 3
+
 struct finding {
         enum detector kind;
         const struct policy *policy;  /* valid for this interval only (config may be reloaded) */
@@ -66,6 +74,7 @@ struct finding {
         char comm[16];               /* hog/rundelay: thread name; group: first member's */
         bool split_measured;         /* pair: split_fraction averages the window's wake-ups (perf),
                                       * not one look at both members' last CPU (fallback) */
+        enum pair_shape shape;       /* pair: ping-pong, stream or hub */
         char note[160];              /* short human text, e.g. "stream: combined util 1.7 > 1.2" */
 };
 

@@ -11,7 +11,7 @@
  *  1. co-locate a pair only when its finding (detect-pair.c) says it was
  *     split for most of the window, for Hysteresis= intervals more than it
  *     was together; the target state's `seen` counts that;
- *  2. never a stream (the finding's note starts with "stream");
+ *  2. never a stream nor a hub (the finding's shape, detect-pair.c);
  *  3. the CPU: in both members' allowed sets (before our change), usable
  *     (online, not isolated, not nohz_full) and in the policy's CPUs=;
  *     never one a hog is pinned to (cpu_claim == 1) or where another busy
@@ -517,11 +517,13 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 return use(pp, it);
         }
 
-        if (strncmp(f->note, "stream", 6) == 0) {
+        if (f->shape != PAIR_PINGPONG) {
+                const char *state = f->shape == PAIR_HUB ? "left alone: hub" : "left alone: stream";
+
                 st->seen = 0;
                 if (ours)
-                        return release(pp, it, "left alone: stream", "pair: released: %s", f->note);
-                plan_set_state(st, "left alone: stream", "%s", f->note);
+                        return release(pp, it, state, "pair: released: %s", f->note);
+                plan_set_state(st, state, "%s", f->note);
                 return 0;
         }
         if (!it->p || it->p->action != ACTION_COLOCATE) {

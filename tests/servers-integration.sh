@@ -29,7 +29,7 @@ if ! mountpoint -q /sys/kernel/tracing; then
 fi
 
 work=$(mktemp -d /tmp/affd-servers.XXXXXX)
-trap 'cleanup; servers_stop; rm -rf "$work"; [ -z "${MOUNTED_TRACEFS:-}" ] || umount /sys/kernel/tracing' EXIT
+trap 'servers_stop; cleanup; rm -rf "$work"; [ -z "${MOUNTED_TRACEFS:-}" ] || umount /sys/kernel/tracing' EXIT
 mariadb_start "$work" "$work" || fail "MariaDB did not start"
 redis_start "$work" "$work" || fail "Redis did not start"
 ORIG=$(allowed_of $$)

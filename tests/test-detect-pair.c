@@ -124,6 +124,7 @@ static void test_stream(void) {
         run(&s, &f);
         ASSERT_EQ(f.n, 1);
         ASSERT_TRUE(strncmp(f.items[0].note, "stream", 6) == 0);
+        ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
         ASSERT_NEAR(f.items[0].combined_util, 1.85, 1e-9);
 
         /* MaxCombinedUtil=200% makes it a pair */
@@ -243,6 +244,38 @@ static void test_held_pair_one_way(void) {
         findings_clear(&f);
 }
 
+/* One thread at pair rates with three others: a hub, not three pairs to co-locate. */
+static void test_hub(void) {
+        struct task tasks[] = { mktask(600, 0.55, 0), mktask(601, 0.2, 1), mktask(602, 0.2, 1), mktask(603, 0.2, 0) };
+        struct wake_edge edges[] = {
+                mkedge(600, 601, 9000, 1), mkedge(601, 600, 9000, 1),
+                mkedge(600, 602, 8000, 1), mkedge(602, 600, 8000, 1),
+                mkedge(603, 600, 7000, 0), mkedge(600, 603, 7000, 0),
+        };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+
+        run(&s, &f);
+        ASSERT_EQ(f.n, 3);
+        for (size_t i = 0; i < f.n; i++) {
+                ASSERT_EQ(f.items[i].shape, PAIR_HUB);
+                ASSERT_TRUE(strncmp(f.items[i].note, "hub: a member exchanges with 3 threads", 38) == 0);
+        }
+        /* two partners: still two ping-pongs */
+        s.n_edges = 4;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 2);
+        for (size_t i = 0; i < f.n; i++)
+                ASSERT_EQ(f.items[i].shape, PAIR_PINGPONG);
+        /* a third partner below WakeRate= does not count */
+        edges[4].wakeups_per_s = edges[5].wakeups_per_s = 500;
+        s.n_edges = 6;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 2);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        findings_clear(&f);
+}
+
 static void test_no_split_evidence(void) {
         /* the fallback source: rates, no split (split_fraction -1): last_cpu decides */
         struct task tasks[] = { mktask(500, 0.5, 0), mktask(501, 0.5, 1) };
@@ -288,6 +321,7 @@ int main(void) {
         test_thresholds();
         test_not_ours();
         test_held_pair_one_way();
+        test_hub();
         test_no_split_evidence();
         test_many();
         return 0;

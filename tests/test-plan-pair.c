@@ -233,6 +233,7 @@ static void test_stream_left_alone(void) {
 
         world_init(&w, tasks, ELEMENTSOF(tasks));
         struct finding f = mkpair(&tasks[0], &tasks[1], 1.0, "stream: combined util 1.85 > 1.20");
+        f.shape = PAIR_STREAM;
         ASSERT_OK(findings_add(&w.findings, &f));
         for (int i = 0; i < 5; i++) {
                 interval(&w);
@@ -240,6 +241,22 @@ static void test_stream_left_alone(void) {
         }
         ASSERT_STREQ(target(&w, 200, 201)->state, "left alone: stream");
         ASSERT_TRUE(strstr(target(&w, 200, 201)->why, "stream"));
+
+        /* a hub: the same, and a pair we hold that turns into one is released */
+        findings_clear(&w.findings);
+        f.shape = PAIR_HUB;
+        snprintf(f.note, sizeof(f.note), "hub: a member exchanges with 3 threads at pair rates");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 200, 201)->state, "left alone: hub");
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], 1);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], 1);
+        w.n_managed = 2;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 2);
+        ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
+        ASSERT_EQ(w.out.items[1].verb, VERB_RELEASE);
         world_done(&w);
 }
 
