@@ -10,6 +10,8 @@
 #   mdb-ro-4
 #   redis-1    Redis + redis-benchmark GET, 1 connection (requests/s)
 #   redis-50   the same, 50 connections
+#   redis-hub  three redis-benchmark processes of 1 connection each: one
+#              Redis thread serving three clients (a hub, not a pair)
 #
 #   stock      no daemon; the server's threads may run anywhere
 #   affinityd  a fresh daemon per run, the shipped policies, 1 s interval
@@ -41,7 +43,7 @@ BUILDDIR=$PWD
 RESULTS_DIR=
 REPEATS=3
 DURATION=12
-WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,redis-1,redis-50
+WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,redis-1,redis-50,redis-hub
 VARIANTS=stock,affinityd,hand
 
 usage() {
@@ -160,13 +162,17 @@ run_client() {
                 awk '/queries:/ { gsub(/\(/, "", $3); print $3 }' "$log"
                 ;;
         redis-*)
+                local procs=1 bp=()
                 c=${w##*-}
+                [[ $w == redis-hub ]] && procs=3 c=1
                 before=$(redis_commands)
-                $pre redis-benchmark -s "$RDS_SOCK" -c "$c" -n 100000000 -t get -q >"$log" 2>&1 &
-                local bp=$!
+                for ((k = 0; k < procs; k++)); do
+                        $pre redis-benchmark -s "$RDS_SOCK" -c "$c" -n 100000000 -t get -q >"$log.$k" 2>&1 &
+                        bp+=($!)
+                done
                 sleep "$DURATION"
                 after=$(redis_commands)
-                kill "$bp" 2>/dev/null; wait "$bp" 2>/dev/null
+                kill "${bp[@]}" 2>/dev/null; wait "${bp[@]}" 2>/dev/null
                 # the window also counts our own two INFO calls: negligible
                 awk -v a="$before" -v b="$after" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b - a) / d }'
                 ;;
@@ -209,7 +215,7 @@ one_run() {
 IFS=, read -r -a WL <<<"$WORKLOADS"
 IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
-        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|redis-1|redis-50) ;; *) die "unknown workload $w" ;; esac
+        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|redis-1|redis-50|redis-hub) ;; *) die "unknown workload $w" ;; esac
 done
 if [[ " ${WL[*]}" == *" mdb-"* ]]; then mariadb_start "$WORK" "$LOGS" || die "MariaDB did not start"; fi
 if [[ " ${WL[*]}" == *" redis-"* ]]; then redis_start "$WORK" "$LOGS" || die "Redis did not start"; fi

@@ -15,7 +15,8 @@ if [ "$(id -u)" = 0 ]; then
         apt-get install -y -qq --no-install-recommends \
                 build-essential autoconf automake libtool pkg-config \
                 libsystemd-dev libcgroup-dev libnl-3-dev libnl-genl-3-dev libinih-dev libjson-c-dev \
-                linux-perf rt-tests util-linux procps jq >/dev/null
+                linux-perf rt-tests util-linux procps jq \
+                mariadb-server sysbench redis-server redis-tools >/dev/null
 fi
 
 # perf tracepoints need tracefs; systemd mounts it at boot (sys-kernel-tracing.mount),
