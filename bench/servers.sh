@@ -8,6 +8,9 @@
 #   mdb-ro-1   MariaDB + sysbench oltp_read_only, 1 client thread (qps)
 #   mdb-ps-4   the same, 4 client threads
 #   mdb-ro-4
+#   mdb-churn  short connections: one sysbench client after another, each
+#              runs 3,000 point selects (a few tenths of a second) and
+#              leaves, for the whole run (qps over all of them)
 #   redis-1    Redis + redis-benchmark GET, 1 connection (requests/s)
 #   redis-50   the same, 50 connections
 #   redis-hub  three redis-benchmark processes of 1 connection each: one
@@ -43,7 +46,7 @@ BUILDDIR=$PWD
 RESULTS_DIR=
 REPEATS=3
 DURATION=12
-WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,redis-1,redis-50,redis-hub
+WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub
 VARIANTS=stock,affinityd,hand
 
 usage() {
@@ -104,6 +107,7 @@ WORK=$(mktemp -d /tmp/affinityd-servers.XXXXXX)
 DAEMON_PID=
 
 cleanup() {
+        [[ -n ${TICK:-} ]] && exec {TICK}>&-
         [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
         servers_stop
         rm -rf "$WORK"
@@ -117,18 +121,30 @@ server_pid() { case $1 in mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; 
 # Every thread of the server to a CPU list (taskset -a).
 pin_server() { taskset -a -p -c "$2" "$(server_pid "$1")" >/dev/null; }
 
+# Builtin-only waiting: the daemon brings a pass forward for a new process
+# (at most 3 at once, then one per 10 s), so the bench must not fork while
+# it waits, or its own sleep and grep would use up what the client needs.
+TICK_FIFO=$WORK/tick
+mkfifo "$TICK_FIFO"
+exec {TICK}<>"$TICK_FIFO"
+nap() { read -r -t "$1" -u "$TICK" _ || true; }
+now_us() { echo "${EPOCHREALTIME/./}"; }
+
 start_daemon() {
-        local rundir=$1
+        local rundir=$1 deadline
         mkdir -p "$rundir"
         "$AFFINITYD" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
                 --log-level info >"$rundir/daemon.log" 2>&1 &
         DAEMON_PID=$!
-        for _ in $(seq 100); do
-                "$AFFCTL" --runtime-dir "$rundir" status >/dev/null 2>&1 && return 0
+        deadline=$(($(now_us) + 10000000))
+        until [[ -S $rundir/bus ]]; do
                 kill -0 "$DAEMON_PID" 2>/dev/null || break
-                sleep 0.05
+                (($(now_us) < deadline)) || break
+                nap 0.02
         done
-        die "the daemon did not come up: $rundir/daemon.log"
+        [[ -S $rundir/bus ]] || die "the daemon did not come up: $rundir/daemon.log"
+        # settled: its first pass ran (the socket comes up after it)
+        nap 0.2
 }
 
 stop_daemon() {
@@ -137,16 +153,18 @@ stop_daemon() {
         DAEMON_PID=
 }
 
-# Seconds from $1 (epoch, fractional) until the daemon logs a co-location,
-# or "NA" after the deadline $2 (epoch). Runs in the background.
+# Seconds from $1 (now_us) until the daemon logs a co-location, or "NA"
+# after the deadline $2 (now_us). Runs in the background, builtins only.
 watch_colocate() {
-        local t0=$1 deadline=$2 log=$3
-        while (($(date +%s) < deadline)); do
-                if grep -q "pair: co-locate" "$log" 2>/dev/null; then
-                        awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f\n", b - a }'
+        local t0=$1 deadline=$2 log=$3 lines
+        while (($(now_us) < deadline)); do
+                mapfile -t lines <"$log" 2>/dev/null
+                if [[ "${lines[*]}" == *"pair: co-locate"* ]]; then
+                        local t=$(now_us)
+                        printf '%d.%02d\n' $(((t - t0) / 1000000)) $((((t - t0) % 1000000) / 10000))
                         return
                 fi
-                sleep 0.05
+                nap 0.02
         done
         echo NA
 }
@@ -155,6 +173,16 @@ watch_colocate() {
 run_client() {
         local w=$1 pre=$2 log=$3 threads test c before after
         case $w in
+        mdb-churn)
+                local end=$(($(now_us) + DURATION * 1000000)) t0 q=0 n
+                t0=$(now_us)
+                : >"$log"
+                while (($(now_us) < end)); do
+                        $pre "${SB[@]}" --threads=1 --events=3000 --time=0 oltp_point_select run >>"$log" 2>&1
+                done
+                n=$(awk '/queries:/ { s += $2 } END { print s + 0 }' "$log")
+                awk -v n="$n" -v a="$t0" -v b="$(now_us)" 'BEGIN { printf "%.1f\n", n / ((b - a) / 1e6) }'
+                ;;
         mdb-*)
                 test=oltp_point_select; [[ $w == mdb-ro-* ]] && test=oltp_read_only
                 threads=${w##*-}
@@ -180,10 +208,10 @@ run_client() {
 }
 
 RAW=$LOGS/runs.csv
-echo "workload,variant,repeat,rate,colocate_s" >"$RAW"
+echo "workload,variant,repeat,rate,colocate_s,affinity_sets" >"$RAW"
 
 one_run() {
-        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA pre=
+        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA actions=NA pre=
         case $v in
         stock) pin_server "$w" "$ALLCPUS" ;;
         hand) pin_server "$w" 0; pre="taskset -c 0" ;;
@@ -193,29 +221,32 @@ one_run() {
                 ;;
         esac
         if [[ $v == affinityd ]]; then
-                local t0 now
-                t0=$(date +%s.%N); now=${t0%.*}
-                watch_colocate "$t0" $((now + DURATION + 1)) "$tag.run/daemon.log" >"$tag.coloc" &
+                local t0
+                t0=$(now_us)
+                watch_colocate "$t0" $((t0 + (DURATION + 1) * 1000000)) "$tag.run/daemon.log" >"$tag.coloc" &
                 local wp=$!
                 rate=$(run_client "$w" "$pre" "$tag.log")
                 "$AFFCTL" --runtime-dir "$tag.run" pairs >"$tag.pairs" 2>&1
                 wait "$wp"
                 coloc=$(cat "$tag.coloc")
                 stop_daemon
+                actions=$(grep -c "set affinity" "$tag.run/daemon.log")
                 cp "$tag.run/daemon.log" "$tag.daemon.log"
                 rm -rf "$tag.run"
         else
                 rate=$(run_client "$w" "$pre" "$tag.log")
         fi
         pin_server "$w" "$ALLCPUS"
-        echo "$w,$v,$r,${rate:-NA},$coloc" >>"$RAW"
-        printf '%-9s %-9s r%d %12s %s\n' "$w" "$v" "$r" "${rate:-NA}" "$([[ $v == affinityd ]] && echo "co-located after ${coloc} s")"
+        echo "$w,$v,$r,${rate:-NA},$coloc,$actions" >>"$RAW"
+        printf '%-9s %-9s r%d %12s %s\n' "$w" "$v" "$r" "${rate:-NA}" \
+                "$([[ $v == affinityd ]] && echo "co-located after ${coloc} s, ${actions} affinity changes")"
 }
 
 IFS=, read -r -a WL <<<"$WORKLOADS"
 IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
-        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|redis-1|redis-50|redis-hub) ;; *) die "unknown workload $w" ;; esac
+        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub) ;;
+        *) die "unknown workload $w" ;; esac
 done
 if [[ " ${WL[*]}" == *" mdb-"* ]]; then mariadb_start "$WORK" "$LOGS" || die "MariaDB did not start"; fi
 if [[ " ${WL[*]}" == *" redis-"* ]]; then redis_start "$WORK" "$LOGS" || die "Redis did not start"; fi
@@ -239,6 +270,7 @@ $4 != "NA" {
         n[k]++; v[k, n[k]] = $4
         if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
         if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
+        if ($2 == "affinityd" && $6 != "NA") { na[$1]++; ac[$1, na[$1]] = $6 }
 }
 function med(w, var,    a, i, k) {
         k = w SUBSEP var
@@ -246,21 +278,23 @@ function med(w, var,    a, i, k) {
         return median(a, n[k])
 }
 END {
-        printf "%-9s %10s %10s %10s %8s %8s %9s  %s\n", "workload", "stock", "affinityd", "hand",
-               "aff/hand", "aff/stk", "coloc_s", "target"
+        printf "%-9s %10s %10s %10s %8s %8s %8s %5s  %s\n", "workload", "stock", "affinityd", "hand",
+               "aff/hand", "aff/stk", "coloc_s", "sets", "target"
         for (i = 1; i <= nw; i++) {
                 w = order[i]
                 s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand")
                 for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
                 cm = median(cc, nc[w]); delete cc
+                for (j = 1; j <= na[w]; j++) cc[j] = ac[w, j]
+                am = median(cc, na[w]); delete cc
                 single = w ~ /-1$/
                 if (single) { ratio = (a != "NA" && h != "NA") ? a / h : "NA"; goal = 0.9; what = ">= 0.90x hand" }
                 else { ratio = (a != "NA" && s != "NA") ? a / s : "NA"; goal = 0.98; what = ">= 0.98x stock" }
                 verdict = ratio == "NA" ? "n/a" : ratio >= goal ? "MET" : "MISSED"
-                printf "%-9s %10.0f %10.0f %10.0f %8s %8s %9s  %s %s\n", w, s, a, h,
+                printf "%-9s %10.0f %10.0f %10.0f %8s %8s %8s %5s  %s %s\n", w, s, a, h,
                        (a != "NA" && h != "NA") ? sprintf("%.3f", a / h) : "NA",
                        (a != "NA" && s != "NA") ? sprintf("%.3f", a / s) : "NA",
-                       cm, what, verdict
+                       cm, am, what, verdict
         }
 }
 EOF

@@ -1087,6 +1087,21 @@ int manager_actions_json(struct manager *m, struct json_object **ret) {
 
 static const enum detector explain_detectors[] = { DETECT_HOG, DETECT_PAIR, DETECT_SPREAD };
 
+/* "server of sysbench 9709/9712 (client: sysbench --db-driver=...); ": who
+ * the thread t is paired with, for people reading explain. */
+static void pair_partner_text(const struct snapshot *s, const struct task *t, const struct task_id *other,
+                              char *buf, size_t size) {
+        const struct task *o = snapshot_find_id(s, other);
+        enum pair_role role[2];
+
+        if (!o)
+                return;
+        detect_pair_roles(t, o, role);
+        snprintf(buf, size, "%s of %s %d/%d (%s: %.80s); ", pair_role_to_string(role[0]), o->comm,
+                 (int) o->id.pid, (int) o->id.tid, pair_role_to_string(role[1]),
+                 o->proc && o->proc->cmdline ? o->proc->cmdline : "?");
+}
+
 int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret) {
         struct json_object *o, *threads;
         const struct managed *mg;
@@ -1124,10 +1139,13 @@ int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret)
                         for (size_t k = 0; k < m->findings.items[f].n_members; k++)
                                 if (m->findings.items[f].members[k].tid == t->id.tid) {
                                         const struct finding *fi = &m->findings.items[f];
-                                        char b[320];
-                                        snprintf(b, sizeof(b), "%s (policy %s): util %.0f%%, %.2f migrations/s, wake %.0f/s%s%s",
+                                        char b[320], with[200] = "";
+
+                                        if (fi->kind == DETECT_PAIR && fi->n_members == 2)
+                                                pair_partner_text(m->snap, t, &fi->members[1 - k], with, sizeof(with));
+                                        snprintf(b, sizeof(b), "%s (policy %s): %sutil %.0f%%, %.2f migrations/s, wake %.0f/s%s%s",
                                                  detector_to_string(fi->kind), fi->policy ? fi->policy->name : "-",
-                                                 fi->util * 100, fi->migrations_per_s, fi->wake_rate_per_s,
+                                                 with, fi->util * 100, fi->migrations_per_s, fi->wake_rate_per_s,
                                                  fi->note[0] ? "; " : "", fi->note);
                                         json_object_array_add(fnd, json_object_new_string(b));
                                 }
