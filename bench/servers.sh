@@ -20,6 +20,8 @@
 #   affinityd  a fresh daemon per run, the shipped policies, 1 s interval
 #   hand       server and client all on CPU 0 (taskset), what a careful
 #              human does for a single client
+#   noperf     (not in the default list) affinityd --no-perf: what the
+#              daemon costs and does without the perf wake-up sampler
 #
 # Each server is a private instance started by this script on a unix
 # socket in a temporary folder (no TCP port, not the system's instance,
@@ -134,7 +136,7 @@ start_daemon() {
         local rundir=$1 deadline
         mkdir -p "$rundir"
         "$AFFINITYD" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
-                --log-level info >"$rundir/daemon.log" 2>&1 &
+                --log-level info "${@:2}" >"$rundir/daemon.log" 2>&1 &
         DAEMON_PID=$!
         deadline=$(($(now_us) + 10000000))
         until [[ -S $rundir/bus ]]; do
@@ -215,12 +217,12 @@ one_run() {
         case $v in
         stock) pin_server "$w" "$ALLCPUS" ;;
         hand) pin_server "$w" 0; pre="taskset -c 0" ;;
-        affinityd)
+        affinityd|noperf)
                 pin_server "$w" "$ALLCPUS"
-                start_daemon "$tag.run"
+                start_daemon "$tag.run" $([[ $v == noperf ]] && echo --no-perf)
                 ;;
         esac
-        if [[ $v == affinityd ]]; then
+        if [[ $v == affinityd || $v == noperf ]]; then
                 local t0
                 t0=$(now_us)
                 watch_colocate "$t0" $((t0 + (DURATION + 1) * 1000000)) "$tag.run/daemon.log" >"$tag.coloc" &
@@ -239,7 +241,7 @@ one_run() {
         pin_server "$w" "$ALLCPUS"
         echo "$w,$v,$r,${rate:-NA},$coloc,$actions" >>"$RAW"
         printf '%-9s %-9s r%d %12s %s\n' "$w" "$v" "$r" "${rate:-NA}" \
-                "$([[ $v == affinityd ]] && echo "co-located after ${coloc} s, ${actions} affinity changes")"
+                "$([[ $v == affinityd || $v == noperf ]] && echo "co-located after ${coloc} s, ${actions} affinity changes")"
 }
 
 IFS=, read -r -a WL <<<"$WORKLOADS"
@@ -282,7 +284,7 @@ END {
                "aff/hand", "aff/stk", "coloc_s", "sets", "target"
         for (i = 1; i <= nw; i++) {
                 w = order[i]
-                s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand")
+                s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand"); np = med(w, "noperf")
                 for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
                 cm = median(cc, nc[w]); delete cc
                 for (j = 1; j <= na[w]; j++) cc[j] = ac[w, j]
@@ -291,12 +293,16 @@ END {
                 if (single) { ratio = (a != "NA" && h != "NA") ? a / h : "NA"; goal = 0.9; what = ">= 0.90x hand" }
                 else { ratio = (a != "NA" && s != "NA") ? a / s : "NA"; goal = 0.98; what = ">= 0.98x stock" }
                 verdict = ratio == "NA" ? "n/a" : ratio >= goal ? "MET" : "MISSED"
-                printf "%-9s %10.0f %10.0f %10.0f %8s %8s %8s %5s  %s %s\n", w, s, a, h,
+                printf "%-9s %10s %10s %10s %8s %8s %8s %5s  %s %s\n", w, fmt(s), fmt(a), fmt(h),
                        (a != "NA" && h != "NA") ? sprintf("%.3f", a / h) : "NA",
                        (a != "NA" && s != "NA") ? sprintf("%.3f", a / s) : "NA",
                        cm, am, what, verdict
+                if (np != "NA")
+                        printf "%-9s %10s %10s (--no-perf)  noperf/stock %s\n", w, "", fmt(np),
+                               s != "NA" ? sprintf("%.3f", np / s) : "NA"
         }
 }
+function fmt(x) { return x == "NA" ? "NA" : sprintf("%.0f", x) }
 EOF
 cp "$RAW" "$RESULTS_DIR/servers-$STAMP.csv"
 cp "$SUMMARY" "$RESULTS_DIR/servers-latest.txt"

@@ -56,6 +56,18 @@
  */
 static const double distance_cost[] = { 0.0, 0.05, 0.10, 0.20, 0.25 };
 
+/*
+ * Cost of sharing with what is already placed (issue 15: distinct pairs on
+ * distinct cores, and LLCs before sharing one). An SMT sibling that holds a
+ * pinned pair or hog halves this CPU's execution units: more than the
+ * farthest move costs. A pair already in the LLC competes for its cache:
+ * less than a move to another LLC, so a free LLC wins over a shared one
+ * only when the pair would move anyway.
+ */
+#define PAIR_SIBLING_TAKEN_COST 0.30
+#define PAIR_LLC_TAKEN_COST 0.08
+
+
 struct pair_item {
         struct plan_target_state *st;
         const struct finding *f;        /* this interval's finding, NULL if absent */
@@ -213,6 +225,8 @@ static int collect(struct pair_plan *pp) {
                 it->st = it->f || it->m[0] || it->m[1] ? plan_state_get(state, key) : plan_state_find(state, key);
                 if (!it->st)
                         return -ENOMEM;
+                if (!it->st->first_seen_usec)
+                        it->st->first_seen_usec = in->now_usec;
                 it->st->last.kind = DETECT_PAIR;
                 it->st->last.members[0] = it->id[0];
                 it->st->last.members[1] = it->id[1];
@@ -281,6 +295,24 @@ static cpumask_t candidates(const struct pair_plan *pp, const struct pair_item *
         return c;
 }
 
+static double sharing_cost(const struct pair_plan *pp, int c) {
+        const struct topology *t = pp->topo;
+        const int *claim = pp->ctx->cpu_claim;
+        bool sibling = false, llc = false;
+
+        if (!t->cpus || c >= t->n_cpus)
+                return 0;
+        for (int d = 0; d < pp->n_cpus && d < t->n_cpus; d++) {
+                if (d == c || !claim[d])
+                        continue;
+                if (t->cpus[d].core_id == t->cpus[c].core_id)
+                        sibling = true;
+                else if (claim[d] == 2 && t->cpus[d].llc_id == t->cpus[c].llc_id)
+                        llc = true;
+        }
+        return (sibling ? PAIR_SIBLING_TAKEN_COST : 0) + (llc ? PAIR_LLC_TAKEN_COST : 0);
+}
+
 static int distance(const struct topology *topo, int a, int b) {
         if (a < 0 || b < 0 || a >= topo->n_cpus || b >= topo->n_cpus || !topo->cpus)
                 return ELEMENTSOF(distance_cost) - 1;
@@ -345,7 +377,7 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
                 for (int k = 0; k < 2; k++)
                         if (it->t[k])
                                 d = MIN(d, distance(pp->topo, c, it->t[k]->last_cpu));
-                score = MAX(load, 0.0) + distance_cost[d];
+                score = MAX(load, 0.0) + distance_cost[d] + sharing_cost(pp, c);
                 if (best < 0 || score < best_score - 1e-9) {
                         best = c;
                         best_score = score;
@@ -396,6 +428,7 @@ static int release(struct pair_plan *pp, struct pair_item *it, const char *state
         }
         it->st->cpu = -1;
         it->st->seen = 0;
+        it->st->placed_usec = 0;
         /* no co-location right after a release: that is how flapping starts */
         it->st->cooldown_until_usec = pp->ctx->in->now_usec + pp->ctx->in->config->daemon.cooldown_usec;
         plan_set_state(it->st, state, "%s", reason);
@@ -438,6 +471,8 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         pp->ctx->cpu_claim[cpu] = 2;
         pp->load[cpu] += f ? f->combined_util : 1.0;
         it->st->cpu = cpu;
+        if (!it->st->placed_usec)
+                it->st->placed_usec = pp->ctx->in->now_usec;
         r = use(pp, it);
         if (r < 0)
                 return r;
@@ -469,6 +504,62 @@ static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason
         return 0;
 }
 
+/*
+ * Short connections (a client that connects, runs a few hundred queries
+ * and leaves, many times a minute) are not worth a pin: by the time a pass
+ * sees the pair it is nearly over, and each one costs a SET on each member
+ * and a release. Measured here, MariaDB with one sysbench client after
+ * another of 3,000 point selects each (~0.2 s): 14-16 affinity changes in
+ * 12 s for no gain over stock. So a pair that ends, its client gone, within
+ * PAIR_SHORT_USEC of being co-located counts against the member that stays
+ * (the server thread); once it has PAIR_SHORT_MIN such pairs within
+ * PAIR_SHORT_MEMORY_USEC, its next pairs are co-located only when they have
+ * lasted PAIR_SHORT_USEC. A long client of that server is still co-located,
+ * 2 s late; a server whose clients all stay is never delayed.
+ */
+#define PAIR_SHORT_USEC (2 * USEC_PER_SEC)
+#define PAIR_SHORT_MIN 2
+#define PAIR_SHORT_MEMORY_USEC (60 * USEC_PER_SEC)
+
+static int churn_key(const struct task_id *id, char *buf, size_t size) {
+        int n = snprintf(buf, size, "churn:%d:%" PRIu64, (int) id->tid, id->start_time);
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* The member that stays had a pair end short: count it (decaying after PAIR_SHORT_MEMORY). */
+static int churn_note(struct pair_plan *pp, const struct task_id *survivor) {
+        uint64_t now = pp->ctx->in->now_usec;
+        struct plan_target_state *cs;
+        char key[128];
+        int r;
+
+        r = churn_key(survivor, key, sizeof(key));
+        if (r < 0)
+                return r;
+        cs = plan_state_get(pp->ctx->state, key);
+        if (!cs)
+                return -ENOMEM;
+        if (cs->no_retry_until_usec <= now)
+                cs->seen = 0;
+        cs->seen++;
+        /* kept (not aged out) while it matters */
+        cs->no_retry_until_usec = now + PAIR_SHORT_MEMORY_USEC;
+        plan_set_state(cs, "short connections", "%u pair(s) ended within %.0f s of co-location", cs->seen,
+                       (double) PAIR_SHORT_USEC / USEC_PER_SEC);
+        return 0;
+}
+
+/* Short pairs lately of a member (0 when none or forgotten). */
+static unsigned churn_count(const struct pair_plan *pp, const struct task_id *id) {
+        const struct plan_target_state *cs;
+        char key[128];
+
+        if (churn_key(id, key, sizeof(key)) < 0)
+                return 0;
+        cs = plan_state_find(pp->ctx->state, key);
+        return cs && cs->no_retry_until_usec > pp->ctx->in->now_usec ? cs->seen : 0;
+}
+
 static int decide(struct pair_plan *pp, struct pair_item *it) {
         const struct plan_input *in = pp->ctx->in;
         struct plan_target_state *st = it->st;
@@ -491,6 +582,11 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         if (!it->t[0] || !it->t[1]) {
                 pid_t gone = !it->t[0] ? it->id[0].tid : it->id[1].tid;
                 st->seen = 0;
+                if (ours && st->placed_usec && in->now_usec - st->placed_usec < PAIR_SHORT_USEC) {
+                        int r = churn_note(pp, !it->t[0] ? &it->id[1] : &it->id[0]);
+                        if (r < 0)
+                                return r;
+                }
                 if (ours)
                         return release(pp, it, "released", "pair: released: member %d exited", (int) gone);
                 plan_set_state(st, "gone", "member %d exited", (int) gone);
@@ -612,6 +708,12 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         if (st->seen < (f->split_measured ? 1u : hyst)) {
                 plan_set_state(st, "watching", "split %.0f%% for %u of %u intervals, %.0f wake-ups/s each way",
                           f->split_fraction * 100, st->seen, hyst, f->wake_rate_per_s);
+                return 0;
+        }
+        if (MAX(churn_count(pp, &it->id[0]), churn_count(pp, &it->id[1])) >= PAIR_SHORT_MIN &&
+            in->now_usec - st->first_seen_usec < PAIR_SHORT_USEC) {
+                plan_set_state(st, "watching", "split; a member serves short connections: co-located once "
+                               "this pair has lasted %.0f s", (double) PAIR_SHORT_USEC / USEC_PER_SEC);
                 return 0;
         }
         if (plan_state_blocked(pp->ctx->state, st->key, akey[0], in->now_usec, &why) ||

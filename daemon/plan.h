@@ -78,6 +78,8 @@ struct plan_target_state {
         double migrations_decayed;
         double migrations_window_per_s;  /* migrations_decayed / W, as last judged */
         int cpu;                     /* hog: the CPU it is pinned (or being pinned) to, else -1 */
+        uint64_t first_seen_usec;    /* pair: the pass the planner first knew it */
+        uint64_t placed_usec;        /* pair: when we co-located it (0: not ours) */
         uint64_t generation;         /* plan_run pass that last looked at it (garbage collection) */
 };
 

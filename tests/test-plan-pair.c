@@ -466,6 +466,87 @@ static void test_thread_cache_server(void) {
         world_done(&w);
 }
 
+/* Two pairs on two SMT cores: one core each, not siblings of one core (issue 15). */
+static void test_pairs_on_distinct_cores(void) {
+        struct task tasks[] = { mktask(100, 0.5, 0), mktask(101, 0.5, 1), mktask(102, 0.5, 2), mktask(103, 0.5, 3) };
+        struct world w;
+        struct finding f;
+        int cpu_a = -1, cpu_b = -1;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        f.split_measured = true;
+        f.wake_rate_per_s = 50000;       /* the stronger pair is placed first */
+        ASSERT_OK(findings_add(&w.findings, &f));
+        f = mkpair(&tasks[2], &tasks[3], 1.0, "split pair");
+        f.split_measured = true;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 4);
+        for (size_t i = 0; i < w.out.n; i++) {
+                int c = cpumask_next(&w.out.items[i].mask, 0);
+                if (w.out.items[i].task.tid <= 101)
+                        cpu_a = c;
+                else
+                        cpu_b = c;
+        }
+        ASSERT_TRUE(cpu_a >= 0 && cpu_b >= 0);
+        /* CPUs 0 and 2 are one core, 1 and 3 the other */
+        ASSERT_TRUE(topo_cpus[cpu_a].core_id != topo_cpus[cpu_b].core_id);
+        /* each where one of its members was */
+        ASSERT_TRUE(cpu_a == 0 || cpu_a == 1);
+        ASSERT_TRUE(cpu_b == 2 || cpu_b == 3);
+        world_done(&w);
+}
+
+/*
+ * Short connections: two clients of one server thread that leave within
+ * 2 s of being co-located make the server's next client wait until its
+ * pair has lasted 2 s; a client that stays is then co-located.
+ */
+static void test_short_connections(void) {
+        struct task tasks[] = { mktask(900, 0.5, 0), mktask(901, 0.5, 1) };
+        struct world w;
+        struct finding f;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        for (pid_t client = 901; client <= 903; client++) {
+                tasks[1] = mktask(client, 0.5, 1);
+                tasks[0].allowed = ALL4;
+                tasks[0].last_cpu = 0;
+                w.snap.n_tasks = 2;
+                w.n_managed = 0;
+                findings_clear(&w.findings);
+                f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+                f.split_measured = true;
+                ASSERT_OK(findings_add(&w.findings, &f));
+                interval(&w);
+                if (client == 903)
+                        break;
+                expect_colocated(&w, 900, client);
+                w.managed[0] = mkmanaged(&tasks[0], &tasks[1], 0);
+                w.managed[1] = mkmanaged(&tasks[1], &tasks[0], 0);
+                w.n_managed = 2;
+                /* the client leaves right away */
+                w.snap.n_tasks = 1;
+                w.n_managed = 1;
+                findings_clear(&w.findings);
+                interval(&w);
+                ASSERT_EQ(w.out.n, 1);
+                ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
+                ASSERT_EQ(w.out.items[0].task.tid, 900);
+        }
+        /* the third client: not yet */
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_TRUE(strstr(target(&w, 900, 903)->why, "short connections"));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        /* it stayed 2 s: co-located */
+        interval(&w);
+        expect_colocated(&w, 900, 903);
+        world_done(&w);
+}
+
 static void test_half_pair_released(void) {
         /* the effect check undid 601's pin: 600's is released too */
         struct task tasks[] = { mktask(600, 0.5, 1), mktask(601, 0.5, 0) };
@@ -565,6 +646,8 @@ int main(void) {
         test_pinned_pair_lifecycle();
         test_pair_exits();
         test_thread_cache_server();
+        test_pairs_on_distinct_cores();
+        test_short_connections();
         test_half_pair_released();
         test_policy_and_budget();
         test_shared_member();
