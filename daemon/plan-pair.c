@@ -511,8 +511,8 @@ static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason
  * and a release. Measured here, MariaDB with one sysbench client after
  * another of 3,000 point selects each (~0.2 s): 14-16 affinity changes in
  * 12 s for no gain over stock. So a pair that ends, its client gone, within
- * PAIR_SHORT_USEC of being co-located counts against the member that stays
- * (the server thread); once it has PAIR_SHORT_MIN such pairs within
+ * PAIR_SHORT_USEC of being co-located counts against the process of the
+ * member that stays (the server); once it has PAIR_SHORT_MIN such pairs within
  * PAIR_SHORT_MEMORY_USEC, its next pairs are co-located only when they have
  * lasted PAIR_SHORT_USEC. A long client of that server is still co-located,
  * 2 s late; a server whose clients all stay is never delayed.
@@ -521,13 +521,16 @@ static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason
 #define PAIR_SHORT_MIN 2
 #define PAIR_SHORT_MEMORY_USEC (60 * USEC_PER_SEC)
 
-static int churn_key(const struct task_id *id, char *buf, size_t size) {
-        int n = snprintf(buf, size, "churn:%d:%" PRIu64, (int) id->tid, id->start_time);
+/* Kept per process: a thread cache hands each client one of several threads
+ * (MariaDB here: three in turn for one client after another). */
+static int churn_key(const struct task *t, char *buf, size_t size) {
+        int n = t->proc ? snprintf(buf, size, "churn:%d:%" PRIu64, (int) t->proc->pid, t->proc->start_time)
+                        : snprintf(buf, size, "churn:%d:%" PRIu64, (int) t->id.pid, t->id.start_time);
         return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
 }
 
 /* The member that stays had a pair end short: count it (decaying after PAIR_SHORT_MEMORY). */
-static int churn_note(struct pair_plan *pp, const struct task_id *survivor) {
+static int churn_note(struct pair_plan *pp, const struct task *survivor) {
         uint64_t now = pp->ctx->in->now_usec;
         struct plan_target_state *cs;
         char key[128];
@@ -549,12 +552,12 @@ static int churn_note(struct pair_plan *pp, const struct task_id *survivor) {
         return 0;
 }
 
-/* Short pairs lately of a member (0 when none or forgotten). */
-static unsigned churn_count(const struct pair_plan *pp, const struct task_id *id) {
+/* Short pairs lately of a member's process (0 when none or forgotten). */
+static unsigned churn_count(const struct pair_plan *pp, const struct task *t) {
         const struct plan_target_state *cs;
         char key[128];
 
-        if (churn_key(id, key, sizeof(key)) < 0)
+        if (churn_key(t, key, sizeof(key)) < 0)
                 return 0;
         cs = plan_state_find(pp->ctx->state, key);
         return cs && cs->no_retry_until_usec > pp->ctx->in->now_usec ? cs->seen : 0;
@@ -583,7 +586,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 pid_t gone = !it->t[0] ? it->id[0].tid : it->id[1].tid;
                 st->seen = 0;
                 if (ours && st->placed_usec && in->now_usec - st->placed_usec < PAIR_SHORT_USEC) {
-                        int r = churn_note(pp, !it->t[0] ? &it->id[1] : &it->id[0]);
+                        int r = churn_note(pp, it->t[0] ?: it->t[1]);
                         if (r < 0)
                                 return r;
                 }
@@ -710,7 +713,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                           f->split_fraction * 100, st->seen, hyst, f->wake_rate_per_s);
                 return 0;
         }
-        if (MAX(churn_count(pp, &it->id[0]), churn_count(pp, &it->id[1])) >= PAIR_SHORT_MIN &&
+        if (MAX(churn_count(pp, it->t[0]), churn_count(pp, it->t[1])) >= PAIR_SHORT_MIN &&
             in->now_usec - st->first_seen_usec < PAIR_SHORT_USEC) {
                 plan_set_state(st, "watching", "split; a member serves short connections: co-located once "
                                "this pair has lasted %.0f s", (double) PAIR_SHORT_USEC / USEC_PER_SEC);
