@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include "apply.h"
@@ -51,6 +52,7 @@ struct manager {
         char pc_status[160];
         struct wake_sampler *wake;
         char wake_status[160];
+        char tracefs_status[160];     /* what mount_tracefs() did, for status */
         struct levers *levers;
         struct lever_caps caps;
         struct apply_system sys;
@@ -672,6 +674,44 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 /* ---- setup ----------------------------------------------------------- */
 
+/*
+ * The perf wake-up source needs tracefs (the tracepoint's id and format).
+ * systemd mounts it at boot (sys-kernel-tracing.mount); outside systemd (a
+ * container, a minimal init) nothing may have, and the daemon would fall
+ * back to the weaker signal on a machine where perf works. So as root,
+ * outside systemd, on the real root, it is mounted the way systemd would,
+ * said in the log, and left mounted on stop: other tools may use it by then,
+ * as they would after boot. Under systemd a missing tracefs is someone's
+ * choice (a masked unit) and is left alone.
+ */
+static void mount_tracefs(struct manager *m) {
+        const char *target = "/sys/kernel/tracing";
+        int r;
+
+        if (m->opts.no_perf || !m->levers || !streq(m->root, "/") || geteuid() != 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "not mounted by affinityd");
+                return;
+        }
+        if (sd_booted() > 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "left to systemd");
+                return;
+        }
+        r = levers_mount(m->levers, "tracefs", target);
+        if (r > 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status),
+                         "mounted by affinityd on %s (not booted with systemd)", target);
+                log_fields(&m->log, LOG_NOTICE, NULL,
+                           "mounted tracefs on %s, as systemd does at boot (not booted with systemd; "
+                           "the perf wake-up source needs it); it stays mounted on stop", target);
+        } else if (r < 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "cannot mount on %s: %s", target,
+                         strerror(-r));
+                log_errno(&m->log, LOG_WARNING, r, "cannot mount tracefs on %s; wake-ups from the fallback",
+                          target);
+        } else
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "mounted");
+}
+
 static int setup_runtime_dir(struct manager *m) {
         if (mkdir(m->runtime_dir, 0755) < 0 && errno != EEXIST)
                 return log_errno(&m->log, LOG_ERR, errno, "cannot create %s", m->runtime_dir);
@@ -807,6 +847,7 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 sampler_set_process_events(m->sampler, true);
         }
 
+        mount_tracefs(m);
         /* Never fails for lack of perf: it falls back and says why in its status. */
         r = wake_sampler_new(m->root, m->topo, m->config->daemon.wake_sample_period,
                              m->config->daemon.max_wake_events_per_s, &m->wake);
@@ -947,6 +988,7 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         if (m->wake && wake_sampler_status_json(m->wake, &x) >= 0)
                 JADD(caps, "wake_sampler", x);
         x = NULL;
+        JADD(caps, "tracefs", json_object_new_string(m->tracefs_status));
         JADD(caps, "proc_connector", json_object_new_string(m->pc_status));
         if (m->pc) {
                 struct proc_connector_stats pcs;
