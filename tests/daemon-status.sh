@@ -41,7 +41,9 @@ for l in 'Dry run: no' 'Changing: 0 in force' 'Own cost: ' "Warning: no policies
         grep -qF -- "$l" "$RUNDIR/status.txt" || fail "text status lacks '$l'"
 done
 ! grep -q 'threads_read' "$RUNDIR/status.txt" || fail "sampler counters on the first screen"
-ctl status --verbose | grep -q 'threads_read' || fail "status --verbose lacks the sampler's counters"
+# (to a file: grep -q leaving early would kill affctl with SIGPIPE under pipefail)
+ctl status --verbose >"$RUNDIR/verbose.txt"
+grep -q 'threads_read' "$RUNDIR/verbose.txt" || fail "status --verbose lacks the sampler's counters"
 ctl status --json | jq -e --arg d "$cfg/policies.d" '.warnings | any(contains($d))' >/dev/null ||
         fail "status --json warnings do not name $cfg/policies.d"
 grep -qF "warning]: no policies found in $cfg/policies.d: nothing to do" "$RUNDIR/daemon.log" ||

@@ -129,7 +129,9 @@ if colocate_pingpong pp; then
         echo "# co-located at t=${T_PIN}s: $(allowed_of "$P1") / state '$state'"
         [[ $state == co-located* ]] || fail "affctl pairs state '$state', want co-located"
         # the first screen of affctl status names what it is changing
-        ctl status | grep -q "affinity task:$P1:.*pair: co-locate" || { ctl status; fail "affctl status does not list the pin of $P1"; }
+        ctl status >"$work/status.txt"
+        grep -q "affinity task:$P1:.*pair: co-locate" "$work/status.txt" ||
+                { cat "$work/status.txt"; fail "affctl status does not list the pin of $P1"; }
         # wait ~3 s of progress after the pin, then compare with the split windows before it
         t_end=$(awk -v t="$T_PIN" 'BEGIN { print t + 3 }')
         after_pin() { awk -v a="$(last_t "$PPOUT")" -v b="$t_end" 'BEGIN { exit !(a >= b) }'; }
