@@ -48,7 +48,7 @@ run() {
         esac
 }
 
-for i in $(seq "$REPEATS"); do
+for _ in $(seq "$REPEATS"); do
         for m in stock hand no-perf; do
                 r=$(run "$m")
                 echo "$m $r"
