@@ -13,6 +13,8 @@
  * reachable; 4 permission denied.
  */
 #include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
 #include <json-c/json.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +35,9 @@ enum {
 struct ctl {
         const char *runtime_dir;
         bool json;
+        bool verbose;
+        /* text output of this verb; NULL: the generic rendering */
+        void (*print)(struct json_object *o, const struct ctl *c);
 };
 
 static void usage(FILE *f) {
@@ -40,7 +45,8 @@ static void usage(FILE *f) {
                 "Usage: affctl [OPTIONS] VERB [ARGS]\n"
                 "\n"
                 "Verbs:\n"
-                "  status              daemon state, kernel capabilities, counts, own cost\n"
+                "  status [--verbose]  running or not, dry-run, what it changes, what it cannot\n"
+                "                      do here and why, own cost (--verbose: everything)\n"
                 "  tasks [N]           busiest threads (default 20)\n"
                 "  actions             changes in force, with policy, reason and evidence\n"
                 "  explain PID         what affinityd sees and does for each thread of PID\n"
@@ -54,6 +60,7 @@ static void usage(FILE *f) {
                 "Options:\n"
                 "  --runtime-dir DIR   daemon runtime directory (default " AFF_RUNTIME_DIR ")\n"
                 "  --json              print JSON\n"
+                "  -v, --verbose       status: everything, the sampler's counters included\n"
                 "  -h, --help          this text\n"
                 "\n"
                 "Exit: 0 ok, 1 failed, 2 usage, 3 daemon not reachable, 4 permission denied.\n");
@@ -202,8 +209,13 @@ static int call_json(const struct ctl *c, const char *method, const char *sig, .
 
         r = connect_daemon(c, &bus);
         if (r < 0) {
-                fprintf(stderr, "affctl: cannot reach affinityd at %s/%s: %s\n",
-                        c->runtime_dir, AFF_BUS_SOCKET, strerror(-r));
+                /* status answers "is it running?": the answer goes to stdout */
+                if (streq(method, "Status") && !c->json)
+                        printf("affinityd is not running: no answer on %s/%s (%s)\n", c->runtime_dir,
+                               AFF_BUS_SOCKET, strerror(-r));
+                else
+                        fprintf(stderr, "affctl: cannot reach affinityd at %s/%s: %s\n",
+                                c->runtime_dir, AFF_BUS_SOCKET, strerror(-r));
                 return EXIT_UNREACHABLE;
         }
         r = sd_bus_message_new_method_call(bus, &m, NULL, AFF_BUS_PATH, AFF_BUS_INTERFACE, method);
@@ -235,6 +247,8 @@ static int call_json(const struct ctl *c, const char *method, const char *sig, .
         if (c->json)
                 printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
                                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
+        else if (c->print)
+                c->print(o, c);
         else
                 render(o, 0, NULL);
         /* Verbs that report {"ok": false, ...} fail the command (reload with a broken policy). */
@@ -250,6 +264,173 @@ out:
         sd_bus_message_unref(reply);
         sd_bus_flush_close_unref(bus);
         return ret;
+}
+
+/* ---- affctl status, for people ---------------------------------------- */
+
+/* o's member at a dotted path ("self.cpu_percent"), or NULL. */
+static struct json_object *jpath(struct json_object *o, const char *path) {
+        char buf[128], *save = NULL;
+
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (char *k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
+                if (!json_object_object_get_ex(o, k, &o))
+                        return NULL;
+        return o;
+}
+
+static const char *jstr(struct json_object *o, const char *path) {
+        struct json_object *v = jpath(o, path);
+        return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+}
+
+static int64_t jint(struct json_object *o, const char *path) {
+        struct json_object *v = jpath(o, path);
+        return v ? json_object_get_int64(v) : 0;
+}
+
+static double jdouble(struct json_object *o, const char *path) {
+        struct json_object *v = jpath(o, path);
+        return v ? json_object_get_double(v) : 0;
+}
+
+/* The labels line up on their colons, as systemctl status's do. */
+#define LABEL_WIDTH 9
+
+static void line(const char **label, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(const char **label, const char *fmt, ...) {
+        va_list ap;
+
+        printf("%*s%s ", LABEL_WIDTH, *label, **label ? ":" : " ");
+        *label = "";      /* continuation lines of the same label stay blank */
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+}
+
+static void print_duration(double s, char *buf, size_t size) {
+        if (s < 120)
+                snprintf(buf, size, "%.0f s", s);
+        else if (s < 2 * 3600)
+                snprintf(buf, size, "%.0f min", s / 60);
+        else if (s < 2 * 86400)
+                snprintf(buf, size, "%.1f h", s / 3600);
+        else
+                snprintf(buf, size, "%.1f days", s / 86400);
+}
+
+/* One change (in force or, in dry-run, would-be): what, where, why, in one line. */
+static void print_change(const char **label, struct json_object *e, bool in_force) {
+        const char *reason = jstr(e, "reason");
+        char age[32] = "";
+
+        if (in_force)
+                print_duration(jdouble(e, "age_s"), age, sizeof(age));
+        line(label, "%s%s %s → %s: %.80s%s [%s%s%s]", in_force ? "" : "would ",
+             in_force ? jstr(e, "type") : jstr(e, "verb"), jstr(e, "target"),
+             in_force ? jstr(e, "current") : jstr(e, "value"), reason, strlen(reason) > 80 ? "…" : "",
+             jstr(e, "policy"), age[0] ? ", " : "", age);
+}
+
+/* What this kernel or setup does not allow, with why: every capability whose
+ * "why" says something, the wake-up source when it is not perf, the proc
+ * connector when it is not listening, topology files that could not be read. */
+static void print_cannot(struct json_object *o) {
+        struct json_object *caps = jpath(o, "capabilities");
+        const char *label = "Cannot", *s;
+        int64_t notes;
+
+        if (caps) {
+                json_object_object_foreach(caps, k, v) {
+                        const char *why = json_object_is_type(v, json_type_object) ? jstr(v, "why") : "";
+                        /* the lever's name as an operator knows it */
+                        const char *name = streq(k, "features") ? "sched_features" : streq(k, "sysctl") ? "sysctls" : k;
+                        if (why[0])
+                                line(&label, "%s: %s", name, why);
+                }
+        }
+        s = jstr(o, "capabilities.wake_sampler.perf_unavailable");
+        if (s[0])
+                line(&label, "perf wake-ups: %s; pairs found by %s", s, jstr(o, "capabilities.wake_source"));
+        s = jstr(o, "capabilities.proc_connector");
+        if (s[0] && !streq(s, "listening"))
+                line(&label, "process events: %s", s);
+        s = jstr(o, "capabilities.tracefs");
+        if (strncmp(s, "cannot", 6) == 0)
+                line(&label, "tracefs: %s", s);
+        notes = jint(o, "topology.notes_dropped") +
+                (jpath(o, "topology.notes") ? (int64_t) json_object_array_length(jpath(o, "topology.notes")) : 0);
+        if (notes > 0)
+                line(&label, "topology: %" PRId64 " file(s) not read (affctl status --verbose)", notes);
+        if (label[0])
+                line(&label, "nothing missing");
+}
+
+static void print_status(struct json_object *o, const struct ctl *c) {
+        struct json_object *changes = jpath(o, "changes"), *would = jpath(o, "would_do"), *w, *k;
+        bool dry = json_object_get_boolean(jpath(o, "dry_run"));
+        const char *label;
+        char up[32], kinds[256] = "";
+        size_t off = 0;
+
+        print_duration(jdouble(o, "uptime_s"), up, sizeof(up));
+        printf("affinityd %s: %s, pid %" PRId64 ", up %s, a pass every %" PRId64 " ms\n", jstr(o, "version"),
+               jstr(o, "state"), jint(o, "pid"), up, jint(o, "interval_ms"));
+
+        label = "Dry run";
+        line(&label, "%s", dry ? "yes: detecting and planning, changing nothing (affctl dry-run off)"
+                               : "no: changes are applied");
+
+        label = "Changing";
+        line(&label, "%" PRId64 " in force; %" PRId64 " applied, %" PRId64 " failed, %" PRId64 " undone since start",
+             jint(o, "counts.actions_in_force"), jint(o, "counts.actions_applied"),
+             jint(o, "counts.actions_failed"), jint(o, "counts.actions_undone"));
+        for (size_t i = 0; changes && i < json_object_array_length(changes); i++)
+                print_change(&label, json_object_array_get_idx(changes, i), true);
+        if (changes && (int64_t) json_object_array_length(changes) < jint(o, "counts.actions_in_force"))
+                line(&label, "... (affctl actions lists all)");
+        if (dry) {
+                label = "Would";
+                line(&label, "%" PRId64 " change(s) at the last pass", jint(o, "counts.would_do"));
+                for (size_t i = 0; would && i < json_object_array_length(would); i++)
+                        print_change(&label, json_object_array_get_idx(would, i), false);
+        }
+
+        k = jpath(o, "counts.findings_by_kind");
+        if (k) {
+                json_object_object_foreach(k, name, n) {
+                        int w2 = snprintf(kinds + off, sizeof(kinds) - off, "%s%" PRId64 " %s", off ? ", " : "",
+                                          json_object_get_int64(n), name);
+                        if (w2 < 0 || (size_t) w2 >= sizeof(kinds) - off)
+                                break;
+                        off += (size_t) w2;
+                }
+        }
+        label = "Watching";
+        line(&label, "%" PRId64 " threads; findings: %s", jint(o, "counts.tasks"), kinds[0] ? kinds : "none");
+        label = "Wake-ups";
+        line(&label, "%s", jstr(o, "capabilities.wake_source"));
+
+        print_cannot(o);
+
+        w = jpath(o, "warnings");
+        label = "Warning";
+        for (size_t i = 0; w && i < json_object_array_length(w); i++)
+                line(&label, "%s", json_object_get_string(json_object_array_get_idx(w, i)));
+
+        label = "Policies";
+        line(&label, "%" PRId64 " from %zu file(s)", jint(o, "policies"),
+             jpath(o, "config_files") ? json_object_array_length(jpath(o, "config_files")) : (size_t) 0);
+        label = "Own cost";
+        line(&label, "%.2f %% of a CPU, %.1f MiB, last pass %.1f ms", jdouble(o, "self.cpu_percent"),
+             (double) jint(o, "self.rss_kib") / 1024, (double) jint(o, "self.last_pass_us") / 1000);
+
+        if (c->verbose) {
+                /* everything, the sampler's counters included */
+                putchar('\n');
+                render(o, 0, NULL);
+        }
 }
 
 static int parse_pid(const char *s, uint32_t *ret) {
@@ -276,6 +457,7 @@ int main(int argc, char **argv) {
                 { "json", no_argument, NULL, 'j' },
                 { "help", no_argument, NULL, 'h' },
                 { "all", no_argument, NULL, 'a' },
+                { "verbose", no_argument, NULL, 'v' },
                 {},
         };
         struct ctl c = { .runtime_dir = AFF_RUNTIME_DIR };
@@ -285,8 +467,11 @@ int main(int argc, char **argv) {
         int opt;
 
         /* "+": stop at the verb, so "revert --all" and verb args are ours to read. */
-        while ((opt = getopt_long(argc, argv, "+hj", options, NULL)) >= 0)
+        while ((opt = getopt_long(argc, argv, "+hjv", options, NULL)) >= 0)
                 switch (opt) {
+                case 'v':
+                        c.verbose = true;
+                        break;
                 case 'r':
                         c.runtime_dir = optarg;
                         break;
@@ -314,6 +499,10 @@ int main(int argc, char **argv) {
                         c.json = true;
                         memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
                         argc--, i--;
+                } else if (streq(argv[i], "--verbose") || streq(argv[i], "-v")) {
+                        c.verbose = true;
+                        memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
+                        argc--, i--;
                 } else if (streq(argv[i], "--all")) {
                         all = true;
                         memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
@@ -323,8 +512,10 @@ int main(int argc, char **argv) {
         int nargs = argc - optind;
         char **args = argv + optind;
 
-        if (streq(verb, "status") && nargs == 0)
+        if (streq(verb, "status") && nargs == 0) {
+                c.print = print_status;
                 return call_json(&c, "Status", NULL);
+        }
         if (streq(verb, "tasks") && nargs <= 1) {
                 uint32_t n = 20;
                 if (nargs == 1 && parse_pid(args[0], &n) < 0)

@@ -157,18 +157,73 @@ static double pair_rate(const struct task *a, const struct task *b, const struct
         return held ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);
 }
 
+const char *split_basis_to_string(enum split_basis b) {
+        switch (b) {
+        case SPLIT_BASIS_WAKEUPS: return "wakeups";
+        case SPLIT_BASIS_MIGRATIONS: return "migrations";
+        case SPLIT_BASIS_LOOK: return "look";
+        default: return "unknown";
+        }
+}
+
+/*
+ * Without the tracepoint's split (fallback source): the verdict of
+ * DETECT_PAIR_FALLBACK_* from the members' migration rates and last CPUs.
+ * Returns 1 split, 0 together, -1 unknown; never 0 without evidence.
+ */
+static double fallback_split(const struct task *a, const struct task *b, enum split_basis *ret_basis) {
+        bool apart = a->last_cpu >= 0 && b->last_cpu >= 0 && a->last_cpu != b->last_cpu;
+        double mig = a->migrations_per_s + b->migrations_per_s;
+
+        if (a->have_migrations && b->have_migrations) {
+                if (mig >= DETECT_PAIR_FALLBACK_MIGRATING_PER_S) {
+                        *ret_basis = SPLIT_BASIS_MIGRATIONS;
+                        return 1.0;
+                }
+                if (mig <= DETECT_PAIR_FALLBACK_STILL_PER_S && a->last_cpu >= 0 && b->last_cpu >= 0) {
+                        *ret_basis = SPLIT_BASIS_MIGRATIONS;
+                        return apart ? 1.0 : 0.0;
+                }
+        }
+        *ret_basis = apart ? SPLIT_BASIS_LOOK : SPLIT_BASIS_UNKNOWN;
+        return apart ? 1.0 : -1.0;
+}
+
+char *detect_pair_split_text(const struct finding *f, char *buf, size_t size) {
+        bool split = f->split_fraction >= DETECT_PAIR_SPLIT_MIN;
+
+        switch (f->split_basis) {
+        case SPLIT_BASIS_WAKEUPS:
+                snprintf(buf, size, "%s %.0f%%", split ? "split" : "together, split", f->split_fraction * 100);
+                break;
+        case SPLIT_BASIS_MIGRATIONS:
+                if (f->migrations_per_s >= DETECT_PAIR_FALLBACK_MIGRATING_PER_S)
+                        snprintf(buf, size, "split: migrating %.0f/s", f->migrations_per_s);
+                else
+                        snprintf(buf, size, "%s, not migrating", split ? "split: apart" : "together: on one CPU");
+                break;
+        case SPLIT_BASIS_LOOK:
+                snprintf(buf, size, "split: apart at the last look, migrating %.1f/s", f->migrations_per_s);
+                break;
+        default:
+                snprintf(buf, size, "split unknown: on one CPU at the last look, migrating %.1f/s",
+                         f->migrations_per_s);
+                break;
+        }
+        return buf;
+}
+
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
                        const struct task *b, const struct pair_item *it, double rate, unsigned partners,
                        struct findings *out) {
         double split, combined = a->util + b->util, umax = pair_group_util_max(p);
-        bool from_edges = it->split_rate > 0;
+        enum split_basis basis = SPLIT_BASIS_WAKEUPS;
         struct finding f;
-        char cpus[64];
+        char cpus[64], split_text[96];
 
-        /* The tracepoint's split is over the whole decayed window; without it
-         * (fallback source) the best there is: were they apart at the sample. */
-        split = from_edges ? it->split_weighted / it->split_rate
-                           : (a->last_cpu >= 0 && b->last_cpu >= 0 && a->last_cpu != b->last_cpu ? 1.0 : 0.0);
+        /* The tracepoint's split is over the whole decayed window; without
+         * it (fallback source), fallback_split()'s verdict. */
+        split = it->split_rate > 0 ? it->split_weighted / it->split_rate : fallback_split(a, b, &basis);
 
         f = (struct finding) {
                 .kind = DETECT_PAIR,
@@ -178,8 +233,9 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                 .util = combined / 2,
                 .combined_util = combined,
                 .wake_rate_per_s = rate,
-                .split_fraction = MIN(MAX(split, 0.0), 1.0),
-                .split_measured = from_edges,
+                .split_fraction = split < 0 ? -1.0 : MIN(split, 1.0),
+                .split_basis = basis,
+                .migrations_per_s = a->migrations_per_s + b->migrations_per_s,
                 .cpus_seen = cpumask_or(&a->cpus_seen, &b->cpus_seen),
                 .last_cpu = -1,
         };
@@ -201,11 +257,11 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                          combined, umax, it->lo_to_hi, it->hi_to_lo);
         else
                 snprintf(f.note, sizeof(f.note),
-                         "%s: %.0f/%.0f wake-ups/s, split %.0f%%%s, CPUs %d/%d (seen %s), util %.2f+%.2f",
-                         f.split_fraction >= DETECT_PAIR_SPLIT_MIN ? "split pair" : "pair together",
-                         it->lo_to_hi, it->hi_to_lo, f.split_fraction * 100,
-                         from_edges ? "" : " (last CPU only)", a->last_cpu, b->last_cpu,
-                         cpus[0] ? cpus : "?", a->util, b->util);
+                         "%s: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d (seen %s), util %.2f+%.2f",
+                         f.split_fraction < 0 ? "pair" : f.split_fraction >= DETECT_PAIR_SPLIT_MIN ? "split pair"
+                                                                                                   : "pair together",
+                         it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, split_text, sizeof(split_text)),
+                         a->last_cpu, b->last_cpu, cpus[0] ? cpus : "?", a->util, b->util);
         return findings_add(out, &f);
 }
 

@@ -54,6 +54,21 @@ enum pair_shape {
 };
 #define DETECT_PAIR_HUB_PARTNERS 3
 
+/*
+ * What a pair's split rests on. Only SPLIT_BASIS_WAKEUPS is a fraction;
+ * the others are the fallback's verdicts, from each member's migration
+ * count over the window (se.nr_migrations) and one look at its last CPU.
+ * WAKEUPS and MIGRATIONS cover the whole window; LOOK is one look, which
+ * the planner confirms over Hysteresis= intervals.
+ */
+enum split_basis {
+        SPLIT_BASIS_WAKEUPS,     /* perf: share of the window's wake-ups that crossed CPUs */
+        SPLIT_BASIS_MIGRATIONS,  /* fallback: kept changing CPUs, or stayed put all window */
+        SPLIT_BASIS_LOOK,        /* fallback: apart at the sample, migration count not conclusive */
+        SPLIT_BASIS_UNKNOWN,     /* fallback: no evidence either way (split_fraction -1) */
+};
+const char *split_basis_to_string(enum split_basis b);
+
 struct finding {
         enum detector kind;
         const struct policy *policy;  /* valid for this interval only (config may be reloaded) */
@@ -64,16 +79,17 @@ struct finding {
         double util;                 /* hog: util of the thread; group: mean */
         double combined_util;        /* pair/group: sum of members' util */
         double demand;               /* hog: util + run-delay fraction (what it would use); group: sum */
-        double migrations_per_s;     /* hog: its rate; group: sum */
+        double migrations_per_s;     /* hog: its rate; group, pair: sum of the members' */
         double wake_rate_per_s;      /* pair: min of the two directions (max when we hold it on one CPU) */
-        double split_fraction;       /* pair: fraction of the window the members ran on different CPUs */
+        double split_fraction;       /* pair: fraction of the window the members ran on different CPUs
+                                      * (perf); the fallback's verdict 1 split / 0 together; -1 unknown.
+                                      * split_basis says which; never 0 for "unknown". */
         double run_delay_ms_per_s;   /* hog/rundelay: the thread's; group: max of the members */
         double steal;                /* steal: machine-wide fraction */
         cpumask_t cpus_seen;
         int last_cpu;                /* hog/rundelay: the thread's last CPU; else -1 */
         char comm[16];               /* hog/rundelay: thread name; group: first member's */
-        bool split_measured;         /* pair: split_fraction averages the window's wake-ups (perf),
-                                      * not one look at both members' last CPU (fallback) */
+        enum split_basis split_basis; /* pair: what split_fraction rests on */
         enum pair_shape shape;       /* pair: ping-pong, stream or hub */
         char note[160];              /* short human text, e.g. "stream: combined util 1.7 > 1.2" */
 };
@@ -138,6 +154,26 @@ double task_demand(const struct task *t);
  * which it would cost, are told apart by their combined utilisation).
  */
 #define DETECT_PAIR_SPLIT_MIN 0.05
+
+/*
+ * The fallback's split verdict (no perf: no per-wake-up CPUs), from the
+ * two members' se.nr_migrations rates over the window, summed. Measured
+ * here (2 CPUs, `perf bench sched pipe`): split by the kernel, 33k round
+ * trips/s, the members migrate 15-25/s each (30-45/s together) while one
+ * look at their last CPUs shows them on one CPU at most samples; kept
+ * together by the kernel next to a hog, 190k/s, 0-3/s together; pinned
+ * on one CPU, 0. So: at or above MIGRATING, split (the window's evidence);
+ * at or below STILL, each stayed where it was all window, so their last
+ * CPUs tell split from together; between, one look that shows them apart
+ * is a split to be confirmed over Hysteresis= intervals, and one that
+ * shows them on one CPU says nothing: unknown.
+ */
+#define DETECT_PAIR_FALLBACK_MIGRATING_PER_S 10.0
+#define DETECT_PAIR_FALLBACK_STILL_PER_S 0.5
+
+/* "split 47%", "split: migrating 38/s", "together: both on CPU 0, not migrating",
+ * "split unknown: ..." for the logs, affctl pairs and the planner's states. */
+char *detect_pair_split_text(const struct finding *f, char *buf, size_t size);
 
 /* Does the policy's [Match] cover this task? Pure: uses task->proc. */
 bool policy_matches(const struct policy *p, const struct task *t);

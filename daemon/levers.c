@@ -139,14 +139,21 @@ bool levers_is_mountpoint(struct levers *l, const char *path, const char *fstype
         return false;
 }
 
-int levers_maybe_mount(struct levers *l, const char *fstype, const char *target) {
-        if (!l->allow_mount || !levers_real_root(l))
+int levers_mount(struct levers *l, const char *fstype, const char *target) {
+        if (!l || !levers_real_root(l))
                 return 0;
         if (levers_is_mountpoint(l, target, fstype))
                 return 0;
+        /* the flags systemd's sys-kernel-*.mount units use */
         if (mount(fstype, target, fstype, MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
                 return -errno;
         return 1;
+}
+
+int levers_maybe_mount(struct levers *l, const char *fstype, const char *target) {
+        if (!l->allow_mount)
+                return 0;
+        return levers_mount(l, fstype, target);
 }
 
 int levers_read_lockdown(struct levers *l, char *buf, size_t size) {

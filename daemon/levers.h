@@ -101,6 +101,14 @@ struct levers *levers_free(struct levers *l);
 void levers_set_allow_mount(struct levers *l, bool allow);
 
 /*
+ * Mount fstype on target as systemd's boot-time mount units do, whatever
+ * levers_set_allow_mount() says: for a caller that decided it should (the
+ * daemon's tracefs outside systemd). Only for the real root. 1 mounted,
+ * 0 already mounted (or not the real root), -errno.
+ */
+int levers_mount(struct levers *l, const char *fstype, const char *target);
+
+/*
  * Where unit cgroups are set through systemd. NULL (default): the system
  * bus, and only when root is "/" and systemd is PID 1 (sd_booted()).
  * An address ("unix:path=/x/sock", peer-to-peer, no Hello) is for tests: it

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <systemd/sd-daemon.h>
 
 #include "apply.h"
@@ -44,6 +45,7 @@ struct manager {
         struct manager_options opts;
 
         struct config *config;
+        char idle_warning[512];       /* "" or why the configuration gives the daemon nothing to do */
         struct topology *topo;
         char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
         struct sampler *sampler;
@@ -51,6 +53,7 @@ struct manager {
         char pc_status[160];
         struct wake_sampler *wake;
         char wake_status[160];
+        char tracefs_status[160];     /* what mount_tracefs() did, for status */
         struct levers *levers;
         struct lever_caps caps;
         struct apply_system sys;
@@ -118,6 +121,46 @@ static void config_paths_fill(const struct manager *m, struct config_paths *p) {
         p->dirs[0] = VENDORDIR;
         p->dirs[1] = SYSCONFDIR "/affinityd";
         p->dirs[2] = RUNSTATEDIR "/affinityd";
+}
+
+/*
+ * A configuration without one enabled policy that acts (exclusions only
+ * narrow the others) leaves the daemon running and doing nothing, which
+ * looked exactly like "nothing to correct here": a build with another
+ * prefix reads other directories. So it is a warning that names every
+ * directory searched, at start and after each reload, and it is in status.
+ */
+static void check_nothing_to_do(struct manager *m) {
+        struct config_paths p;
+        size_t n_acting = 0, n_enabled = 0, off = 0;
+        char dirs[384] = "";
+
+        for (size_t i = 0; i < m->config->n_policies; i++) {
+                const struct policy *pol = &m->config->policies[i];
+                if (!pol->enabled)
+                        continue;
+                n_enabled++;
+                if (pol->action != ACTION_EXCLUDE)
+                        n_acting++;
+        }
+        m->idle_warning[0] = '\0';
+        if (n_acting > 0)
+                return;
+        config_paths_fill(m, &p);
+        for (size_t i = 0; p.dirs[i] && off < sizeof(dirs); i++) {
+                int w = snprintf(dirs + off, sizeof(dirs) - off, "%s%s/policies.d", i ? ", " : "", p.dirs[i]);
+                if (w < 0)
+                        break;
+                off += (size_t) w;
+        }
+        if (m->config->n_policies == 0)
+                snprintf(m->idle_warning, sizeof(m->idle_warning),
+                         "no policies found in %s: nothing to do", dirs);
+        else
+                snprintf(m->idle_warning, sizeof(m->idle_warning),
+                         "no enabled policy acts (%zu found, %zu enabled, exclusions only) in %s: nothing to do",
+                         m->config->n_policies, n_enabled, dirs);
+        log_fields(&m->log, LOG_WARNING, NULL, "%s", m->idle_warning);
 }
 
 static void log_config_errors(struct manager *m, const struct config_errors *e) {
@@ -672,6 +715,44 @@ static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void
 
 /* ---- setup ----------------------------------------------------------- */
 
+/*
+ * The perf wake-up source needs tracefs (the tracepoint's id and format).
+ * systemd mounts it at boot (sys-kernel-tracing.mount); outside systemd (a
+ * container, a minimal init) nothing may have, and the daemon would fall
+ * back to the weaker signal on a machine where perf works. So as root,
+ * outside systemd, on the real root, it is mounted the way systemd would,
+ * said in the log, and left mounted on stop: other tools may use it by then,
+ * as they would after boot. Under systemd a missing tracefs is someone's
+ * choice (a masked unit) and is left alone.
+ */
+static void mount_tracefs(struct manager *m) {
+        const char *target = "/sys/kernel/tracing";
+        int r;
+
+        if (m->opts.no_perf || !m->levers || !streq(m->root, "/") || geteuid() != 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "not mounted by affinityd");
+                return;
+        }
+        if (sd_booted() > 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "left to systemd");
+                return;
+        }
+        r = levers_mount(m->levers, "tracefs", target);
+        if (r > 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status),
+                         "mounted by affinityd on %s (not booted with systemd)", target);
+                log_fields(&m->log, LOG_NOTICE, NULL,
+                           "mounted tracefs on %s, as systemd does at boot (not booted with systemd; "
+                           "the perf wake-up source needs it); it stays mounted on stop", target);
+        } else if (r < 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "cannot mount on %s: %s", target,
+                         strerror(-r));
+                log_errno(&m->log, LOG_WARNING, r, "cannot mount tracefs on %s; wake-ups from the fallback",
+                          target);
+        } else
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "mounted");
+}
+
 static int setup_runtime_dir(struct manager *m) {
         if (mkdir(m->runtime_dir, 0755) < 0 && errno != EEXIST)
                 return log_errno(&m->log, LOG_ERR, errno, "cannot create %s", m->runtime_dir);
@@ -711,6 +792,7 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 goto fail;
         }
         apply_settings(m);
+        check_nothing_to_do(m);
 
         r = setup_runtime_dir(m);
         if (r < 0)
@@ -807,6 +889,7 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 sampler_set_process_events(m->sampler, true);
         }
 
+        mount_tracefs(m);
         /* Never fails for lack of perf: it falls back and says why in its status. */
         r = wake_sampler_new(m->root, m->topo, m->config->daemon.wake_sample_period,
                              m->config->daemon.max_wake_events_per_s, &m->wake);
@@ -900,6 +983,10 @@ struct manager *manager_free(struct manager *m) {
 /* ---- control interface ---------------------------------------------- */
 
 #define JADD(o, k, v) json_object_object_add((o), (k), (v))
+/* Five lines fit a first screen next to the rest of status. */
+#define STATUS_CHANGES_MAX 5
+
+static struct json_object *would_do_json(const struct manager *m, size_t max);
 
 static const char *task_policy_name(enum task_policy p) {
         static const char *const n[] = { "other", "batch", "idle", "fifo", "rr", "deadline" };
@@ -932,6 +1019,12 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                 json_object_array_add(files, json_object_new_string(*f));
         JADD(o, "config_files", files);
         JADD(o, "policies", json_object_new_int((int) m->config->n_policies));
+        {
+                struct json_object *w = json_object_new_array();
+                if (m->idle_warning[0])
+                        json_object_array_add(w, json_object_new_string(m->idle_warning));
+                JADD(o, "warnings", w);
+        }
 
         caps = json_object_new_object();
         if (m->levers) {
@@ -947,6 +1040,7 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         if (m->wake && wake_sampler_status_json(m->wake, &x) >= 0)
                 JADD(caps, "wake_sampler", x);
         x = NULL;
+        JADD(caps, "tracefs", json_object_new_string(m->tracefs_status));
         JADD(caps, "proc_connector", json_object_new_string(m->pc_status));
         if (m->pc) {
                 struct proc_connector_stats pcs;
@@ -968,7 +1062,36 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         JADD(counts, "actions_applied", json_object_new_int64((int64_t) m->actions_applied));
         JADD(counts, "actions_failed", json_object_new_int64((int64_t) m->actions_failed));
         JADD(counts, "actions_undone", json_object_new_int64((int64_t) m->actions_undone));
+        {
+                struct json_object *k = json_object_new_object();
+                for (int d = 0; d < _DETECT_MAX; d++) {
+                        int64_t n = 0;
+                        for (size_t i = 0; i < m->findings.n; i++)
+                                n += m->findings.items[i].kind == (enum detector) d;
+                        if (n > 0)
+                                JADD(k, detector_to_string((enum detector) d), json_object_new_int64(n));
+                }
+                JADD(counts, "findings_by_kind", k);
+        }
+        if (m->dry_run)
+                JADD(counts, "would_do", json_object_new_int64((int64_t) m->actions.n));
         JADD(o, "counts", counts);
+
+        /* The first screen of affctl status: the newest few changes in force
+         * (affctl actions lists them all), and in dry-run what the last pass
+         * would have done. */
+        if (applier_to_json(m->applier, util_now_usec(), &x) >= 0) {
+                struct json_object *top = json_object_new_array();
+                size_t n = json_object_array_length(x);
+
+                for (size_t i = n; i > 0 && n - i < STATUS_CHANGES_MAX; i--)
+                        json_object_array_add(top, json_object_get(json_object_array_get_idx(x, i - 1)));
+                json_object_put(x);
+                JADD(o, "changes", top);
+        }
+        x = NULL;
+        if (m->dry_run)
+                JADD(o, "would_do", would_do_json(m, STATUS_CHANGES_MAX));
 
         self = json_object_new_object();
         JADD(self, "cpu_percent", json_object_new_double(m->self_cpu_frac * 100.0));
@@ -1050,6 +1173,29 @@ int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **r
         return 0;
 }
 
+/* What the last pass would have done (dry-run: nothing is in force), at most max (0: all). */
+static struct json_object *would_do_json(const struct manager *m, size_t max) {
+        struct json_object *w = json_object_new_array();
+
+        for (size_t i = 0; i < m->actions.n && (max == 0 || i < max); i++) {
+                const struct action *a = &m->actions.items[i];
+                struct json_object *e = json_object_new_object();
+                char key[160], mask[128] = "";
+
+                action_target_key(a, key, sizeof(key));
+                if (a->type == ACT_AFFINITY)
+                        cpumask_format_list(&a->mask, mask, sizeof(mask));
+                JADD(e, "verb", json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
+                JADD(e, "type", json_object_new_string(action_type_to_string(a->type)));
+                JADD(e, "target", json_object_new_string(key));
+                JADD(e, "value", json_object_new_string(mask[0] ? mask : a->value));
+                JADD(e, "policy", json_object_new_string(a->policy));
+                JADD(e, "reason", json_object_new_string(a->reason));
+                json_object_array_add(w, e);
+        }
+        return w;
+}
+
 int manager_actions_json(struct manager *m, struct json_object **ret) {
         struct json_object *o = json_object_new_object(), *x = NULL;
         int r = applier_to_json(m->applier, util_now_usec(), &x);
@@ -1060,27 +1206,8 @@ int manager_actions_json(struct manager *m, struct json_object **ret) {
         }
         JADD(o, "actions", x);
         JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
-        if (m->dry_run) {
-                /* In dry-run nothing is in force: show what the last pass would have done. */
-                struct json_object *w = json_object_new_array();
-                for (size_t i = 0; i < m->actions.n; i++) {
-                        const struct action *a = &m->actions.items[i];
-                        struct json_object *e = json_object_new_object();
-                        char key[160], mask[128] = "";
-
-                        action_target_key(a, key, sizeof(key));
-                        if (a->type == ACT_AFFINITY)
-                                cpumask_format_list(&a->mask, mask, sizeof(mask));
-                        JADD(e, "verb", json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
-                        JADD(e, "type", json_object_new_string(action_type_to_string(a->type)));
-                        JADD(e, "target", json_object_new_string(key));
-                        JADD(e, "value", json_object_new_string(mask[0] ? mask : a->value));
-                        JADD(e, "policy", json_object_new_string(a->policy));
-                        JADD(e, "reason", json_object_new_string(a->reason));
-                        json_object_array_add(w, e);
-                }
-                JADD(o, "would_do", w);
-        }
+        if (m->dry_run)
+                JADD(o, "would_do", would_do_json(m, 0));
         *ret = o;
         return 0;
 }
@@ -1241,6 +1368,7 @@ int manager_reload(struct manager *m, struct json_object **ret) {
                         wake_sampler_set_floor(m->wake, detect_pair_rate_floor(c));
                 }
                 log_fields(&m->log, LOG_INFO, NULL, "configuration reloaded: %zu policies", c->n_policies);
+                check_nothing_to_do(m);
                 release_orphans(m);
         }
         config_errors_clear(&errs);

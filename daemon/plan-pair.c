@@ -446,7 +446,7 @@ static int release_half(struct pair_plan *pp, struct pair_item *it) {
 static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
         const struct finding *f = it->f;
         cpumask_t one = cpumask_of(cpu);
-        char reason[160];
+        char reason[160], split[96];
         int r;
 
         enum pair_role role[2] = { PAIR_ROLE_PEER, PAIR_ROLE_PEER };
@@ -454,10 +454,10 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         if (it->t[0] && it->t[1])
                 detect_pair_roles(it->t[0], it->t[1], role);
         /* who is who first: what an operator reads the line for */
-        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s) + %s %d (%s) on CPU %d: %.0f wake-ups/s, split %.0f%%",
+        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s) + %s %d (%s) on CPU %d: %.0f wake-ups/s, %s",
                  what, it->t[0] ? it->t[0]->comm : "?", (int) it->id[0].tid, pair_role_to_string(role[0]),
                  it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]), cpu,
-                 f ? f->wake_rate_per_s : 0, f ? f->split_fraction * 100 : 0);
+                 f ? f->wake_rate_per_s : 0, f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?");
         for (int k = 0; k < 2; k++) {
                 struct action a;
 
@@ -572,6 +572,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         char akey[2][128], detail[160];
         const char *why = NULL;
         enum no_cpu_reason ncr;
+        char split[96];
         int cpu;
 
         if (f) {
@@ -687,14 +688,19 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
          * Not ours: co-locate once it has been split for Hysteresis= intervals
          * more than it was together: a together interval takes one off
          * rather than starting over, because with the fallback source the
-         * split is one look at both members' last CPU, and one unlucky look
-         * must not restart the count of a pair that is split most of the time.
+         * split may be one look at both members' last CPU, and one unlucky
+         * look must not restart the count of a pair that is split most of
+         * the time. Unknown (the fallback could not tell) counts neither way.
          */
+        detect_pair_split_text(f, split, sizeof(split));
+        if (f->split_fraction < 0) {
+                plan_set_state(st, "watching", "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
+                return 0;
+        }
         if (f->split_fraction < DETECT_PAIR_SPLIT_MIN) {
                 if (st->seen > 0)
                         st->seen--;
-                plan_set_state(st, "watching", "together (split %.0f%%), %.0f wake-ups/s each way",
-                          f->split_fraction * 100, f->wake_rate_per_s);
+                plan_set_state(st, "watching", "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
                 return 0;
         }
         if (st->seen < UINT32_MAX)
@@ -702,15 +708,15 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         /*
          * The tracepoint's split fraction is already an average over every
          * wake-up of the window (thousands per second for a pair over the
-         * threshold), which is the persistence Hysteresis= exists to
-         * establish; one look at two last CPUs (fallback) is not. Acting on
-         * the first measured interval is what makes the fix land within two
-         * intervals of the pair starting (issue 4's target); release still
-         * waits Hysteresis= intervals.
+         * threshold), and the fallback's migration count covers the window
+         * too: that is the persistence Hysteresis= exists to establish; one
+         * look at two last CPUs is not. Acting on the first such interval is
+         * what makes the fix land within two intervals of the pair starting
+         * (issue 4's target); release still waits Hysteresis= intervals.
          */
-        if (st->seen < (f->split_measured ? 1u : hyst)) {
-                plan_set_state(st, "watching", "split %.0f%% for %u of %u intervals, %.0f wake-ups/s each way",
-                          f->split_fraction * 100, st->seen, hyst, f->wake_rate_per_s);
+        if (st->seen < (f->split_basis != SPLIT_BASIS_LOOK ? 1u : hyst)) {
+                plan_set_state(st, "watching", "%s for %u of %u intervals, %.0f wake-ups/s each way",
+                          split, st->seen, hyst, f->wake_rate_per_s);
                 return 0;
         }
         if (MAX(churn_count(pp, it->t[0]), churn_count(pp, it->t[1])) >= PAIR_SHORT_MIN &&

@@ -130,7 +130,17 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
         r = r ?: json_add(o, "wakeups_b_to_a_per_s",
                           json_object_new_double(edge_rate(s, f->members[1].tid, f->members[0].tid, &split_ba)));
         r = r ?: json_add(o, "wake_rate_per_s", json_object_new_double(f->wake_rate_per_s));
-        r = r ?: json_add(o, "split_fraction", json_object_new_double(f->split_fraction));
+        /* A fraction only when measured from wake-ups; the fallback's verdicts
+         * are "split", "together" or "unknown" with their basis. */
+        if (f->split_basis == SPLIT_BASIS_WAKEUPS)
+                r = r ?: json_add(o, "split_fraction", json_object_new_double(f->split_fraction));
+        else if (r >= 0 && json_object_object_add(o, "split_fraction", NULL) < 0)
+                r = -ENOMEM;
+        r = r ?: json_add(o, "split", json_object_new_string(f->split_fraction < 0 ? "unknown"
+                                                             : f->split_fraction >= DETECT_PAIR_SPLIT_MIN ? "split"
+                                                                                                         : "together"));
+        r = r ?: json_add(o, "split_basis", json_object_new_string(split_basis_to_string(f->split_basis)));
+        r = r ?: json_add(o, "migrations_per_s", json_object_new_double(f->migrations_per_s));
         r = r ?: json_add(o, "combined_util", json_object_new_double(f->combined_util));
         if (st) {
                 r = r ?: json_add(o, "cpu", json_object_new_int(st->cpu));

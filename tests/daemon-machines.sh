@@ -23,8 +23,11 @@ work=$(mktemp -d "$base/affd-machines.XXXXXX")
 trap 'cleanup; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 cfg=$work/config
 mkdir -p "$cfg/policies.d"
-# The default policies would plan for the fixture's processes; none is needed to read the topology.
+# The default policies would plan for the fixture's processes; a report-only
+# one is enough to read the topology (with none, the daemon rightly warns
+# that it has nothing to do, and this test wants no warning at all).
 : > "$cfg/affinityd.conf"
+printf '[Policy]\nDetector=hog\nAction=report\n' >"$cfg/policies.d/50-report.policy"
 
 # run_on NAME KERNEL: write the machine into $root and start the daemon on it.
 run_on() {

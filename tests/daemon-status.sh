@@ -31,8 +31,24 @@ wait_for 15 hog_busy || fail "hog util never above 70% (last: $(util_of "$HOG"))
 sleeper_idle() { awk -v u="$(util_of "$SLEEPER")" 'BEGIN { exit !(u >= 0 && u < 5) }'; }
 wait_for 10 sleeper_idle || fail "sleeper util not near 0 (last: $(util_of "$SLEEPER"))"
 
-# text output works too, and an unknown verb is a usage error (exit 2)
-ctl status | grep -q '^state: running' || fail "text status lacks state line"
+# The first screen of text status: running, dry-run, changes, cost, and
+# the warning that no policy acts (this configuration has none), naming the
+# directory searched; the sampler's counters only with --verbose.
+ctl status >"$RUNDIR/status.txt"
+cat "$RUNDIR/status.txt"
+grep -q '^affinityd .*: running, pid ' "$RUNDIR/status.txt" || fail "text status lacks the running line"
+for l in 'Dry run: no' 'Changing: 0 in force' 'Own cost: ' "Warning: no policies found in $cfg/policies.d: nothing to do"; do
+        grep -qF -- "$l" "$RUNDIR/status.txt" || fail "text status lacks '$l'"
+done
+! grep -q 'threads_read' "$RUNDIR/status.txt" || fail "sampler counters on the first screen"
+# (to a file: grep -q leaving early would kill affctl with SIGPIPE under pipefail)
+ctl status --verbose >"$RUNDIR/verbose.txt"
+grep -q 'threads_read' "$RUNDIR/verbose.txt" || fail "status --verbose lacks the sampler's counters"
+ctl status --json | jq -e --arg d "$cfg/policies.d" '.warnings | any(contains($d))' >/dev/null ||
+        fail "status --json warnings do not name $cfg/policies.d"
+grep -qF "warning]: no policies found in $cfg/policies.d: nothing to do" "$RUNDIR/daemon.log" ||
+        fail "no warning in the log about having no policies"
+# an unknown verb is a usage error (exit 2)
 set +e; ctl frobnicate >/dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "unknown verb exited $rc, want 2"
 set +e; "$AFFINITYD" --bogus >/dev/null 2>&1; rc=$?; set -e
@@ -54,5 +70,9 @@ if command -v runuser >/dev/null && id nobody >/dev/null 2>&1; then
 fi
 
 stop_daemon
+# not running: status says so on stdout, exit 3
+set +e; out=$(ctl status); rc=$?; set -e
+[ $rc -eq 3 ] || fail "status of a stopped daemon exited $rc, want 3"
+[[ $out == "affinityd is not running: "* ]] || fail "status of a stopped daemon said: $out"
 rm -rf "$cfg"
 echo "ok: hog and sleeper seen, status/tasks/explain answer, reads open and reload root-only"

@@ -25,8 +25,28 @@ if [ "$(id -u)" = 0 ] && ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
         mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || echo "note: tracefs not mountable; perf tests will use the fallback"
 fi
 
+# A daemon the quick start left running (under systemd, or in the foreground
+# in another terminal) would act on the tests' own workloads, which are not
+# in its configuration to leave alone: it is put in dry-run for the run and
+# back as it was at the end. The tests' daemons use their own directories.
+installed_ctl=$(command -v affctl || true)
+if [ "$(id -u)" = 0 ] && [ -n "$installed_ctl" ] &&
+   "$installed_ctl" status --json 2>/dev/null | grep -q '"dry_run":false'; then
+        "$installed_ctl" dry-run on >/dev/null
+        echo "note: the running affinityd is in dry-run until the tests end (it would act on their workloads)"
+        trap '"$installed_ctl" dry-run off >/dev/null 2>&1 && echo "note: the running affinityd applies changes again"' EXIT
+fi
+
 ./bootstrap.sh >/dev/null 2>&1 || ./bootstrap.sh
-build=${AFFINITYD_BUILD_DIR:-$top/build-ci}
+# Out of the source tree, beside the quick start's build/; a tree configured
+# in place (an older quick start) is used as it is, since configure refuses
+# a second, out-of-tree build of a configured source tree.
+if [ -f "$top/config.status" ] && [ -z "${AFFINITYD_BUILD_DIR:-}" ]; then
+        echo "note: $top is configured in place; building there"
+        build=$top
+else
+        build=${AFFINITYD_BUILD_DIR:-$top/build-ci}
+fi
 mkdir -p "$build"
 cd "$build"
 "$top/configure" -q --prefix=/usr --sysconfdir=/etc --localstatedir=/var

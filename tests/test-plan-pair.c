@@ -66,6 +66,8 @@ static struct finding mkpair(const struct task *a, const struct task *b, double 
                 .combined_util = a->util + b->util,
                 .wake_rate_per_s = 45000,
                 .split_fraction = split,
+                /* one look (the fallback's weakest basis): Hysteresis= applies */
+                .split_basis = SPLIT_BASIS_LOOK,
                 .last_cpu = -1,
         };
         snprintf(f.note, sizeof(f.note), "%s", note);
@@ -208,6 +210,44 @@ static void test_split_pair_colocated(void) {
         ASSERT_STREQ(target(&w, 100, 101)->state, state);
         ASSERT_EQ(w.claim[cpu], 2);
 
+        world_done(&w);
+}
+
+static void test_fallback_bases(void) {
+        /* The fallback's verdicts: one look waits for Hysteresis=; a window's
+         * migration count acts at once; "unknown" neither counts nor shows as
+         * together, and never as "split 0%". */
+        struct task tasks[] = { mktask(120, 0.5, 0), mktask(121, 0.5, 1) };
+        struct world w;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_EQ(target(&w, 120, 121)->seen, 2u);
+
+        /* unknown: seen stays at 2, and the state says unknown */
+        w.findings.items[0].split_fraction = -1;
+        w.findings.items[0].split_basis = SPLIT_BASIS_UNKNOWN;
+        w.findings.items[0].migrations_per_s = 3;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_EQ(target(&w, 120, 121)->seen, 2u);
+        ASSERT_STREQ(target(&w, 120, 121)->state, "watching");
+        ASSERT_TRUE(strstr(target(&w, 120, 121)->why, "split unknown") != NULL);
+        ASSERT_TRUE(strstr(target(&w, 120, 121)->why, "0%") == NULL);
+        world_done(&w);
+
+        /* migrating 38/s over the window: co-located in the first interval */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        f.split_basis = SPLIT_BASIS_MIGRATIONS;
+        f.migrations_per_s = 38;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        (void) expect_colocated(&w, 120, 121);
+        ASSERT_TRUE(strstr(w.out.items[0].reason, "split: migrating 38/s") != NULL);
         world_done(&w);
 }
 
@@ -427,7 +467,7 @@ static void test_thread_cache_server(void) {
         w.n_managed = 1;        /* the applier dropped 801's pin when it exited */
         findings_clear(&w.findings);
         f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
-        f.split_measured = true;
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
         ASSERT_OK(findings_add(&w.findings, &f));
         interval(&w);
         for (size_t i = 0; i < w.out.n; i++) {
@@ -475,11 +515,11 @@ static void test_pairs_on_distinct_cores(void) {
 
         world_init(&w, tasks, ELEMENTSOF(tasks));
         f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
-        f.split_measured = true;
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
         f.wake_rate_per_s = 50000;       /* the stronger pair is placed first */
         ASSERT_OK(findings_add(&w.findings, &f));
         f = mkpair(&tasks[2], &tasks[3], 1.0, "split pair");
-        f.split_measured = true;
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
         ASSERT_OK(findings_add(&w.findings, &f));
         interval(&w);
         ASSERT_EQ(w.out.n, 4);
@@ -518,7 +558,7 @@ static void test_short_connections(void) {
                 w.n_managed = 0;
                 findings_clear(&w.findings);
                 f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
-                f.split_measured = true;
+                f.split_basis = SPLIT_BASIS_WAKEUPS;
                 ASSERT_OK(findings_add(&w.findings, &f));
                 interval(&w);
                 if (client == 903)
@@ -639,6 +679,7 @@ static void test_shared_member(void) {
 
 int main(void) {
         test_split_pair_colocated();
+        test_fallback_bases();
         test_prefers_member_cpu();
         test_stream_left_alone();
         test_not_on_hog_cpu();
