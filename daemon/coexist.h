@@ -15,7 +15,7 @@
  *    matcher leaves alone a task whose allowed CPUs lie within them.
  *
  * Both files are read every pass below the root prefix (a pod can start
- * at any time; the reads cost ~30 µs a pass, see coexist_read()). A file
+ * at any time; the reads cost ~25 µs a pass, see coexist_read()). A file
  * that is absent means "no such placer"; one that cannot be parsed is
  * ignored and leaves a note, which the daemon logs and `affctl status`
  * shows. Parsing is pure, so tests and the fuzzer feed it strings.
