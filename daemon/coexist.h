@@ -47,7 +47,8 @@ struct coexist {
         cpumask_t kubelet_exclusive;   /* CPUs of its entries: never a plan's target */
         unsigned kubelet_containers;   /* containers with exclusive CPUs */
 
-        char note[COEXIST_NOTE_MAX];   /* "" or why a file was ignored ("<path>: malformed: ...; ignored") */
+        char note[COEXIST_NOTE_MAX];   /* "" or why a file was ignored ("<path>: malformed: ...; ignored"),
+                                        * both files' reasons when both were */
 };
 
 /*

@@ -97,6 +97,21 @@ out:
         return r;
 }
 
+/* Both files may have something to say: the second note follows the first. */
+__attribute__((format(printf, 2, 3)))
+static void note(struct coexist *c, const char *fmt, ...) {
+        size_t n = strlen(c->note);
+        va_list ap;
+
+        if (n > 0 && n + 2 < sizeof(c->note)) {
+                memcpy(c->note + n, "; ", 3);
+                n += 2;
+        }
+        va_start(ap, fmt);
+        vsnprintf(c->note + n, sizeof(c->note) - n, fmt, ap);
+        va_end(ap);
+}
+
 static void read_sched_ext(const char *root, struct coexist *c) {
         char buf[64];
         ssize_t n;
@@ -106,8 +121,7 @@ static void read_sched_ext(const char *root, struct coexist *c) {
                 return;   /* no CONFIG_SCHED_CLASS_EXT: nothing to coexist with */
         if (n < 0) {
                 /* Unreadable: not known to be on. Said in the note, so status shows the doubt. */
-                snprintf(c->note, sizeof(c->note), COEXIST_SCHED_EXT_STATE ": %s; taken as not enabled",
-                         strerror((int) -n));
+                note(c, COEXIST_SCHED_EXT_STATE ": %s; taken as not enabled", strerror((int) -n));
                 return;
         }
         snprintf(c->sched_ext_state, sizeof(c->sched_ext_state), "%s", util_strip(buf));
@@ -129,7 +143,7 @@ static int read_kubelet(const char *root, struct coexist *c) {
                 return r;
         c->kubelet_present = true;
         if (r < 0) {
-                snprintf(c->note, sizeof(c->note), COEXIST_KUBELET_STATE ": %s; ignored", strerror(-r));
+                note(c, COEXIST_KUBELET_STATE ": %s; ignored", strerror(-r));
                 return 0;
         }
         if (strlen(text) != size)
@@ -142,7 +156,7 @@ static int read_kubelet(const char *root, struct coexist *c) {
                 cpumask_zero(&c->kubelet_exclusive);
                 c->kubelet_containers = 0;
                 c->kubelet_policy[0] = '\0';
-                snprintf(c->note, sizeof(c->note), COEXIST_KUBELET_STATE ": malformed: %s; ignored", why);
+                note(c, COEXIST_KUBELET_STATE ": malformed: %s; ignored", why);
         }
         return 0;
 }

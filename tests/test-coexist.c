@@ -142,6 +142,12 @@ static void test_read(void) {
         ASSERT_OK(coexist_read(root, &c));
         ASSERT_TRUE(!c.sched_ext);
         ASSERT_TRUE(strncmp(c.note, COEXIST_SCHED_EXT_STATE ": ", strlen(COEXIST_SCHED_EXT_STATE) + 2) == 0);
+        /* ... and a bad kubelet file at the same time: both are said */
+        mkdir_at(root, "/var/lib/kubelet");
+        test_write_at(root, COEXIST_KUBELET_STATE, "[]");
+        ASSERT_OK(coexist_read(root, &c));
+        ASSERT_TRUE(strncmp(c.note, COEXIST_SCHED_EXT_STATE ": ", strlen(COEXIST_SCHED_EXT_STATE) + 2) == 0);
+        ASSERT_TRUE(strstr(c.note, "; " COEXIST_KUBELET_STATE ": malformed: not a JSON object; ignored") != NULL);
         test_remove_at(root, "/sys/kernel/sched_ext");
 
         /* kubelet: read, then malformed (noted, ignored), then a NUL byte */
