@@ -63,6 +63,7 @@ struct manager {
         char bus_status[160];
 
         struct snapshot *snap;        /* owned by the sampler, valid until the next pass */
+        struct coexist coexist_seen;  /* other placers as last logged (coexist.h) */
         struct findings findings;
         struct action_list actions;
         struct pending_effect *effects;
@@ -365,6 +366,13 @@ static void on_applier_event(const struct applier_event *ev, void *userdata) {
                 level = LOG_DEBUG; /* set/gone: log_action() already said it */
                 break;
         }
+        /* Counted for the planner, which leaves a thread alone for good after
+         * the second (plan_state_foreign()). m->plan is NULL during the crash
+         * replay at start: those changes were made before this run. */
+        if (ev->kind == APPLIER_EVENT_FOREIGN && ev->target && ev->target->type == ACT_AFFINITY && m->plan &&
+            plan_state_foreign(m->plan, &ev->target->task) == PLAN_FOREIGN_MAX)
+                log_fields(&m->log, LOG_NOTICE, NULL, "tid %d: %s", (int) ev->target->task.tid, PLAN_FOREIGN_WHY);
+
         snprintf(f[n], sizeof(f[n]), "EVENT=%s", applier_event_kind_to_string(ev->kind));
         fields[n] = f[n], n++;
         if (ev->target) {
@@ -413,6 +421,26 @@ static void check_hotplug(struct manager *m) {
         m->topo = t;
 }
 
+/* Say when another placer comes or goes, and a file it cannot use, once each. */
+static void log_coexist(struct manager *m, const struct coexist *now) {
+        struct coexist *was = &m->coexist_seen;
+        char a[256], b[256];
+
+        if (now->sched_ext != was->sched_ext)
+                log_fields(&m->log, LOG_NOTICE, NULL, now->sched_ext ?
+                           "sched_ext scheduler %s enabled: affinity changes stop and ours are released" :
+                           "sched_ext scheduler %s no longer enabled: affinity planning resumes",
+                           now->sched_ext ? (now->sched_ext_ops[0] ? now->sched_ext_ops : "?") :
+                                            (was->sched_ext_ops[0] ? was->sched_ext_ops : "?"));
+        if (!cpumask_equal(&now->kubelet_exclusive, &was->kubelet_exclusive))
+                log_fields(&m->log, LOG_INFO, NULL, "kubelet exclusive CPUs: %s → %s (never a target)",
+                           cpumask_format_list(&was->kubelet_exclusive, a, sizeof(a)) ?: "?",
+                           cpumask_format_list(&now->kubelet_exclusive, b, sizeof(b)) ?: "?");
+        if (now->note[0] && !streq(now->note, was->note))
+                log_fields(&m->log, LOG_WARNING, NULL, "coexistence: %s", now->note);
+        *was = *now;
+}
+
 static void drain_proc_connector(struct manager *m);
 
 static uint64_t early_next_allowed(const struct manager *m);
@@ -440,6 +468,7 @@ static int manager_pass(struct manager *m) {
                 m->snap->wake_source = wake_sampler_source(m->wake);
         } else
                 m->snap->wake_source = m->wake_status;
+        log_coexist(m, &m->snap->coexist);
 
         /* Someone else changed what we set, or the target exited: stop managing it. */
         r = applier_reconcile(m->applier);
@@ -447,6 +476,12 @@ static int manager_pass(struct manager *m) {
                 log_fields(&m->log, LOG_NOTICE, NULL,
                            "%d managed target(s) exited or were changed by someone else; no longer managed", r);
 
+        /* The releases of this pass end every affinity change; a verdict
+         * measured under the BPF scheduler would judge it, not the change. */
+        if (m->snap->coexist.sched_ext)
+                for (size_t i = m->n_effects; i > 0; i--)
+                        if (m->effects[i - 1].action.type == ACT_AFFINITY)
+                                effect_forget(m, i - 1);
         effect_check(m);
 
         /* Tasks whose mask we set are not "narrowed by someone else". */
@@ -993,6 +1028,50 @@ static const char *task_policy_name(enum task_policy p) {
         return (unsigned) p < ELEMENTSOF(n) ? n[p] : "?";
 }
 
+/*
+ * `affctl status` "coexistence": what the last pass saw of other placers
+ * (coexist_to_json()), whether affinity planning runs ("affinity":
+ * "active" or "paused" with "why"), the CPUs plans may use, and the
+ * threads left alone for good after two foreign changes.
+ */
+static int coexist_json(struct manager *m, struct json_object **ret) {
+        struct json_object *o = NULL, *left;
+        char buf[4096];
+        cpumask_t usable;
+        int r;
+
+        if (!m->snap)
+                return -ENODATA;
+        r = coexist_to_json(&m->snap->coexist, &o);
+        if (r < 0)
+                return r;
+        usable = snapshot_usable(m->snap);
+        JADD(o, "affinity", json_object_new_string(m->snap->coexist.sched_ext ? "paused" : "active"));
+        JADD(o, "why", json_object_new_string(m->snap->coexist.sched_ext ? COEXIST_SCHED_EXT_WHY : ""));
+        JADD(o, "usable", json_object_new_string(cpumask_format_list(&usable, buf, sizeof(buf)) ?: ""));
+        left = json_object_new_array();
+        for (size_t i = 0; m->plan && i < m->plan->n_targets; i++) {
+                const struct plan_target_state *t = m->plan->targets[i];
+                const struct task *task;
+                struct json_object *e;
+
+                if (t->foreign_changes < PLAN_FOREIGN_MAX)
+                        continue;
+                task = snapshot_find_id(m->snap, &t->task);
+                e = json_object_new_object();
+                JADD(e, "pid", json_object_new_int(t->task.pid));
+                JADD(e, "tid", json_object_new_int(t->task.tid));
+                JADD(e, "start_time", json_object_new_uint64(t->task.start_time));
+                JADD(e, "comm", json_object_new_string(task ? task->comm : ""));
+                JADD(e, "foreign_changes", json_object_new_int64(t->foreign_changes));
+                JADD(e, "why", json_object_new_string(t->why));
+                json_object_array_add(left, e);
+        }
+        JADD(o, "left_alone", left);
+        *ret = o;
+        return 0;
+}
+
 int manager_status_json(struct manager *m, struct json_object **ret) {
         struct json_object *o = json_object_new_object(), *caps, *counts, *self, *files, *x = NULL;
         const struct managed *mg;
@@ -1120,6 +1199,9 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                 JADD(o, "levers_changed", levers);
         }
 
+        if (coexist_json(m, &x) >= 0)
+                JADD(o, "coexistence", x);
+
         snprintf(buf, sizeof(buf), "%s", m->topo_online);
         JADD(o, "online_cpus", json_object_new_string(buf));
         if (topology_to_json(m->topo, &x) >= 0)
@@ -1229,6 +1311,36 @@ static void pair_partner_text(const struct snapshot *s, const struct task *t, co
                  o->proc && o->proc->cmdline ? o->proc->cmdline : "?");
 }
 
+/* explain "coexistence": why another placer's claim keeps affinityd off this thread. */
+static struct json_object *coexist_task_json(struct manager *m, const struct task *t) {
+        struct json_object *a = json_object_new_array();
+        const struct coexist *c = &m->snap->coexist;
+        char key[128], b[320], cpus[256];
+        const struct plan_target_state *ts;
+
+        if (c->sched_ext) {
+                snprintf(b, sizeof(b), "%s (%s): affinityd changes no affinity", COEXIST_SCHED_EXT_WHY,
+                         c->sched_ext_ops[0] ? c->sched_ext_ops : "scheduler name unknown");
+                json_object_array_add(a, json_object_new_string(b));
+        }
+        if (!cpumask_empty(&c->kubelet_exclusive) && !cpumask_empty(&t->allowed) &&
+            cpumask_subset(&t->allowed, &c->kubelet_exclusive)) {
+                snprintf(b, sizeof(b), "on CPUs the kubelet gave a container (%s): never touched",
+                         cpumask_format_list(&t->allowed, cpus, sizeof(cpus)) ?: "?");
+                json_object_array_add(a, json_object_new_string(b));
+        }
+        snprintf(key, sizeof(key), "task:%d:%" PRIu64, (int) t->id.tid, t->id.start_time);
+        ts = plan_state_find(m->plan, key);
+        if (ts && ts->foreign_changes >= PLAN_FOREIGN_MAX)
+                json_object_array_add(a, json_object_new_string(PLAN_FOREIGN_WHY));
+        else if (ts && ts->foreign_changes > 0) {
+                snprintf(b, sizeof(b), "its affinity was changed by someone else %u time(s); at %d it is left "
+                         "alone for good", ts->foreign_changes, PLAN_FOREIGN_MAX);
+                json_object_array_add(a, json_object_new_string(b));
+        }
+        return a;
+}
+
 int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret) {
         struct json_object *o, *threads;
         const struct managed *mg;
@@ -1297,6 +1409,7 @@ int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret)
                                 json_object_array_add(done, json_object_new_string(b));
                         }
                 JADD(e, "actions", done);
+                JADD(e, "coexistence", coexist_task_json(m, t));
 
                 /* The planner's last word on any target involving this thread. */
                 for (size_t k = 0; m->plan && k < m->plan->n_targets; k++) {

@@ -79,7 +79,7 @@ bool match_affinity_narrowed(const struct snapshot *s, const struct task *t) {
 
         if (!s || !s->topo || !t)
                 return false;
-        ref = topology_usable(s->topo);
+        ref = snapshot_usable(s);
         if (!cpumask_empty(&s->topo->self_allowed)) {
                 cpumask_t both = cpumask_and(&ref, &s->topo->self_allowed);
                 if (!cpumask_empty(&both))
@@ -130,6 +130,14 @@ const struct policy *match_policy_for(const struct config *c, const struct snaps
         }
         if (task_policy_is_rt(t->policy) && !best->allow_realtime) {
                 why = "real-time task";
+                goto none;
+        }
+        /* Even with AllowNarrowed=yes: those CPUs are the container's by contract
+         * (the kubelet's static policy), not a narrowing someone may want undone. */
+        if (!(flags & MATCH_AFFINITY_OURS) && !t->affinity_ours && s &&
+            !cpumask_empty(&s->coexist.kubelet_exclusive) && !cpumask_empty(&t->allowed) &&
+            cpumask_subset(&t->allowed, &s->coexist.kubelet_exclusive)) {
+                why = "on CPUs the kubelet gave a container";
                 goto none;
         }
         if (!(flags & MATCH_AFFINITY_OURS) && !t->affinity_ours && !best->allow_narrowed &&

@@ -16,7 +16,11 @@
  *      none                                   → NULL, "no policy matches"
  *   5. real-time task and the policy lacks AllowRealtime=yes
  *                                             → NULL, "real-time task"
- *   6. affinity narrowed by someone else and the policy lacks
+ *   6. the task's allowed CPUs all belong to the kubelet's containers
+ *      (snapshot coexist.kubelet_exclusive; skipped with MATCH_AFFINITY_OURS:
+ *      the planners release our pins there as on any unusable CPU)
+ *                                             → NULL, "on CPUs the kubelet gave a container"
+ *   7. affinity narrowed by someone else and the policy lacks
  *      AllowNarrowed=yes (skipped with MATCH_AFFINITY_OURS)
  *                                             → NULL, "affinity narrowed by someone else"
  */
@@ -46,7 +50,8 @@ const struct policy *match_exclusion_for(const struct config *c, const struct ta
 
 /*
  * Was t's affinity narrowed below the default? The default is every
- * usable CPU (online, not isolated, not nohz_full) that the daemon itself
+ * usable CPU (snapshot_usable(): online, not isolated, not nohz_full, not
+ * a kubelet container's) that the daemon itself
  * may use: when systemd's CPUAffinity= narrows every process, tasks that
  * inherit it are not "narrowed by someone else". false if s has no
  * topology (tests without one).

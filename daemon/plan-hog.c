@@ -13,7 +13,8 @@
  *     those CPUs, pin nothing, and release every hog pin once that has
  *     held for Hysteresis= intervals (the kernel's rotation is the fair
  *     thing then);
- *  3. only onto usable CPUs (online, not isolated, not nohz_full) within
+ *  3. only onto usable CPUs (snapshot_usable(): online, not isolated, not
+ *     nohz_full, not a kubelet container's exclusive CPU) within
  *     the task's own allowed set and the policy's CPUs=;
  *  4. prefer the CPU the hog is already on, but first: never put two hogs
  *     on SMT siblings while a core has none, then the highest-capacity
@@ -622,7 +623,7 @@ static int review_pins(struct hog_plan *hp) {
                         continue;
                 }
                 if (c < 0 || c >= hp->topo->n_cpus || !cpumask_test(&hp->usable, c)) {
-                        r = release(hp, it, true, "CPU %d is no longer usable (offline, isolated or nohz_full)", c);
+                        r = release(hp, it, true, "CPU %d is no longer usable (offline, isolated, nohz_full or a container's)", c);
                         if (r < 0)
                                 return r;
                         continue;
@@ -804,7 +805,7 @@ int plan_hogs(struct plan_ctx *ctx) {
         hp.ctx = ctx;
         hp.snap = in->snap;
         hp.topo = in->snap->topo;
-        hp.usable = topology_usable(hp.topo);
+        hp.usable = snapshot_usable(hp.snap);
         hp.K = MAX(in->config->daemon.hysteresis_intervals, 1u);
         n = hp.topo->n_cpus;
 

@@ -784,7 +784,7 @@ int plan_pairs(struct plan_ctx *ctx) {
                 .snap = ctx->in->snap,
                 .topo = ctx->in->snap->topo,
                 .n_cpus = MIN(ctx->in->snap->topo->n_cpus, CPUMASK_MAX),
-                .usable = topology_usable(ctx->in->snap->topo),
+                .usable = snapshot_usable(ctx->in->snap),
         };
 
         r = collect(&pp);

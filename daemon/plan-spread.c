@@ -539,7 +539,7 @@ int plan_spread(struct plan_ctx *ctx) {
                         (void) member_get(g, &st->last.members[j]);
         }
 
-        usable = topology_usable(in->snap->topo);
+        usable = snapshot_usable(in->snap);
         load = machine_load(in->snap, &usable);
         K = MAX(in->config->daemon.hysteresis_intervals, 1u);
 

@@ -13,7 +13,9 @@
  * so a CPU a release frees is free when the next set lands.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -122,13 +124,59 @@ bool plan_state_blocked(const struct plan_state *s, const char *key, const char 
         return false;
 }
 
+static bool task_key(const struct task_id *id, char *buf, size_t size) {
+        return action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = *id }, buf, size) != NULL;
+}
+
+int plan_state_foreign(struct plan_state *s, const struct task_id *id) {
+        struct plan_target_state *t;
+        char key[128];
+
+        if (!s || !id || !task_key(id, key, sizeof(key)))
+                return -EINVAL;
+        t = plan_state_get(s, key);
+        if (!t)
+                return -ENOMEM;
+        t->task = *id;
+        t->foreign_changes++;
+        /* The first time leaves the state alone: a block the effect check set
+         * keeps its reason, and the thread is someone else's for now anyway
+         * (the matcher sees it narrowed until they put it back). */
+        if (t->foreign_changes >= PLAN_FOREIGN_MAX) {
+                t->no_retry_until_usec = UINT64_MAX;
+                plan_set_state(t, "left alone", "%s", PLAN_FOREIGN_WHY);
+        }
+        return (int) MIN(t->foreign_changes, (unsigned) INT_MAX);
+}
+
+/*
+ * Targets that count foreign changes outlive the garbage collection (the
+ * second change may come an hour after the first) and go when their thread
+ * does: a reused TID has another start time, so it would never match, but
+ * the list must not grow with every thread that ever exited.
+ */
+static void plan_state_forget_exited(struct plan_state *s, const struct snapshot *snap) {
+        size_t j = 0;
+
+        for (size_t i = 0; i < s->n_targets; i++) {
+                struct plan_target_state *t = s->targets[i];
+
+                if (t->foreign_changes > 0 && !snapshot_find_id(snap, &t->task)) {
+                        free(t);
+                        continue;
+                }
+                s->targets[j++] = t;
+        }
+        s->n_targets = j;
+}
+
 static void plan_state_gc(struct plan_state *s, uint64_t now_usec) {
         size_t j = 0;
 
         for (size_t i = 0; i < s->n_targets; i++) {
                 struct plan_target_state *t = s->targets[i];
 
-                if (s->generation - t->generation > PLAN_GC_GENERATIONS &&
+                if (s->generation - t->generation > PLAN_GC_GENERATIONS && t->foreign_changes == 0 &&
                     t->cooldown_until_usec <= now_usec && t->no_retry_until_usec <= now_usec) {
                         free(t);
                         continue;
@@ -257,6 +305,51 @@ static enum detector managed_kind(const struct config *c, const struct managed *
         return m->kind;
 }
 
+/*
+ * A sched_ext scheduler is enabled: it places tasks itself, and a mask of
+ * ours would only narrow where it may put them, against its own model of
+ * the machine. So every affinity change in force is given back (releases
+ * are never held back by the budget) and no part that sets affinity runs.
+ * Their targets say why, and their hysteresis starts again afterwards:
+ * what was seen under the BPF scheduler says nothing about the stock one.
+ */
+static int plan_yield_affinity(struct plan_ctx *ctx) {
+        const struct plan_input *in = ctx->in;
+        struct plan_state *s = ctx->state;
+        int r;
+
+        for (size_t i = 0; i < in->n_managed; i++) {
+                const struct managed *m = &in->managed[i];
+                struct action a;
+
+                if (m->type != ACT_AFFINITY)
+                        continue;
+                a = (struct action) {
+                        .type = ACT_AFFINITY,
+                        .verb = VERB_RELEASE,
+                        .task = m->task,
+                        .mask = m->mask,
+                        .partner = m->partner,
+                };
+                snprintf(a.policy, sizeof(a.policy), "%s", m->policy);
+                snprintf(a.reason, sizeof(a.reason), "%s", COEXIST_SCHED_EXT_WHY);
+                r = plan_emit(ctx, &a);
+                if (r < 0)
+                        return r;
+        }
+        for (size_t i = 0; i < s->n_targets; i++) {
+                struct plan_target_state *t = s->targets[i];
+
+                if (t->kind != DETECT_HOG && t->kind != DETECT_PAIR && t->kind != DETECT_SPREAD)
+                        continue;
+                t->seen = 0;
+                t->absent = 0;
+                t->cpu = -1;
+                plan_set_state(t, "left alone", "%s", COEXIST_SCHED_EXT_WHY);
+        }
+        return 0;
+}
+
 int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct action_list *out) {
         _cleanup_free_ struct managed *managed = NULL;
         _cleanup_free_ int *claim = NULL;
@@ -297,15 +390,25 @@ int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct 
                 .actions_left = in->config->daemon.max_actions_per_interval,
         };
 
-        r = plan_hogs(&ctx);
-        if (r < 0)
-                return r;
-        r = plan_pairs(&ctx);
-        if (r < 0)
-                return r;
-        r = plan_spread(&ctx);
-        if (r < 0)
-                return r;
+        plan_state_forget_exited(state, in->snap);
+
+        if (in->snap->coexist.sched_ext) {
+                r = plan_yield_affinity(&ctx);
+                if (r < 0)
+                        return r;
+        } else {
+                r = plan_hogs(&ctx);
+                if (r < 0)
+                        return r;
+                r = plan_pairs(&ctx);
+                if (r < 0)
+                        return r;
+                r = plan_spread(&ctx);
+                if (r < 0)
+                        return r;
+        }
+        /* Weights, sched_features and sysctls set no placement: a BPF
+         * scheduler keeps placing as it likes (and may read cpu.weight). */
         r = plan_levers(&ctx);
         if (r < 0)
                 return r;

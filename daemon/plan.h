@@ -25,6 +25,13 @@
  *  - a pin whose CPU became unusable or left the task's allowed set is
  *    released at once, and placed again in the same pass if a CPU is free
  *    (RELEASE before SET): a task is never left stuck.
+ *  - while a sched_ext scheduler is enabled (snap->coexist.sched_ext) no
+ *    affinity is set and every affinity change in force is released
+ *    (COEXIST_SCHED_EXT_WHY); hog, pair and spread targets start their
+ *    hysteresis again when it is gone, since what was seen under the BPF
+ *    scheduler says nothing about the stock one; the levers go on;
+ *  - no CPU the kubelet gave a container (snapshot_usable()) and no thread
+ *    left alone for good (plan_state_foreign()) is ever a target.
  *
  * Every decision leaves its state and reason in struct plan_target_state
  * ("pinned to 1", "left alone: 3 hogs > 2 usable CPUs", "watching 2/3"),
@@ -80,6 +87,10 @@ struct plan_target_state {
         int cpu;                     /* hog: the CPU it is pinned (or being pinned) to, else -1 */
         uint64_t first_seen_usec;    /* pair: the pass the planner first knew it */
         uint64_t placed_usec;        /* pair: when we co-located it (0: not ours) */
+        /* "task:" keys: times someone else changed the affinity we set on this
+         * thread (plan_state_foreign()); kept until the thread exits. */
+        unsigned foreign_changes;
+        struct task_id task;
         uint64_t generation;         /* plan_run pass that last looked at it (garbage collection) */
 };
 
@@ -103,6 +114,19 @@ struct plan_state *plan_state_free(struct plan_state *s);
  * action_target_key() ("task:TID:START"); the planner honours both.
  */
 int plan_state_block(struct plan_state *s, const char *key, uint64_t until_usec, const char *why);
+
+/*
+ * Someone else changed the affinity affinityd set on thread id (the
+ * applier's APPLIER_EVENT_FOREIGN: taskset, GameMode, TuneD, a cpuset
+ * reset). The first time the planner may place it again once it is back
+ * on its default CPUs and its finding holds; the second time for the same
+ * thread (TID and start time) the two of us would fight: it is blocked for
+ * good ("task:TID:START", which every part checks), until it exits.
+ * Returns the count so far (1, 2, ...), or -EINVAL / -ENOMEM.
+ */
+#define PLAN_FOREIGN_MAX 2
+#define PLAN_FOREIGN_WHY "left alone for good: its affinity was changed by someone else twice"
+int plan_state_foreign(struct plan_state *s, const struct task_id *id);
 
 struct plan_input {
         const struct snapshot *snap;

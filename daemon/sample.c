@@ -170,6 +170,7 @@ struct thread_priv {
 struct sampler {
         char *root;
         const struct topology *topo;
+        struct coexist coexist;       /* this pass's other placers, copied into the snapshot */
         size_t max_threads;
         struct sampler_options opt;
         enum sampler_gate gate;       /* resolved: CLOCK, STAT or NONE */
@@ -1796,6 +1797,12 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
         st->info_reads = st->gate_calls = st->errors = 0;
 
         sample_cpus(s, window);
+        /* Who else places tasks this pass (coexist.h): two small files. */
+        r = coexist_read(s->root, &s->coexist);
+        if (r < 0) {
+                s->pass--;
+                return r;
+        }
 
         r = visit_processes(s);
         if (r < 0) {
@@ -1824,6 +1831,7 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
                 .psi_cpu_some_avg10 = s->snap.psi_cpu_some_avg10,
                 .wake_source = "none",
                 .task_index = &s->tids,
+                .coexist = s->coexist,
         };
         active_build(s);
         s->last_usec = now_usec;

@@ -23,3 +23,9 @@ const struct task *snapshot_find_id(const struct snapshot *s, const struct task_
 
         return t && task_id_equal(&t->id, id) ? t : NULL;
 }
+
+cpumask_t snapshot_usable(const struct snapshot *s) {
+        cpumask_t u = topology_usable(s->topo);
+
+        return cpumask_andnot(&u, &s->coexist.kubelet_exclusive);
+}

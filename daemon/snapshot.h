@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "coexist.h"
 #include "common/cpumask.h"
 #include "topology.h"
 
@@ -139,6 +140,9 @@ struct snapshot {
         size_t n_edges;
         const char *wake_source;      /* "perf", "none", ... for affctl status */
 
+        /* Other CPU placers this pass (coexist.h): sched_ext, the kubelet's exclusive CPUs. */
+        struct coexist coexist;
+
         /* Set by the sampler: tid → index into tasks, so snapshot_find_task() is O(1).
          * NULL in snapshots built from struct literals (linear search). */
         const struct sample_table *task_index;
@@ -150,6 +154,14 @@ static inline size_t snapshot_n_active(const struct snapshot *s) {
 static inline const struct task *snapshot_active(const struct snapshot *s, size_t i) {
         return s->active ? s->active[i] : &s->tasks[i];
 }
+
+/*
+ * The CPUs a plan may place onto: topology_usable() (online, not isolated,
+ * not nohz_full) less the CPUs another placer owns (the kubelet's
+ * exclusive CPUs). The one place that says "usable" for the planners and
+ * the matcher; topology_usable() alone is the hardware's view.
+ */
+cpumask_t snapshot_usable(const struct snapshot *s);
 
 /* Lookup helpers for the pure stages (linear or hashed; O(n) is fine in tests). */
 const struct task *snapshot_find_task(const struct snapshot *s, pid_t tid);

@@ -44,7 +44,9 @@ struct topology {
         int n_notes_dropped;    /* notes past TOPOLOGY_NOTES_MAX */
 };
 
-/* CPUs a placement may use: online, not isolated, not nohz_full. */
+/* CPUs the hardware and boot options leave for placement: online, not
+ * isolated, not nohz_full. Planners use snapshot_usable(), which also
+ * leaves out the CPUs other placers own (coexist.h). */
 cpumask_t topology_usable(const struct topology *t);
 
 /*

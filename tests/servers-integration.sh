@@ -89,8 +89,14 @@ check_client() {
 
 # start_split CMD...: the client on the last CPU, every thread of the server
 # on CPU 0, both let go to all CPUs at once after 0.3 s; sets CLIENT_PID.
+# The daemon still holds the server thread for its next client: it is taken
+# back first (affctl revert), so that the split is not a change under the
+# daemon's feet, which it would count (twice: left alone for good,
+# affinityd(8) COEXISTENCE). Nothing is held before the first client: then
+# revert fails, which is fine.
 start_split() {
         local spid=$1; shift
+        ctl revert "$spid" >/dev/null 2>&1 || true
         taskset -a -p -c 0 "$spid" >/dev/null
         taskset -c "$LAST" "$@" >"$work/client.log" 2>&1 &
         CLIENT_PID=$!

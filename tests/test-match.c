@@ -209,6 +209,31 @@ static void test_policy_for(void) {
         ASSERT_STREQ(detect_policy_for(c, &s, &t, DETECT_HOG, 1, &why)->name, "tuned");
         snprintf(t.comm, sizeof(t.comm), "make");
 
+        /* The kubelet gave 2-3 to a container (issue 15): its tasks are narrowed as
+         * the matcher always saw them, and left alone even with AllowNarrowed=yes. */
+        ASSERT_OK(cpumask_parse_list("2-3", &s.coexist.kubelet_exclusive));
+        ASSERT_OK(cpumask_parse_list("2-3", &t.allowed));
+        ASSERT_TRUE(match_affinity_narrowed(&s, &t));
+        ASSERT_TRUE(!detect_policy_for(c, &s, &t, DETECT_HOG, 1, &why));
+        ASSERT_STREQ(why, "on CPUs the kubelet gave a container");
+        snprintf(t.comm, sizeof(t.comm), "tuned-x");
+        ASSERT_TRUE(!detect_policy_for(c, &s, &t, DETECT_HOG, 1, &why));
+        ASSERT_STREQ(why, "on CPUs the kubelet gave a container");
+        snprintf(t.comm, sizeof(t.comm), "make");
+        /* ... unless the mask is ours: the planners move our pins off such CPUs */
+        ASSERT_STREQ(match_policy_for(c, &s, &t, DETECT_HOG, 1, MATCH_AFFINITY_OURS, &why)->name, "hogs");
+        /* the shared pool (every other CPU) is the default now, and so is a task outside Kubernetes */
+        ASSERT_OK(cpumask_parse_list("0-1", &t.allowed));
+        ASSERT_TRUE(!match_affinity_narrowed(&s, &t));
+        ASSERT_STREQ(detect_policy_for(c, &s, &t, DETECT_HOG, 1, &why)->name, "hogs");
+        t.allowed = cpumask_first_n(4);
+        ASSERT_STREQ(detect_policy_for(c, &s, &t, DETECT_HOG, 1, &why)->name, "hogs");
+        /* partly on them: not the container's, the usual rules */
+        ASSERT_OK(cpumask_parse_list("1-2", &t.allowed));
+        ASSERT_TRUE(!detect_policy_for(c, &s, &t, DETECT_HOG, 1, &why));
+        ASSERT_STREQ(why, "affinity narrowed by someone else");
+        cpumask_zero(&s.coexist.kubelet_exclusive);
+
         /* the default is the usable CPUs: isolated and nohz_full CPUs do not count */
         t.allowed = cpumask_first_n(3);
         ASSERT_TRUE(match_affinity_narrowed(&s, &t));

@@ -24,28 +24,10 @@
 
 /* The detector, as detect_hogs() with a policy covering every thread we did not pin. */
 static void detect(struct world *w) {
-        for (size_t i = 0; i < w->n_tasks; i++) {
-                const struct task *t = &w->tasks[i];
-                struct finding f = { .kind = DETECT_HOG, .policy = &w->pol[0], .n_members = 1 };
-
-                if (w->cfg.n_policies == 0)
-                        break;
-                if (world_managed(w, t->id.tid))
-                        continue; /* narrowed (by us): detect_policy_for would refuse it */
-                if (task_demand(t) < detect_util_min(&w->pol[0], DETECT_HOG))
-                        continue;
-                if (!(t->migrations_per_s > detect_migrations_min_per_s(&w->pol[0], DETECT_HOG)))
-                        continue;
-                f.members[0] = t->id;
-                f.util = t->util;
-                f.demand = task_demand(t);
-                f.migrations_per_s = t->migrations_per_s;
-                f.run_delay_ms_per_s = t->run_delay_ms_per_s;
-                f.cpus_seen = t->cpus_seen;
-                f.last_cpu = t->last_cpu;
-                memcpy(f.comm, t->comm, sizeof(f.comm));
-                ASSERT_OK(findings_add(&w->findings, &f));
-        }
+        if (w->cfg.n_policies == 0)
+                return;
+        for (size_t i = 0; i < w->n_tasks; i++)
+                world_detect_hog(w, &w->tasks[i], &w->pol[0]);
 }
 
 /* Invariants on what is in force after every step. */

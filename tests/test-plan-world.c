@@ -97,6 +97,26 @@ int world_pinned_cpu(struct world *w, pid_t tid) {
         return m && cpumask_weight(&m->mask) == 1 ? cpumask_next(&m->mask, 0) : -1;
 }
 
+void world_detect_hog(struct world *w, const struct task *t, const struct policy *p) {
+        struct finding f = { .kind = DETECT_HOG, .policy = p, .n_members = 1 };
+
+        if (world_managed(w, t->id.tid))
+                return;
+        if (task_demand(t) < detect_util_min(p, DETECT_HOG))
+                return;
+        if (!(t->migrations_per_s > detect_migrations_min_per_s(p, DETECT_HOG)))
+                return;
+        f.members[0] = t->id;
+        f.util = t->util;
+        f.demand = task_demand(t);
+        f.migrations_per_s = t->migrations_per_s;
+        f.run_delay_ms_per_s = t->run_delay_ms_per_s;
+        f.cpus_seen = t->cpus_seen;
+        f.last_cpu = t->last_cpu;
+        memcpy(f.comm, t->comm, sizeof(f.comm));
+        ASSERT_OK(findings_add(&w->findings, &f));
+}
+
 /* What the applier would do. */
 static void world_apply(struct world *w) {
         w->n_sets = w->n_releases = 0;
@@ -167,6 +187,7 @@ void world_step(struct world *w) {
                 .edges = w->edges,
                 .n_edges = w->n_edges,
                 .psi_cpu_some_avg10 = -1,
+                .coexist = w->coexist,
         };
 
         findings_clear(&w->findings);

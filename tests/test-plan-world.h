@@ -28,6 +28,7 @@ struct world {
         size_t n_tasks;
         struct wake_edge edges[8];         /* the snapshot's wake edges, as the test sets them */
         size_t n_edges;
+        struct coexist coexist;            /* the snapshot's other placers (test-plan-coexist) */
         struct policy pol[2];              /* cfg.policies; the test fills them and cfg.n_policies */
         struct config cfg;
         struct plan_state *state;
@@ -61,6 +62,10 @@ struct task *world_task(struct world *w, pid_t tid);
 struct managed *world_managed(struct world *w, pid_t tid);
 /* CPU a task is pinned to by us, or -1. */
 int world_pinned_cpu(struct world *w, pid_t tid);
+
+/* The hog detector as detect_hogs() sees t under policy p: a finding if it is busy and
+ * migrating and not pinned by us (narrowed by us: detect_policy_for would refuse it). */
+void world_detect_hog(struct world *w, const struct task *t, const struct policy *p);
 
 void world_step(struct world *w);
 void world_steps(struct world *w, unsigned n);
