@@ -58,6 +58,9 @@ static void detect(struct world *w) {
                         /* split until we put them together */
                         .split_fraction = pair_together(w) ? 0.02 : 0.95,
                         .last_cpu = -1,
+                        /* one look (the fallback's weakest basis): Hysteresis=
+                         * applies to the pair as to the hogs */
+                        .split_basis = SPLIT_BASIS_LOOK,
                         .shape = PAIR_PINGPONG,
                 };
                 ASSERT_OK(findings_add(&w->findings, &f));
