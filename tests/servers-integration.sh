@@ -63,12 +63,21 @@ colocated() {   # colocated SERVER_PID CLIENT_PID: sets ST ("server tid") and CT
 # check_client NAME SERVER_PID CLIENT_PID: co-located within 4 s of the
 # client's start, and still on one CPU at every look until it exits.
 check_client() {
-        local name=$1 spid=$2 cpid=$3 t0=$4 looks=0 role
-        if ! wait_for 4 colocated "$spid" "$cpid"; then
-                ctl pairs
-                tail -20 "$RUNDIR/daemon.log"
-                fail "$name: not co-located within 4 s of the client's start"
-        fi
+        local name=$1 spid=$2 cpid=$3 t0=$4 looks=0 role try split
+        # The kernel may merge the pair by itself before the daemon looks
+        # (then there is nothing to fix, and the daemon rightly waits): split
+        # it again, at most twice. A pair the daemon saw split and left so fails.
+        for try in 1 2 3; do
+                wait_for 4 colocated "$spid" "$cpid" && break
+                split=$(pair_field "$spid" "$cpid" '.split // "none"')
+                if [ "$try" = 3 ] || [ "$split" != together ]; then
+                        ctl pairs
+                        tail -20 "$RUNDIR/daemon.log"
+                        fail "$name: not co-located within 4 s (attempt $try; the daemon read the pair as: $split)"
+                fi
+                echo "# $name: the kernel kept the pair together by itself; split again"
+                resplit "$spid" "$cpid"
+        done
         echo "# $name: co-located after $(( ($(date +%s%N) - t0) / 1000000 )) ms: server tid $ST, client tid $CT on CPU $(allowed_of "$ST")"
         role=$(pair_field "$spid" "$cpid" "if .pid_a == $spid then .role_a else .role_b end")
         [ "$role" = server ] || fail "$name: affctl pairs calls the server side '$role'"
@@ -105,9 +114,18 @@ start_split() {
         taskset -a -p -c "$ORIG" "$spid" >/dev/null
 }
 
+# resplit SERVER_PID CLIENT_PID: the running pair apart for 0.3 s again.
+resplit() {
+        taskset -a -p -c 0 "$1" >/dev/null
+        taskset -a -p -c "$LAST" "$2" >/dev/null
+        sleep 0.3
+        taskset -a -p -c "$ORIG" "$2" >/dev/null
+        taskset -a -p -c "$ORIG" "$1" >/dev/null
+}
+
 for i in 1 2 3; do
         t0=$(date +%s%N)
-        start_split "$MDB_PID" "${SB[@]}" --threads=1 --time=6 oltp_point_select run
+        start_split "$MDB_PID" "${SB[@]}" --threads=1 --time=10 oltp_point_select run
         check_client "MariaDB client $i" "$MDB_PID" "$CLIENT_PID" "$t0"
         wait "$CLIENT_PID" || { cat "$work/client.log"; fail "sysbench failed"; }
         grep -q "queries:" "$work/client.log" || { cat "$work/client.log"; fail "sysbench printed no result"; }
