@@ -696,6 +696,12 @@ check_pair_colocate() {
     # =hold keeps the narrowed masks (61-e2e-pair.policy has AllowNarrowed=yes
     # for it); measured: the daemon then leaves the pair alone, "no usable CPU"
     # in both masks. The masks after this step are what a stop must restore.
+    # The daemon is in dry-run meanwhile: with AllowNarrowed=yes it may
+    # co-locate the pair on the one CPU both masks share as soon as the first
+    # member is widened (under TCG each taskset takes ~0.1 s), and would then
+    # record a mask this step was about to change (seen: "1" restored where
+    # the step left "0-1").
+    run affctl dry-run on > /dev/null || fail "'affctl dry-run on' failed"
     for t in $tids; do
         if [ "$i" = 0 ]; then c=$(online_cpus | sed 's/[-,].*//'); else c=$(online_cpus | sed 's/.*[-,]//'); fi
         run taskset -pc "$c" "$t" > /dev/null
@@ -706,6 +712,7 @@ check_pair_colocate() {
         [ "${E2E_PAIR_SPLIT:-release}" = hold ] || run taskset -pc "$(online_cpus)" "$t" > /dev/null
         printf '%s %s\n' "$t" "$(cpus_of "$t")" >> "$STATE/pair-masks"
     done
+    run affctl dry-run off > /dev/null || fail "'affctl dry-run off' failed"
     # shellcheck disable=SC2016
     # Longer than the other waits: measured 15-66 s until the daemon acted,
     # since the kernel keeps the released pair together ~60% of the time and
