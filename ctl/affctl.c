@@ -14,6 +14,7 @@
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <json-c/json.h>
 #include <stdio.h>
@@ -36,6 +37,7 @@ struct ctl {
         const char *runtime_dir;
         bool json;
         bool verbose;
+        bool all;                  /* revert --all */
         /* text output of this verb; NULL: the generic rendering */
         void (*print)(struct json_object *o, const struct ctl *c);
 };
@@ -433,23 +435,130 @@ static void print_status(struct json_object *o, const struct ctl *c) {
         }
 }
 
-static int parse_pid(const char *s, uint32_t *ret) {
+/* A positive number: a PID (what = "PID") or a count (what = "count"). */
+static int parse_positive(const char *what, const char *s, uint32_t *ret) {
         int v;
-        if (util_parse_int(s, &v) < 0 || v <= 0) {
-                fprintf(stderr, "affctl: not a PID: %s\n", s);
+
+        if (util_parse_int(s, &v) < 0) {
+                fprintf(stderr, "affctl: not a %s: %s\n", what, s);
+                return -EINVAL;
+        }
+        if (v <= 0) {
+                fprintf(stderr, "affctl: a %s is a number of 1 or more, not %s\n", what, s);
                 return -EINVAL;
         }
         *ret = (uint32_t) v;
         return 0;
 }
 
-static int verb_check(const struct ctl *c, int argc, char **argv) {
-        if (argc < 1) {
-                fprintf(stderr, "affctl: check needs at least one FILE\n");
-                return EXIT_USAGE;
+/* affctl reload: what changed, or each error on a line of its own. */
+static void print_reload(struct json_object *o, const struct ctl *c) {
+        struct json_object *errs = jpath(o, "errors"), *ok = jpath(o, "ok");
+        size_t n = errs && json_object_is_type(errs, json_type_array) ? json_object_array_length(errs) : 0;
+
+        (void) c;
+        if (ok && json_object_get_boolean(ok)) {
+                printf("reloaded: %" PRId64 " policies\n", jint(o, "policies"));
+                return;
         }
+        fprintf(stderr, "affctl: reload failed (%zu error%s); the daemon keeps its running configuration:\n", n,
+                n == 1 ? "" : "s");
+        for (size_t i = 0; i < n; i++)
+                fprintf(stderr, "  %s\n", json_object_get_string(json_object_array_get_idx(errs, i)));
+}
+
+static int verb_check(struct ctl *c, int argc, char **argv) {
+        (void) c;
         return config_check_files_main(argv, false, stdout, stderr) == 0 ? 0 : EXIT_FAILED;
 }
+
+static int verb_status(struct ctl *c, int argc, char **argv) {
+        (void) argc, (void) argv;
+        c->print = print_status;
+        return call_json(c, "Status", NULL);
+}
+
+static int verb_tasks(struct ctl *c, int argc, char **argv) {
+        uint32_t n = 20;
+
+        if (argc == 1 && parse_positive("count", argv[0], &n) < 0)
+                return EXIT_USAGE;
+        return call_json(c, "Tasks", "u", n);
+}
+
+static int verb_actions(struct ctl *c, int argc, char **argv) {
+        (void) argc, (void) argv;
+        return call_json(c, "Actions", NULL);
+}
+
+static int verb_pairs(struct ctl *c, int argc, char **argv) {
+        (void) argc, (void) argv;
+        return call_json(c, "Pairs", NULL);
+}
+
+static int verb_hogs(struct ctl *c, int argc, char **argv) {
+        (void) argc, (void) argv;
+        return call_json(c, "Hogs", NULL);
+}
+
+static int verb_explain(struct ctl *c, int argc, char **argv) {
+        uint32_t pid;
+
+        (void) argc;
+        if (parse_positive("PID", argv[0], &pid) < 0)
+                return EXIT_USAGE;
+        return call_json(c, "Explain", "u", pid);
+}
+
+static int verb_reload(struct ctl *c, int argc, char **argv) {
+        (void) argc, (void) argv;
+        c->print = print_reload;
+        return call_json(c, "Reload", NULL);
+}
+
+static int verb_revert(struct ctl *c, int argc, char **argv) {
+        uint32_t pid = 0;
+
+        if (c->all == (argc == 1)) {
+                fprintf(stderr, "affctl: revert takes one PID or --all\n");
+                return EXIT_USAGE;
+        }
+        if (argc == 1 && parse_positive("PID", argv[0], &pid) < 0)
+                return EXIT_USAGE;
+        return call_json(c, "Revert", "u", pid);   /* 0: all */
+}
+
+static int verb_dry_run(struct ctl *c, int argc, char **argv) {
+        (void) argc;
+        if (!streq(argv[0], "on") && !streq(argv[0], "off")) {
+                fprintf(stderr, "affctl: dry-run takes on or off, not %s\n", argv[0]);
+                return EXIT_USAGE;
+        }
+        return call_json(c, "SetDryRun", "b", (int) streq(argv[0], "on"));
+}
+
+/*
+ * The verbs, the one place that says which exist and what arguments each
+ * takes; usage() is the one that says it to people. "args" is shown in
+ * the error when the count is wrong.
+ */
+static const struct verb {
+        const char *name;
+        int min_args, max_args;
+        const char *args;
+        int (*run)(struct ctl *c, int argc, char **argv);
+} verbs[] = {
+        { "status",  0, 0,       "",           verb_status },
+        { "tasks",   0, 1,       "[N]",        verb_tasks },
+        { "actions", 0, 0,       "",           verb_actions },
+        { "explain", 1, 1,       "PID",        verb_explain },
+        { "pairs",   0, 0,       "",           verb_pairs },
+        { "hogs",    0, 0,       "",           verb_hogs },
+        { "reload",  0, 0,       "",           verb_reload },
+        { "revert",  0, 1,       "PID|--all",  verb_revert },
+        { "dry-run", 1, 1,       "on|off",     verb_dry_run },
+        { "check",   1, INT_MAX, "FILE...",    verb_check },
+};
 
 int main(int argc, char **argv) {
         static const struct option options[] = {
@@ -461,9 +570,7 @@ int main(int argc, char **argv) {
                 {},
         };
         struct ctl c = { .runtime_dir = AFF_RUNTIME_DIR };
-        bool all = false;
         const char *verb;
-        uint32_t pid = 0;
         int opt;
 
         /* "+": stop at the verb, so "revert --all" and verb args are ours to read. */
@@ -482,7 +589,11 @@ int main(int argc, char **argv) {
                         usage(stdout);
                         return 0;
                 case 'a':
-                        all = true;
+                        if (c.all) {
+                                fprintf(stderr, "affctl: --all given twice\n");
+                                return EXIT_USAGE;
+                        }
+                        c.all = true;
                         break;
                 default:
                         usage(stderr);
@@ -504,7 +615,11 @@ int main(int argc, char **argv) {
                         memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
                         argc--, i--;
                 } else if (streq(argv[i], "--all")) {
-                        all = true;
+                        if (c.all) {
+                                fprintf(stderr, "affctl: --all given twice\n");
+                                return EXIT_USAGE;
+                        }
+                        c.all = true;
                         memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
                         argc--, i--;
                 }
@@ -512,40 +627,25 @@ int main(int argc, char **argv) {
         int nargs = argc - optind;
         char **args = argv + optind;
 
-        if (streq(verb, "status") && nargs == 0) {
-                c.print = print_status;
-                return call_json(&c, "Status", NULL);
-        }
-        if (streq(verb, "tasks") && nargs <= 1) {
-                uint32_t n = 20;
-                if (nargs == 1 && parse_pid(args[0], &n) < 0)
-                        return EXIT_USAGE;
-                return call_json(&c, "Tasks", "u", n);
-        }
-        if (streq(verb, "actions") && nargs == 0)
-                return call_json(&c, "Actions", NULL);
-        if (streq(verb, "pairs") && nargs == 0)
-                return call_json(&c, "Pairs", NULL);
-        if (streq(verb, "hogs") && nargs == 0)
-                return call_json(&c, "Hogs", NULL);
-        if (streq(verb, "explain") && nargs == 1) {
-                if (parse_pid(args[0], &pid) < 0)
-                        return EXIT_USAGE;
-                return call_json(&c, "Explain", "u", pid);
-        }
-        if (streq(verb, "reload") && nargs == 0)
-                return call_json(&c, "Reload", NULL);
-        if (streq(verb, "revert") && ((nargs == 0 && all) || (nargs == 1 && !all))) {
-                if (!all && parse_pid(args[0], &pid) < 0)
-                        return EXIT_USAGE;
-                return call_json(&c, "Revert", "u", all ? 0 : pid);
-        }
-        if (streq(verb, "dry-run") && nargs == 1 && (streq(args[0], "on") || streq(args[0], "off")))
-                return call_json(&c, "SetDryRun", "b", (int) streq(args[0], "on"));
-        if (streq(verb, "check"))
-                return verb_check(&c, nargs, args);
+        for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
+                const struct verb *v = &verbs[i];
 
-        fprintf(stderr, "affctl: unknown verb or wrong arguments: %s\n", verb);
+                if (!streq(verb, v->name))
+                        continue;
+                if (nargs < v->min_args || nargs > v->max_args) {
+                        if (v->max_args == 0)
+                                fprintf(stderr, "affctl: %s takes no arguments\n", v->name);
+                        else
+                                fprintf(stderr, "affctl: usage: affctl %s %s\n", v->name, v->args);
+                        return EXIT_USAGE;
+                }
+                if (c.all && !streq(v->name, "revert")) {
+                        fprintf(stderr, "affctl: --all is for revert, not %s\n", v->name);
+                        return EXIT_USAGE;
+                }
+                return v->run(&c, nargs, args);
+        }
+        fprintf(stderr, "affctl: unknown verb: %s\n", verb);
         usage(stderr);
         return EXIT_USAGE;
 }

@@ -511,8 +511,8 @@ int config_load(const struct config_paths *paths, struct config **ret, struct co
                 if (r < 0)
                         goto finish;
         }
-        qsort(dropins.items, dropins.n, sizeof(*dropins.items), dir_entry_cmp);
-        qsort(policies.items, policies.n, sizeof(*policies.items), dir_entry_cmp);
+        qsort_safe(dropins.items, dropins.n, sizeof(*dropins.items), dir_entry_cmp);
+        qsort_safe(policies.items, policies.n, sizeof(*policies.items), dir_entry_cmp);
 
         if (main_conf) {
                 r = load_one(c, main_conf, CONFIG_ROLE_DAEMON, errors);

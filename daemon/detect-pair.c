@@ -291,7 +291,7 @@ static int count_partners(const struct pair_item *items, size_t n, double floor,
                         ret->tids[ret->n++] = items[i].lo;
                         ret->tids[ret->n++] = items[i].hi;
                 }
-        qsort(ret->tids, ret->n, sizeof(*ret->tids), pid_cmp);
+        qsort_safe(ret->tids, ret->n, sizeof(*ret->tids), pid_cmp);
         return 0;
 }
 
@@ -347,7 +347,7 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 }
                 n++;
         }
-        qsort(items, n, sizeof(*items), pair_item_cmp);
+        qsort_safe(items, n, sizeof(*items), pair_item_cmp);
 
         /* Both directions of a pair, and repeats, into one item each. */
         for (size_t i = 0; i < n;) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "common/util.h"
 #include "effect.h"
 
 struct effect_params effect_params_default(void) {
@@ -62,7 +63,7 @@ int effect_judge(double before, const double *after, size_t n_after, const struc
                 return 0;
         }
 
-        qsort(v, n, sizeof(double), cmp_double);
+        qsort_safe(v, n, sizeof(double), cmp_double);
         median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
         diff = median - before;
         change = (p->direction == EFFECT_HIGHER_IS_BETTER ? diff : -diff) / before;

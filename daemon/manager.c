@@ -1243,7 +1243,7 @@ int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **r
                 return -ENOMEM;
         for (size_t i = 0; i < n; i++)
                 v[i] = &m->snap->tasks[i];
-        qsort(v, n, sizeof(*v), cmp_util_desc);
+        qsort_safe(v, n, sizeof(*v), cmp_util_desc);
 
         o = json_object_new_object();
         arr = json_object_new_array();

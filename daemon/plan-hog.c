@@ -240,6 +240,14 @@ static void judge(struct hog_plan *hp, struct hog_item *it) {
                 if (W <= 0)
                         W = 1;
                 st->migrations_decayed = st->migrations_decayed * exp(-win_s / W) + hops;
+                {
+                        double u = effect_proxy_for(DETECT_HOG, t, NULL), k = exp(-win_s / W);
+
+                        if (isfinite(u)) {
+                                st->util_avg = st->util_avg_n == 0 ? u : st->util_avg * k + u * (1 - k);
+                                st->util_avg_n = MIN(st->util_avg_n + 1, 1000000u);
+                        }
+                }
                 it->mig_rate = st->migrations_decayed / W;
                 st->migrations_window_per_s = it->mig_rate;
         }
@@ -529,7 +537,8 @@ static void fill_action(struct action *a, const struct hog_item *it, enum action
                 .verb = verb,
                 .task = it->id,
                 .mask = *mask,
-                .evidence_before = it->t && it->t->have_rates ? effect_proxy_for(DETECT_HOG, it->t, NULL) : 0,
+                .evidence_before = it->st->util_avg_n > 0 ? it->st->util_avg
+                                   : it->t && it->t->have_rates ? effect_proxy_for(DETECT_HOG, it->t, NULL) : 0,
         };
         snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
         snprintf(a->reason, sizeof(a->reason), "%s", reason);
@@ -583,7 +592,7 @@ static int review_pins(struct hog_plan *hp) {
         for (size_t i = 0; i < hp->n_items; i++)
                 if (hp->items[i].m)
                         order[n++] = &hp->items[i];
-        qsort(order, n, sizeof(*order), cmp_managed_age);
+        qsort_safe(order, n, sizeof(*order), cmp_managed_age);
 
         for (size_t i = 0; i < n; i++) {
                 struct hog_item *it = order[i];
@@ -714,7 +723,7 @@ static int place(struct hog_plan *hp) {
                 if (!it->m)
                         explain_idle(hp, it);
         }
-        qsort(order, n, sizeof(*order), cmp_place_order);
+        qsort_safe(order, n, sizeof(*order), cmp_place_order);
 
         for (size_t i = 0; i < n; i++) {
                 struct hog_item *it = order[i];

@@ -791,7 +791,7 @@ int plan_pairs(struct plan_ctx *ctx) {
         if (r >= 0)
                 r = load_init(&pp);
         if (r >= 0 && pp.n_items > 1)
-                qsort(pp.items, pp.n_items, sizeof(*pp.items), item_cmp);
+                qsort_safe(pp.items, pp.n_items, sizeof(*pp.items), item_cmp);
         for (size_t i = 0; r >= 0 && i < pp.n_items; i++)
                 r = decide(&pp, &pp.items[i]);
         if (r >= 0)

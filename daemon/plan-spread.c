@@ -406,7 +406,7 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                         continue; /* an effect check undid it: it stays the scheduler's */
                 order[n_order++] = mb;
         }
-        qsort(order, n_order, sizeof(order[0]), cmp_util_desc);
+        qsort_safe(order, n_order, sizeof(order[0]), cmp_util_desc);
 
         /* all or nothing: a group half placed is worse than one left alone */
         for (size_t i = 0; i < n_order; i++) {

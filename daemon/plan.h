@@ -84,6 +84,15 @@ struct plan_target_state {
          */
         double migrations_decayed;
         double migrations_window_per_s;  /* migrations_decayed / W, as last judged */
+        /*
+         * Hog: its util averaged over the same window (exponentially, the
+         * same decay), the effect check's "before". One interval's util is
+         * a biased "before": the interval that made a hog a hog is one of its
+         * busiest, so the median after the pin looked like a loss and noise
+         * alone undid good pins. util_avg_n counts the samples in it.
+         */
+        double util_avg;
+        unsigned util_avg_n;
         int cpu;                     /* hog: the CPU it is pinned (or being pinned) to, else -1 */
         uint64_t first_seen_usec;    /* pair: the pass the planner first knew it */
         uint64_t placed_usec;        /* pair: when we co-located it (0: not ours) */

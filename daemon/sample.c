@@ -769,7 +769,7 @@ static int cmp_desc(const void *a, const void *b) {
 
 /* Highest index first: a swap-remove only ever moves a record that is kept. */
 static void remove_doomed(struct sampler *s) {
-        qsort(s->doomed, s->n_doomed, sizeof(*s->doomed), cmp_desc);
+        qsort_safe(s->doomed, s->n_doomed, sizeof(*s->doomed), cmp_desc);
         for (size_t k = 0; k < s->n_doomed; k++) {
                 thread_remove(s, s->doomed[k]);
                 s->stats.threads_gone++;
@@ -900,7 +900,7 @@ static void active_build(struct sampler *s) {
                 s->priv[i].active_pass = s->pass;
                 s->active[n++] = &s->tasks[i];
         }
-        qsort(s->active, n, sizeof(*s->active), cmp_task_ptr);
+        qsort_safe(s->active, n, sizeof(*s->active), cmp_task_ptr);
         for (size_t k = 0; k < n; k++)
                 s->active_tids[k] = s->active[k]->id.tid;
         s->n_active = s->n_active_tids = n;

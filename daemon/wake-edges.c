@@ -192,7 +192,7 @@ int wake_edge_table_export(const struct wake_edge_table *t, struct wake_edge **b
                 };
                 n++;
         }
-        qsort(*buf, n, sizeof(**buf), edge_cmp);
+        qsort_safe(*buf, n, sizeof(**buf), edge_cmp);
         *ret_n = n;
         return 0;
 }

@@ -144,7 +144,7 @@ static int diag_dump(struct wake_fallback *f, uint32_t states) {
         nl_socket_free(sk);
         if (r < 0)
                 return r == -NLE_NOMEM ? -ENOMEM : r == -NLE_OBJ_NOTFOUND ? -ENOENT : -EIO;
-        qsort(f->peers, f->n_peers, sizeof(*f->peers), peer_cmp);
+        qsort_safe(f->peers, f->n_peers, sizeof(*f->peers), peer_cmp);
         return 0;
 }
 
@@ -193,7 +193,7 @@ void wake_fallback_set_peers(struct wake_fallback *f, const uint32_t (*pairs)[2]
         for (size_t i = 0; i < n; i++)
                 if (peers_push(f, pairs[i][0], pairs[i][1]) < 0)
                         break;
-        qsort(f->peers, f->n_peers, sizeof(*f->peers), peer_cmp);
+        qsort_safe(f->peers, f->n_peers, sizeof(*f->peers), peer_cmp);
         f->fixed_peers = true;
         f->diag = true;
 }
@@ -369,7 +369,7 @@ int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t
         }
         if (n_cands < 2)
                 return 0;
-        qsort(f->cands, n_cands, sizeof(*f->cands), cand_cmp);
+        qsort_safe(f->cands, n_cands, sizeof(*f->cands), cand_cmp);
 
         /* Processes, and their pipes and sockets. */
         for (size_t i = 0; i < n_cands; i++) {
@@ -384,7 +384,7 @@ int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t
                 if (r < 0)
                         return r;
         }
-        qsort(f->fds, n_fds, sizeof(*f->fds), fd_cmp);
+        qsort_safe(f->fds, n_fds, sizeof(*f->fds), fd_cmp);
 
 #define ADD_LINK(x, y)                                                                     \
         do {                                                                               \
@@ -445,7 +445,7 @@ int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t
         }
 #undef ADD_LINK
 
-        qsort(links, n_links, sizeof(*links), link_cmp);
+        qsort_safe(links, n_links, sizeof(*links), link_cmp);
         for (size_t i = 0; i < n_links; i++) {
                 if (i > 0 && links[i].a == links[i - 1].a && links[i].b == links[i - 1].b)
                         continue;

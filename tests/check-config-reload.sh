@@ -49,6 +49,7 @@ cat > "$cfg/policies.d/70-bad.policy" <<'INI'
 [Policy]
 Detector=hog
 Action=frobnicate
+Hysteresis=often
 INI
 set +e
 out=$(ctl reload 2>&1)
@@ -57,6 +58,11 @@ set -e
 [ $rc -ne 0 ] || fail "affctl reload of a bad configuration exited 0"
 echo "$out" | grep -qF "$cfg/policies.d/70-bad.policy:3: Action=frobnicate: unknown action" ||
         fail "affctl reload does not name the bad line; it said: $out"
+# each error on a line of its own, starting with its file:line
+echo "$out" | grep -q "^  $cfg/policies.d/70-bad.policy:4: " ||
+        fail "affctl reload does not put the second error on a line of its own; it said: $out"
+echo "$out" | grep -q "keeps its running configuration" ||
+        fail "affctl reload does not say the running configuration is kept; it said: $out"
 kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon died on a bad reload"
 has_policies 2 || fail "after a bad reload: $(policies) policies, want the old 2"
 affinityd_check_rc=0
@@ -64,7 +70,7 @@ affinityd_check_rc=0
 [ "$affinityd_check_rc" -eq 1 ] || fail "affinityd --check-config exited $affinityd_check_rc on the bad file, want 1"
 
 # SIGHUP reloads: fix the file, signal, and the third policy appears.
-sed -i 's/^Action=frobnicate$/Action=report/; s/^Detector=hog$/Detector=steal/' "$cfg/policies.d/70-bad.policy"
+sed -i 's/^Action=frobnicate$/Action=report/; s/^Detector=hog$/Detector=steal/; /^Hysteresis=often$/d' "$cfg/policies.d/70-bad.policy"
 kill -HUP "$DAEMON_PID"
 wait_for 10 has_policies 3 || fail "SIGHUP did not reload: $(policies) policies, want 3"
 

@@ -51,6 +51,21 @@ grep -qF "warning]: no policies found in $cfg/policies.d: nothing to do" "$RUNDI
 # an unknown verb is a usage error (exit 2)
 set +e; ctl frobnicate >/dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "unknown verb exited $rc, want 2"
+# wrong arguments: exit 2 and a message that says what is wrong
+usage_says() {   # usage_says WANT ARGS...
+        local want=$1 out rc; shift
+        set +e; out=$(ctl "$@" 2>&1 >/dev/null); rc=$?; set -e
+        [ $rc -eq 2 ] || fail "affctl $* exited $rc, want 2"
+        [[ $out == *"$want"* ]] || fail "affctl $*: said '$out', want '$want'"
+}
+usage_says "a count is a number of 1 or more, not 0" tasks 0
+usage_says "not a PID: x" explain x
+usage_says "usage: affctl explain PID" explain
+usage_says "usage: affctl explain PID" explain 1 2
+usage_says "--all given twice" revert --all --all
+usage_says "revert takes one PID or --all" revert 1 --all
+usage_says "status takes no arguments" status now
+usage_says "unknown verb: frobnicate" frobnicate
 set +e; "$AFFINITYD" --bogus >/dev/null 2>&1; rc=$?; set -e
 [ $rc -eq 2 ] || fail "unknown daemon option exited $rc, want 2"
 

@@ -51,8 +51,12 @@ Window=10s
 AllowNarrowed=yes
 INI
 
-cleanup_work() { rm -rf "$work"; }
-trap 'cleanup; cleanup_work' EXIT
+# A hog left stopped (step 3 failing) would keep its workload, and so
+# cleanup's wait, from ever ending: continue it first.
+STOPPED=
+trap '[ -z "$STOPPED" ] || kill -CONT "$STOPPED" 2>/dev/null || true; cleanup; rm -rf "$work"' EXIT
+# what the daemon did, for a failure's log
+daemon_story() { grep -E "affinity|released|undo|effect|hog" "$RUNDIR/daemon.log" | tail -30 >&2 || true; ctl hogs >&2 || true; }
 
 migrations_of() { awk '/^se.nr_migrations/ {print $3}' "/proc/$1/sched"; }
 is_single_cpu() { [[ "$(allowed_of "$1")" =~ ^[0-9]+$ ]]; }
@@ -115,7 +119,7 @@ both_pinned() {
 }
 if ! wait_for 60 both_pinned; then
         skip_if_busy_machine 2
-        hogs_json >&2
+        daemon_story
         fail "two hopping hogs not pinned one per CPU within 60 s (allowed: $(allowed_of "$a") / $(allowed_of "$b"))"
 fi
 echo "ok 2a: hogs pinned to CPU $(allowed_of "$a") and CPU $(allowed_of "$b")"
@@ -138,11 +142,11 @@ fi
 echo "ok 2b: migrations in 3 s after pinning: $((ma1 - ma0)), $((mb1 - mb0))"
 
 # ---------------------------------------------------------------- 3. a hog that stops is released
-kill -STOP "$a"
+kill -STOP "$a"; STOPPED=$a
 released() { [ "$(allowed_of "$a")" = "$orig_mask" ]; }
-wait_for 15 released || { kill -CONT "$a"; hogs_json >&2; fail "stopped hog $a still pinned to $(allowed_of "$a")"; }
-is_single_cpu "$b" || fail "the other hog lost its pin when one stopped"
-kill -CONT "$a"
+wait_for 15 released || { daemon_story; fail "stopped hog $a still pinned to $(allowed_of "$a")"; }
+is_single_cpu "$b" || { daemon_story; fail "the other hog lost its pin when one stopped"; }
+kill -CONT "$a"; STOPPED=
 echo "ok 3: stopped hog released (back to $orig_mask), the other still pinned"
 
 # ---------------------------------------------------------------- 4. SIGTERM restores

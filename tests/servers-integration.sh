@@ -29,7 +29,7 @@ if ! mountpoint -q /sys/kernel/tracing; then
 fi
 
 work=$(mktemp -d /tmp/affd-servers.XXXXXX)
-trap 'servers_stop; cleanup; rm -rf "$work"; [ -z "${MOUNTED_TRACEFS:-}" ] || umount /sys/kernel/tracing' EXIT
+trap '[ -z "${DAEMON_PID:-}" ] || kill -CONT "$DAEMON_PID" 2>/dev/null; servers_stop; cleanup; rm -rf "$work"; [ -z "${MOUNTED_TRACEFS:-}" ] || umount /sys/kernel/tracing' EXIT
 mariadb_start "$work" "$work" || fail "MariaDB did not start"
 redis_start "$work" "$work" || fail "Redis did not start"
 ORIG=$(allowed_of $$)
@@ -96,31 +96,44 @@ check_client() {
         echo "# $name: stayed co-located for $looks looks"
 }
 
+# The split is the test's doing, not a user's: the daemon is frozen
+# (SIGSTOP) while the test's tasksets run, so that it sees the pair split
+# and both masks back as they were, never one taskset of the set. Without
+# that it can co-locate the pair between the client's let-go and the
+# server's (CI saw it: within the 0.3 s, as it should), and the server's
+# let-go is then a change under its feet (affinityd(8) COEXISTENCE), which
+# releases the pair.
+freeze() { kill -STOP "$DAEMON_PID"; }
+thaw() { kill -CONT "$DAEMON_PID"; }
+
 # start_split CMD...: the client on the last CPU, every thread of the server
 # on CPU 0, both let go to all CPUs at once after 0.3 s; sets CLIENT_PID.
 # The daemon still holds the server thread for its next client: it is taken
 # back first (affctl revert), so that the split is not a change under the
-# daemon's feet, which it would count (twice: left alone for good,
-# affinityd(8) COEXISTENCE). Nothing is held before the first client: then
-# revert fails, which is fine.
+# daemon's feet. Nothing is held before the first client: then revert
+# fails, which is fine.
 start_split() {
         local spid=$1; shift
         ctl revert "$spid" >/dev/null 2>&1 || true
+        freeze
         taskset -a -p -c 0 "$spid" >/dev/null
         taskset -c "$LAST" "$@" >"$work/client.log" 2>&1 &
         CLIENT_PID=$!
         sleep 0.3
         taskset -a -p -c "$ORIG" "$CLIENT_PID" >/dev/null
         taskset -a -p -c "$ORIG" "$spid" >/dev/null
+        thaw
 }
 
 # resplit SERVER_PID CLIENT_PID: the running pair apart for 0.3 s again.
 resplit() {
+        freeze
         taskset -a -p -c 0 "$1" >/dev/null
         taskset -a -p -c "$LAST" "$2" >/dev/null
         sleep 0.3
         taskset -a -p -c "$ORIG" "$2" >/dev/null
         taskset -a -p -c "$ORIG" "$1" >/dev/null
+        thaw
 }
 
 for i in 1 2 3; do

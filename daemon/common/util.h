@@ -44,6 +44,12 @@ static inline void fclosep(FILE **f) {
         if (*f)
                 fclose(*f);
 }
+/* qsort() with nothing to sort: base may then be NULL, which qsort()'s
+ * nonnull contract (and UBSan) forbids. systemd's qsort_safe(). */
+static inline void qsort_safe(void *base, size_t n, size_t size, int (*cmp)(const void *, const void *)) {
+        if (n > 1)
+                qsort(base, n, size, cmp);
+}
 void strv_free(char **l);
 static inline void strv_freep(char ***l) {
         strv_free(*l);
