@@ -874,6 +874,26 @@ int applier_recover(struct applier *a) {
         rep.corrupt = c.n_corrupt;
         rep.unknown = c.n_unknown;
         rep.entries = (unsigned) c.n_entries;
+        if (c.n_corrupt > 0 || c.too_large) {
+                /* A damaged record may be a change still in force whose original
+                 * only it knew; the rewrite below would lose it. Keep the file as
+                 * it is for the administrator (as for a bad header); the good
+                 * records are restored from what was read. */
+                k = journal_move_aside(a->journal, rep.moved_aside, sizeof(rep.moved_aside));
+                if (k < 0) {
+                        journal_contents_clear(&c);
+                        return k;
+                }
+                if (c.too_large)
+                        emit(a, APPLIER_EVENT_JOURNAL, NULL, -EFBIG,
+                             "journal is too large (%" PRIu64 " bytes > %u): kept as %s; restoring from its first %u bytes",
+                             c.too_large, JOURNAL_READ_MAX, rep.moved_aside, JOURNAL_READ_MAX);
+                if (c.n_corrupt > 0)
+                        emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG,
+                             "journal has %u damaged record(s) (logged above): kept as %s; the changes they "
+                             "recorded may still be in force, check them by hand",
+                             c.n_corrupt, rep.moved_aside);
+        }
         if (c.max_seq >= a->next_seq)
                 a->next_seq = c.max_seq + 1;
 
@@ -940,9 +960,10 @@ int applier_recover(struct applier *a) {
         a->recovered = true;
         snprintf(rep.message, sizeof(rep.message),
                  "journal %s: %u entries: %u restored, %u already original, %u changed by others (left), "
-                 "%u exited, %u failed (kept), %u from another boot; %u torn, %u damaged, %u unknown lines ignored",
+                 "%u exited, %u failed (kept), %u from another boot; %u torn, %u damaged, %u unknown lines ignored%s%s",
                  journal_path(a->journal), rep.entries, rep.restored, rep.unchanged, rep.foreign, rep.gone,
-                 rep.failed, rep.stale_boot, rep.torn, rep.corrupt, rep.unknown);
+                 rep.failed, rep.stale_boot, rep.torn, rep.corrupt, rep.unknown,
+                 rep.moved_aside[0] ? "; the damaged journal is kept as " : "", rep.moved_aside);
 out:
         a->recover_report = rep;
         return (int) rep.restored;

@@ -182,6 +182,47 @@ static int get_int(struct json_object *o, const char *k, int *ret) {
 }
 
 /*
+ * What can still be read of a damaged line, for the log: the values of
+ * "seq", "key", "pid" and "original" as they stand in the text (the
+ * checksum failed, so they may be wrong, which the log says). An operator
+ * holding this and the kept copy of the journal can put a value back by
+ * hand.
+ */
+static void damaged_hint(const char *line, size_t len, char *buf, size_t size) {
+        static const char *const fields[] = { "seq", "key", "pid", "original" };
+        size_t used = 0;
+
+        buf[0] = '\0';
+        for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+                char pat[16];
+                const char *p, *v, *end = line + len;
+                size_t n;
+
+                snprintf(pat, sizeof(pat), "\"%s\":", fields[i]);
+                p = memmem(line, len, pat, strlen(pat));
+                if (!p)
+                        continue;
+                v = p + strlen(pat);
+                if (v < end && *v == '"') {
+                        const char *q = memchr(v + 1, '"', (size_t) (end - v - 1));
+                        v++;
+                        n = q ? (size_t) (q - v) : (size_t) (end - v);
+                } else {
+                        n = 0;
+                        while (v + n < end && v[n] != ',' && v[n] != '}')
+                                n++;
+                }
+                n = MIN(n, (size_t) 64);
+                if (used + n + 16 >= size)
+                        break;
+                used += (size_t) snprintf(buf + used, size - used, "%s%s=", used ? " " : "", fields[i]);
+                for (size_t k = 0; k < n; k++)   /* only printable bytes reach the log */
+                        buf[used++] = v[k] >= 0x20 && v[k] < 0x7f ? v[k] : '?';
+                buf[used] = '\0';
+        }
+}
+
+/*
  * Parse one record line (without newline). Returns 0 with ret filled, 1 for
  * an unknown record type (ret->rec unset, ret_name gets the type), or
  * -EBADMSG for a damaged line.
@@ -391,8 +432,13 @@ int journal_parse(const char *text, size_t size, struct journal_contents *ret) {
                                 c.n_torn++;
                                 warn_add(&c, "journal line %u: damaged last record ignored", lineno);
                         } else {
+                                char hint[224];
+
+                                damaged_hint(line, len, hint, sizeof(hint));
                                 c.n_corrupt++;
-                                warn_add(&c, "journal line %u: damaged record skipped (bad checksum or JSON)", lineno);
+                                warn_add(&c, "journal line %u: damaged record skipped (bad checksum or JSON)%s%s%s",
+                                         lineno, hint[0] ? "; it reads, unverified: " : "", hint,
+                                         hint[0] ? "" : "; nothing of it is readable");
                         }
                         continue;
                 }
@@ -451,18 +497,40 @@ int journal_parse(const char *text, size_t size, struct journal_contents *ret) {
 
 int journal_read(const char *path, struct journal_contents *ret) {
         _cleanup_free_ char *text = NULL;
-        size_t size;
+        _cleanup_close_ int fd = -1;
+        size_t size = 0;
         struct stat st;
         int r;
 
-        if (stat(path, &st) < 0)
+        /* Not through a symlink: the runtime dir is ours, a link in it is not. */
+        fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+        if (fd < 0)
                 return -errno;
-        if (st.st_size > (off_t) JOURNAL_READ_MAX)
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (!S_ISREG(st.st_mode))
                 return -EBADMSG;
-        r = util_read_full_file_at(NULL, path, &text, &size);
-        if (r < 0)
-                return r;
-        return journal_parse(text, size, ret);
+        /* A journal larger than the limit is read up to it: what it holds
+         * there is restored; the record cut at the limit reads as torn. */
+        text = malloc(JOURNAL_READ_MAX + 1);
+        if (!text)
+                return -ENOMEM;
+        while (size < JOURNAL_READ_MAX) {
+                ssize_t n = read(fd, text + size, JOURNAL_READ_MAX - size);
+                if (n < 0) {
+                        if (errno == EINTR)
+                                continue;
+                        return -errno;
+                }
+                if (n == 0)
+                        break;
+                size += (size_t) n;
+        }
+        text[size] = '\0';
+        r = journal_parse(text, size, ret);
+        if (r >= 0 && (uint64_t) st.st_size > JOURNAL_READ_MAX)
+                ret->too_large = (uint64_t) st.st_size;   /* the applier says so, and keeps the file */
+        return r;
 }
 
 /* ---- writing ---- */
@@ -555,7 +623,12 @@ int journal_rewrite(struct journal *j, const struct journal_entry *entries, size
         struct stat st;
         int r;
 
-        fd = openat(j->dir_fd, JOURNAL_FILE ".tmp", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+        /* A leftover temp file (a crash between open and rename, or anything
+         * else someone put there, a symlink included) is replaced, never
+         * followed: unlink it, then create ours exclusively. */
+        if (unlinkat(j->dir_fd, JOURNAL_FILE ".tmp", 0) < 0 && errno != ENOENT)
+                return -errno;
+        fd = openat(j->dir_fd, JOURNAL_FILE ".tmp", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
                 return -errno;
         clock_gettime(CLOCK_REALTIME, &ts);

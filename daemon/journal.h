@@ -105,6 +105,7 @@ struct journal_contents {
         unsigned n_corrupt;                /* bad CRC/JSON lines skipped before the end */
         unsigned n_unknown;                /* unknown record types skipped */
         unsigned n_orphans;                /* applied/released for an unknown seq */
+        uint64_t too_large;                /* the file's size if over JOURNAL_READ_MAX (read up to it), else 0 */
         char *warnings[JOURNAL_MAX_WARNINGS]; /* one line each, for the log */
         size_t n_warnings;
 };

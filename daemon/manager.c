@@ -18,6 +18,8 @@
 #include "config.h"
 #include "detect.h"
 #include "effect.h"
+#include "instance.h"
+#include "journal.h"
 #include "levers.h"
 #include "log.h"
 #include "manager.h"
@@ -33,6 +35,8 @@ struct pending_effect {
 };
 
 struct manager {
+        int instance_fd;               /* the machine-wide lock (instance.h), held for our life */
+        char prev_runtime_dir[4096];   /* the last instance's, if not ours: its journal is restored too */
         sd_event *event;
         sd_event_source *timer;
         sd_event_source *sig_term, *sig_int, *sig_hup;
@@ -794,6 +798,35 @@ static int setup_runtime_dir(struct manager *m) {
         return 0;
 }
 
+/*
+ * The instance before us ran with another runtime dir and did not stop
+ * cleanly (its journal is still there): restore from that journal too, or
+ * its changes would stay in force with nobody knowing their originals.
+ */
+static void recover_previous(struct manager *m) {
+        _cleanup_free_ char *path = NULL;
+        struct applier *old = NULL;
+        int r;
+
+        if (!m->prev_runtime_dir[0] || asprintf(&path, "%s/" JOURNAL_FILE, m->prev_runtime_dir) < 0 ||
+            access(path, F_OK) < 0)
+                return;
+        r = applier_new(m->prev_runtime_dir, &apply_ops_system, &m->sys, &old);
+        if (r < 0) {
+                log_errno(&m->log, LOG_WARNING, r, "the previous instance's journal %s cannot be opened; its changes "
+                          "may still be in force", path);
+                return;
+        }
+        applier_set_event_handler(old, on_applier_event, m);
+        r = applier_recover(old);
+        if (r < 0)
+                log_errno(&m->log, LOG_WARNING, r, "cannot recover the previous instance's journal %s", path);
+        else
+                log_fields(&m->log, LOG_NOTICE, NULL, "the previous instance ran with runtime dir %s: %s",
+                           m->prev_runtime_dir, applier_get_recover_report(old)->message);
+        applier_free(old);
+}
+
 int manager_new(const struct manager_options *o, struct manager **ret) {
         struct config_errors errs = {};
         struct config_paths paths;
@@ -805,6 +838,7 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         if (!m)
                 return -ENOMEM;
         m->opts = *o;
+        m->instance_fd = -1;
         log_target_init(&m->log, o->log_level >= 0 ? o->log_level : LOG_INFO);
         m->root = strdup(o->root ? o->root : "/");
         m->runtime_dir = strdup(o->runtime_dir ? o->runtime_dir : AFF_RUNTIME_DIR);
@@ -828,6 +862,24 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         }
         apply_settings(m);
         check_nothing_to_do(m);
+
+        /* Before the runtime dir and its journal: a second instance must not
+         * restore, or even tidy, anything. */
+        {
+                char msg[512];
+
+                r = instance_lock(m->root, m->runtime_dir, INSTANCE_WAIT_USEC, msg, sizeof(msg), m->prev_runtime_dir,
+                                  sizeof(m->prev_runtime_dir));
+                if (r == -ENOENT)
+                        /* no <root>/run: a fixture tree, or a very bare container */
+                        log_fields(&m->log, streq(m->root, "/") ? LOG_WARNING : LOG_DEBUG, NULL,
+                                   "%s: not guarding against a second instance", msg);
+                else if (r < 0) {
+                        log_fields(&m->log, LOG_ERR, NULL, "%s; not starting", msg);
+                        goto fail;
+                } else
+                        m->instance_fd = r;
+        }
 
         r = setup_runtime_dir(m);
         if (r < 0)
@@ -890,6 +942,7 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 goto fail;
         }
         applier_set_event_handler(m->applier, on_applier_event, m);
+        recover_previous(m);
         /* A journal left by a crash: put everything back before doing anything new. */
         r = applier_recover(m->applier);
         if (r == -EPROTONOSUPPORT || r == -EBADMSG)
@@ -1011,6 +1064,9 @@ struct manager *manager_free(struct manager *m) {
         strv_free(m->config_dirs);
         free(m->root);
         free(m->runtime_dir);
+        /* last: the next instance may start once everything of ours is put back */
+        if (m->instance_fd >= 0)
+                close(m->instance_fd);
         free(m);
         return NULL;
 }
@@ -1100,8 +1156,17 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         JADD(o, "policies", json_object_new_int((int) m->config->n_policies));
         {
                 struct json_object *w = json_object_new_array();
+                const struct applier_recover_report *rep = m->applier ? applier_get_recover_report(m->applier) : NULL;
+
                 if (m->idle_warning[0])
                         json_object_array_add(w, json_object_new_string(m->idle_warning));
+                /* Until the next start: an operator may have changes to put back by hand. */
+                if (rep && rep->moved_aside[0]) {
+                        char wbuf[700];
+                        snprintf(wbuf, sizeof(wbuf), "the journal found at start was damaged or unreadable: kept as %s "
+                                 "(see the log); check the changes it recorded by hand", rep->moved_aside);
+                        json_object_array_add(w, json_object_new_string(wbuf));
+                }
                 JADD(o, "warnings", w);
         }
 

@@ -25,16 +25,21 @@ if [ "$(id -u)" = 0 ] && ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
         mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || echo "note: tracefs not mountable; perf tests will use the fallback"
 fi
 
-# A daemon the quick start left running (under systemd, or in the foreground
-# in another terminal) would act on the tests' own workloads, which are not
-# in its configuration to leave alone: it is put in dry-run for the run and
-# back as it was at the end. The tests' daemons use their own directories.
+# One affinityd per machine (affinityd(8), /run/affinityd.lock): the tests
+# run their own daemons, so one the quick start left running is stopped for
+# the run and started again at the end, under systemd. One running in the
+# foreground (outside systemd) cannot be restarted from here as it was: we
+# say so and stop, rather than end it.
 installed_ctl=$(command -v affctl || true)
-if [ "$(id -u)" = 0 ] && [ -n "$installed_ctl" ] &&
-   "$installed_ctl" status --json 2>/dev/null | grep -q '"dry_run":false'; then
-        "$installed_ctl" dry-run on >/dev/null
-        echo "note: the running affinityd is in dry-run until the tests end (it would act on their workloads)"
-        trap '"$installed_ctl" dry-run off >/dev/null 2>&1 && echo "note: the running affinityd applies changes again"' EXIT
+if [ "$(id -u)" = 0 ] && [ -d /run/systemd/system ] && systemctl is-active --quiet affinityd 2>/dev/null; then
+        systemctl stop affinityd
+        echo "note: affinityd.service stopped for the tests (one instance per machine); started again at the end"
+        trap 'systemctl start affinityd && echo "note: affinityd.service started again"' EXIT
+elif [ -n "$installed_ctl" ] && running=$("$installed_ctl" status --json 2>/dev/null | sed -n 's/^ *"pid":\([0-9]*\),*$/\1/p' | head -1) &&
+     [ -n "$running" ]; then
+        echo "affinityd is running in the foreground (PID $running); the tests run their own daemons and only one"
+        echo "may run per machine: stop it (Ctrl-C, or kill $running) and run this again."
+        exit 1
 fi
 
 ./bootstrap.sh >/dev/null 2>&1 || ./bootstrap.sh

@@ -893,6 +893,55 @@ static void test_replay_torn(void) {
         test_clean_dir(dir);
 }
 
+/* A damaged record in the middle: the good ones are restored, and the
+ * journal is kept as it was (moved aside), not rewritten without it. */
+static void test_replay_damaged_kept(void) {
+        struct fake f;
+        struct events ev = {};
+        struct applier *a;
+        struct applier_recover_report rep;
+        struct action x;
+        char path[512], *text, *p;
+        size_t size, size2;
+        struct stat st;
+        int fd;
+
+        fake_init(&f);
+        a = new_recovered(&f, NULL);
+        x = pin(&f, 0, "0");
+        ASSERT_EQ(applier_apply(a, &x, 1, false), APPLY_CHANGED);
+        x = pin(&f, 1, "1");
+        ASSERT_EQ(applier_apply(a, &x, 1, false), APPLY_CHANGED);
+        snprintf(path, sizeof(path), "%s", applier_journal_path(a));
+        applier_free(a);
+        /* damage task 0's begin record (its checksum no longer matches) */
+        ASSERT_OK(util_read_full_file_at(NULL, path, &text, &size));
+        p = strstr(text, "\"original\":\"");
+        ASSERT_TRUE(p);
+        p[12] = p[12] == '9' ? '8' : '9';
+        fd = open(path, O_WRONLY | O_TRUNC);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(write(fd, text, size), (ssize_t) size);
+        close(fd);
+        fake_clear_log(&f);
+
+        a = new_applier(&f, &ev);
+        ASSERT_EQ(applier_recover(a), 1);
+        rep = *applier_get_recover_report(a);
+        ASSERT_EQ(rep.corrupt, 1);
+        ASSERT_STREQ(mask_of(&f, 1), "0-3");        /* the good record: restored */
+        ASSERT_STREQ(mask_of(&f, 0), "0");          /* the damaged one's change: its original is unknown */
+        ASSERT_TRUE(strstr(rep.moved_aside, "journal.bad-"));
+        ASSERT_TRUE(strstr(rep.message, rep.moved_aside));
+        ASSERT_OK(stat(rep.moved_aside, &st));
+        size2 = (size_t) st.st_size;
+        ASSERT_EQ(size2, size);                     /* kept byte for byte */
+        ASSERT_TRUE(ev.count[APPLIER_EVENT_JOURNAL] >= 2);  /* the record, and where the file is */
+        free(text);
+        applier_free(a);
+        test_clean_dir(dir);
+}
+
 static void test_compaction_by_size(void) {
         struct fake f;
         struct applier *a;
@@ -1033,6 +1082,7 @@ int main(void) {
         test_replay_failure_kept();
         test_replay_bad_journal();
         test_replay_torn();
+        test_replay_damaged_kept();
         test_compaction_by_size();
         test_lock();
         test_json();

@@ -211,8 +211,68 @@ static void test_damaged_middle_record(void) {
         ASSERT_EQ(c.n_orphans, 1);
         ASSERT_EQ(c.n_entries, 1);
         ASSERT_EQ(c.entries[0].begin.seq, 3);
+        /* the log line says what can be read of it: seq, key, PID, original */
+        {
+                bool named = false;
+                for (size_t i = 0; i < c.n_warnings; i++)
+                        named |= strstr(c.warnings[i], "damaged record") && strstr(c.warnings[i], "key=task:100:1100") &&
+                                 strstr(c.warnings[i], "pid=100") && strstr(c.warnings[i], "seq=1");
+                ASSERT_TRUE(named);
+        }
         journal_contents_clear(&c);
         free(text);
+}
+
+/* Leftovers in the runtime dir: a journal.tmp symlink (or file) is replaced,
+ * never followed; a journal that is a symlink is not read through. */
+static void test_runtime_dir_leftovers(void) {
+        char tmp[512], target[512], jpath[512];
+        struct journal_contents c = {};
+        struct journal *j;
+        struct stat st;
+
+        snprintf(tmp, sizeof(tmp), "%s/journal.tmp", dir);
+        snprintf(target, sizeof(target), "%s/victim", dir);
+        snprintf(jpath, sizeof(jpath), "%s/journal", dir);
+        ASSERT_OK(symlink(target, tmp));
+        j = write_sample();                       /* journal_rewrite() over the symlink */
+        ASSERT_EQ(lstat(target, &st), -1);       /* nothing written through it */
+        ASSERT_EQ(lstat(tmp, &st), -1);          /* renamed into place: gone */
+        ASSERT_OK(journal_read(jpath, &c));
+        ASSERT_EQ(c.n_entries, 2);
+        journal_contents_clear(&c);
+        journal_free(j);
+
+        ASSERT_OK(rename(jpath, target));
+        ASSERT_OK(symlink(target, jpath));
+        ASSERT_EQ(journal_read(jpath, &c), -ELOOP);
+        test_clean_dir(dir);
+}
+
+/* A good journal followed by junk past the read limit: read up to the
+ * limit, its entries still there, and too_large says how big it was. */
+static void test_too_large(void) {
+        struct journal *j = write_sample();
+        struct journal_contents c = {};
+        char path[512], junk[65536];
+        uint64_t total;
+        int fd;
+
+        snprintf(path, sizeof(path), "%s", journal_path(j));
+        journal_free(j);
+        fd = open(path, O_WRONLY | O_APPEND);
+        ASSERT_TRUE(fd >= 0);
+        memset(junk, 'x', sizeof(junk));
+        junk[sizeof(junk) - 1] = '\n';
+        for (size_t done = 0; done < JOURNAL_READ_MAX + sizeof(junk); done += sizeof(junk))
+                ASSERT_EQ(write(fd, junk, sizeof(junk)), (ssize_t) sizeof(junk));
+        close(fd);
+        ASSERT_OK(journal_read(path, &c));
+        total = c.too_large;
+        ASSERT_TRUE(total > JOURNAL_READ_MAX);
+        ASSERT_EQ(c.n_entries, 2);                /* seq 1 and 3, as written */
+        journal_contents_clear(&c);
+        test_clean_dir(dir);
 }
 
 static void test_version_mismatch(void) {
@@ -421,6 +481,8 @@ int main(int argc, char **argv) {
         test_damaged_middle_record();
         test_version_mismatch();
         test_move_aside();
+        test_runtime_dir_leftovers();
+        test_too_large();
         test_unknown_records();
         test_documented_example();
         test_compaction();

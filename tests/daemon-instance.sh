@@ -1,0 +1,58 @@
+#!/bin/bash
+# One instance per machine, whatever the runtime dir:
+#  1. a second daemon with another --runtime-dir is refused within the wait,
+#     and says which PID and runtime dir hold the machine;
+#  2. after a kill -9 of the first (with a ping-pong pair co-located), a
+#     daemon started at once with another runtime dir waits for the lock,
+#     starts, restores the pair from the first one's journal and says so.
+# Needs root and 2+ CPUs.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+require_root
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+PINGPONG=$top_builddir/tests/workloads/pingpong
+[ -x "$PINGPONG" ] || fail "tests/workloads/pingpong not built"
+
+work=$(mktemp -d /tmp/affd-instance.XXXXXX)
+R2=$work/run2
+mkdir -p "$R2"
+SECOND=
+trap '[ -z "$SECOND" ] || kill "$SECOND" 2>/dev/null || true; cleanup; rm -rf "$work"' EXIT
+ORIG=$(allowed_of $$)
+
+start_daemon "$top_srcdir/policies"
+
+# 1. refused, naming the holder
+set +e
+out=$(timeout 30 "$AFFINITYD" --runtime-dir "$R2" --config-dir "$top_srcdir/policies" 2>&1)
+rc=$?
+set -e
+[ $rc -ne 0 ] && [ $rc -ne 124 ] || fail "a second instance with another runtime dir was not refused (exit $rc): $out"
+[[ $out == *"another affinityd is running on this machine: PID $DAEMON_PID, runtime dir $RUNDIR"* ]] ||
+        fail "the refusal does not name PID $DAEMON_PID and $RUNDIR: $out"
+[ ! -e "$R2/journal" ] || fail "the refused instance wrote a journal"
+echo "ok 1: a second instance refused: ${out##*err]: }"
+
+# 2. a pair co-located, then kill -9 and a successor elsewhere
+"$PINGPONG" --cpus 0,1 --duration 60 --pid-file "$work/pp.pids" >"$work/pp.out" 2>&1 &
+CHILDREN+=("$!")
+wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
+{ read -r P1; read -r P2; } <"$work/pp.pids"
+together() {
+        local a b
+        a=$(allowed_of "$P1") b=$(allowed_of "$P2")
+        [ "$a" = "$b" ] && [[ $a =~ ^[0-9]+$ ]]
+}
+wait_for 20 together || { ctl pairs; fail "the pair was not co-located"; }
+kill -9 "$DAEMON_PID"
+"$AFFINITYD" --runtime-dir "$R2" --config-dir "$work/none" >"$R2/daemon.log" 2>&1 &
+SECOND=$!
+restored() { [ "$(allowed_of "$P1")" = "$ORIG" ] && [ "$(allowed_of "$P2")" = "$ORIG" ]; }
+wait_for 20 restored || { cat "$R2/daemon.log"; fail "the successor did not restore the pair: $(allowed_of "$P1") / $(allowed_of "$P2")"; }
+kill -0 "$SECOND" || { cat "$R2/daemon.log"; fail "the successor did not keep running"; }
+grep -q "the previous instance ran with runtime dir $RUNDIR: .* 2 restored" "$R2/daemon.log" ||
+        { cat "$R2/daemon.log"; fail "the successor does not say it restored the previous instance's 2 changes"; }
+DAEMON_PID=
+kill -TERM "$SECOND"; wait "$SECOND" || fail "the successor exited $? on SIGTERM"
+SECOND=
+echo "ok 2: after kill -9, a successor with another runtime dir restored the pair"
