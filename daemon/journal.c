@@ -498,8 +498,9 @@ int journal_parse(const char *text, size_t size, struct journal_contents *ret) {
 int journal_read(const char *path, struct journal_contents *ret) {
         _cleanup_free_ char *text = NULL;
         _cleanup_close_ int fd = -1;
-        size_t size = 0;
+        size_t size;
         struct stat st;
+        ssize_t n;
         int r;
 
         /* Not through a symlink: the runtime dir is ours, a link in it is not. */
@@ -515,18 +516,10 @@ int journal_read(const char *path, struct journal_contents *ret) {
         text = malloc(JOURNAL_READ_MAX + 1);
         if (!text)
                 return -ENOMEM;
-        while (size < JOURNAL_READ_MAX) {
-                ssize_t n = read(fd, text + size, JOURNAL_READ_MAX - size);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (n == 0)
-                        break;
-                size += (size_t) n;
-        }
-        text[size] = '\0';
+        n = util_read_fd_into(fd, text, JOURNAL_READ_MAX + 1);
+        if (n < 0)
+                return (int) n;
+        size = (size_t) n;
         r = journal_parse(text, size, ret);
         if (r >= 0 && (uint64_t) st.st_size > JOURNAL_READ_MAX)
                 ret->too_large = (uint64_t) st.st_size;   /* the applier says so, and keeps the file */
