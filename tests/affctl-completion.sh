@@ -1,0 +1,51 @@
+#!/bin/bash
+# The bash completion of affctl (ctl/affctl.bash): verbs, options, the
+# PIDs explain takes, and for revert --all plus the PIDs the daemon has
+# changed (from a real daemon that co-located a real pair). Needs root and
+# 2+ CPUs for that last part.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+require_root
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+. "$top_srcdir/ctl/affctl.bash"
+export PATH="$top_builddir:$PATH"   # the completion asks the affctl it finds
+PINGPONG=$top_builddir/tests/workloads/pingpong
+work=$(mktemp -d /tmp/affd-compl.XXXXXX)
+trap 'cleanup; rm -rf "$work"' EXIT
+
+# complete WORDS...: COMPREPLY for the command line WORDS (the last one being typed), one per line
+complete_line() {
+        COMP_WORDS=("$@")
+        COMP_CWORD=$(( ${#COMP_WORDS[@]} - 1 ))
+        COMPREPLY=()
+        _affctl
+        printf '%s\n' "${COMPREPLY[@]}"
+}
+has() {   # has WORD OUTPUT
+        grep -qxF -- "$1" <<<"$2"
+}
+
+out=$(complete_line affctl "")
+for v in status tasks actions explain pairs hogs reload revert dry-run check; do
+        has "$v" "$out" || fail "verb $v not offered: $out"
+done
+[ "$(complete_line affctl ex)" = explain ] || fail "'ex' does not complete to explain: $(complete_line affctl ex)"
+[ "$(complete_line affctl --js)" = --json ] || fail "'--js' does not complete to --json"
+[ "$(complete_line affctl dry-run o | sort | tr '\n' ' ')" = "off on " ] || fail "dry-run does not offer on/off"
+has $$ "$(complete_line affctl explain "")" || fail "explain does not offer this shell's PID $$"
+[ -z "$(complete_line affctl explain 1 "")" ] || fail "explain offers a second argument"
+
+# revert: --all and the PIDs with a change in force
+start_daemon "$top_srcdir/policies"
+"$PINGPONG" --cpus 0,1 --duration 60 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+CHILDREN+=("$!")
+wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
+{ read -r P1; read -r P2; } <"$work/pp.pids"
+pp=$(awk '/^Tgid:/ { print $2 }' "/proc/$P1/status")
+managed() { ctl actions --json | jq -e --argjson p "$pp" '[.. | objects | select(.pid? == $p)] | length > 0' >/dev/null; }
+wait_for 20 managed || { ctl pairs; fail "the pair was not co-located"; }
+out=$(complete_line affctl --runtime-dir "$RUNDIR" revert "")
+has --all "$out" || fail "revert does not offer --all: $out"
+has "$pp" "$out" || fail "revert does not offer the changed process $pp: $out"
+has $$ "$out" && fail "revert offers this shell ($$), which has no change"
+echo "ok: verbs, options, explain PIDs, revert --all and changed PIDs"
