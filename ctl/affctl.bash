@@ -18,7 +18,7 @@ _affctl_managed_pids() {
 
 _affctl() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
-        local verbs="status tasks actions explain pairs hogs reload revert dry-run check"
+        local verbs="status tasks actions explain pairs hogs reload revert dry-run metrics check"
         local opts="--runtime-dir --json --verbose --help"
         local verb="" i
         _affctl_opts=()

@@ -23,8 +23,10 @@
 #include <systemd/sd-bus.h>
 
 #include "common/bus-names.h"
+#include "common/json-util.h"
 #include "common/util.h"
 #include "daemon/config.h"  /* not the autoconf header: that is build-config.h */
+#include "daemon/metrics.h"
 
 enum {
         EXIT_FAILED = 1,
@@ -38,6 +40,8 @@ struct ctl {
         bool json;
         bool verbose;
         bool all;                  /* revert --all */
+        /* non-NULL: the reply is kept here, not printed (affctl metrics) */
+        struct json_object **keep;
         /* text output of this verb; NULL: the generic rendering */
         void (*print)(struct json_object *o, const struct ctl *c);
 };
@@ -57,6 +61,7 @@ static void usage(FILE *f) {
                 "  reload              re-read the configuration (root)\n"
                 "  revert PID|--all    undo changes now (root)\n"
                 "  dry-run on|off      stop or resume applying (root)\n"
+                "  metrics             the state as Prometheus text (counts, own cost)\n"
                 "  check FILE...       validate policy/config files without a daemon\n"
                 "\n"
                 "Options:\n"
@@ -246,7 +251,9 @@ static int call_json(const struct ctl *c, const char *method, const char *sig, .
                 ret = EXIT_FAILED;
                 goto out;
         }
-        if (c->json)
+        if (c->keep)
+                *c->keep = json_object_get(o);
+        else if (c->json)
                 printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
                                                                          JSON_C_TO_STRING_NOSLASHESCAPE));
         else if (c->print)
@@ -270,29 +277,18 @@ out:
 
 /* ---- affctl status, for people ---------------------------------------- */
 
-/* o's member at a dotted path ("self.cpu_percent"), or NULL. */
-static struct json_object *jpath(struct json_object *o, const char *path) {
-        char buf[128], *save = NULL;
-
-        snprintf(buf, sizeof(buf), "%s", path);
-        for (char *k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
-                if (!json_object_object_get_ex(o, k, &o))
-                        return NULL;
-        return o;
-}
-
 static const char *jstr(struct json_object *o, const char *path) {
-        struct json_object *v = jpath(o, path);
+        struct json_object *v = json_path(o, path);
         return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
 }
 
 static int64_t jint(struct json_object *o, const char *path) {
-        struct json_object *v = jpath(o, path);
+        struct json_object *v = json_path(o, path);
         return v ? json_object_get_int64(v) : 0;
 }
 
 static double jdouble(struct json_object *o, const char *path) {
-        struct json_object *v = jpath(o, path);
+        struct json_object *v = json_path(o, path);
         return v ? json_object_get_double(v) : 0;
 }
 
@@ -339,7 +335,7 @@ static void print_change(const char **label, struct json_object *e, bool in_forc
  * "why" says something, the wake-up source when it is not perf, the proc
  * connector when it is not listening, topology files that could not be read. */
 static void print_cannot(struct json_object *o) {
-        struct json_object *caps = jpath(o, "capabilities");
+        struct json_object *caps = json_path(o, "capabilities");
         const char *label = "Cannot", *s;
         int64_t notes;
 
@@ -362,7 +358,7 @@ static void print_cannot(struct json_object *o) {
         if (strncmp(s, "cannot", 6) == 0)
                 line(&label, "tracefs: %s", s);
         notes = jint(o, "topology.notes_dropped") +
-                (jpath(o, "topology.notes") ? (int64_t) json_object_array_length(jpath(o, "topology.notes")) : 0);
+                (json_path(o, "topology.notes") ? (int64_t) json_object_array_length(json_path(o, "topology.notes")) : 0);
         if (notes > 0)
                 line(&label, "topology: %" PRId64 " file(s) not read (affctl status --verbose)", notes);
         if (label[0])
@@ -370,8 +366,8 @@ static void print_cannot(struct json_object *o) {
 }
 
 static void print_status(struct json_object *o, const struct ctl *c) {
-        struct json_object *changes = jpath(o, "changes"), *would = jpath(o, "would_do"), *w, *k;
-        bool dry = json_object_get_boolean(jpath(o, "dry_run"));
+        struct json_object *changes = json_path(o, "changes"), *would = json_path(o, "would_do"), *w, *k;
+        bool dry = json_object_get_boolean(json_path(o, "dry_run"));
         const char *label;
         char up[32], kinds[256] = "";
         size_t off = 0;
@@ -399,7 +395,7 @@ static void print_status(struct json_object *o, const struct ctl *c) {
                         print_change(&label, json_object_array_get_idx(would, i), false);
         }
 
-        k = jpath(o, "counts.findings_by_kind");
+        k = json_path(o, "counts.findings_by_kind");
         if (k) {
                 json_object_object_foreach(k, name, n) {
                         int w2 = snprintf(kinds + off, sizeof(kinds) - off, "%s%" PRId64 " %s", off ? ", " : "",
@@ -416,14 +412,14 @@ static void print_status(struct json_object *o, const struct ctl *c) {
 
         print_cannot(o);
 
-        w = jpath(o, "warnings");
+        w = json_path(o, "warnings");
         label = "Warning";
         for (size_t i = 0; w && i < json_object_array_length(w); i++)
                 line(&label, "%s", json_object_get_string(json_object_array_get_idx(w, i)));
 
         label = "Policies";
         line(&label, "%" PRId64 " from %zu file(s)", jint(o, "policies"),
-             jpath(o, "config_files") ? json_object_array_length(jpath(o, "config_files")) : (size_t) 0);
+             json_path(o, "config_files") ? json_object_array_length(json_path(o, "config_files")) : (size_t) 0);
         label = "Own cost";
         line(&label, "%.2f %% of a CPU, %.1f MiB, last pass %.1f ms", jdouble(o, "self.cpu_percent"),
              (double) jint(o, "self.rss_kib") / 1024, (double) jint(o, "self.last_pass_us") / 1000);
@@ -453,7 +449,7 @@ static int parse_positive(const char *what, const char *s, uint32_t *ret) {
 
 /* affctl reload: what changed, or each error on a line of its own. */
 static void print_reload(struct json_object *o, const struct ctl *c) {
-        struct json_object *errs = jpath(o, "errors"), *ok = jpath(o, "ok");
+        struct json_object *errs = json_path(o, "errors"), *ok = json_path(o, "ok");
         size_t n = errs && json_object_is_type(errs, json_type_array) ? json_object_array_length(errs) : 0;
 
         (void) c;
@@ -537,6 +533,31 @@ static int verb_dry_run(struct ctl *c, int argc, char **argv) {
         return call_json(c, "SetDryRun", "b", (int) streq(argv[0], "on"));
 }
 
+/* Prometheus text, from the same documents as status, pairs and hogs (metrics.c). */
+static int verb_metrics(struct ctl *c, int argc, char **argv) {
+        struct json_object *st = NULL, *pairs = NULL, *hogs = NULL;
+        int ret;
+
+        (void) argc, (void) argv;
+        c->keep = &st;
+        ret = call_json(c, "Status", NULL);
+        if (ret == 0) {
+                c->keep = &pairs;
+                ret = call_json(c, "Pairs", NULL);
+        }
+        if (ret == 0) {
+                c->keep = &hogs;
+                ret = call_json(c, "Hogs", NULL);
+        }
+        c->keep = NULL;
+        if (ret == 0 && metrics_render(st, pairs, hogs, stdout) < 0)
+                ret = EXIT_FAILED;
+        json_object_put(st);
+        json_object_put(pairs);
+        json_object_put(hogs);
+        return ret;
+}
+
 /*
  * The verbs, the one place that says which exist and what arguments each
  * takes; usage() is the one that says it to people. "args" is shown in
@@ -557,6 +578,7 @@ static const struct verb {
         { "reload",  0, 0,       "",           verb_reload },
         { "revert",  0, 1,       "PID|--all",  verb_revert },
         { "dry-run", 1, 1,       "on|off",     verb_dry_run },
+        { "metrics", 0, 0,       "",           verb_metrics },
         { "check",   1, INT_MAX, "FILE...",    verb_check },
 };
 

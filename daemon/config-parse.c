@@ -50,7 +50,7 @@ static const char *const section_names[_SEC_MAX] = {
 enum key {
         K_INTERVAL, K_DRY_RUN, K_LOG_LEVEL, K_MAX_ACTIONS, K_HYSTERESIS, K_COOLDOWN,
         K_EFFECT_CHECK, K_EFFECT_TOLERANCE, K_RETRY_AFTER, K_MAX_THREADS,
-        K_WAKE_SAMPLE_PERIOD, K_MAX_WAKE_EVENTS,
+        K_WAKE_SAMPLE_PERIOD, K_MAX_WAKE_EVENTS, K_METRICS_TEXTFILE,
 
         K_NAME, K_ENABLED, K_PRIORITY, K_DETECTOR, K_ACTION,
 
@@ -112,6 +112,7 @@ static const struct key_def {
         [K_WAKE_SAMPLE_PERIOD]  = DAEMON("WakeSamplePeriod", V_UINT, wake_sample_period,
                                          .umin = 1, .umax = 1000000),
         [K_MAX_WAKE_EVENTS]     = { SEC_DAEMON, "MaxWakeEvents" },
+        [K_METRICS_TEXTFILE]    = { SEC_DAEMON, "MetricsTextfile" },
 
         [K_NAME]                = { SEC_POLICY, "Name" },
         [K_ENABLED]             = POLICY(SEC_POLICY, "Enabled", V_BOOL, enabled),
@@ -1110,6 +1111,25 @@ static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, cons
                 if (r >= 0)
                         d->max_wake_events_per_s = (uint64_t) x;
                 break;
+        case K_METRICS_TEXTFILE: {
+                size_t n = strlen(value);
+
+                /* node_exporter's textfile collector reads *.prom only */
+                r = -EINVAL;
+                if (n == 0)
+                        r = 0;   /* empty: off */
+                else if (value[0] != '/')
+                        snprintf(reason, sizeof(reason), "not an absolute path");
+                else if (n < 6 || !streq(value + n - 5, ".prom"))
+                        snprintf(reason, sizeof(reason), "must end in .prom (node_exporter's textfile collector reads only those)");
+                else if (n >= sizeof(d->metrics_textfile))
+                        snprintf(reason, sizeof(reason), "longer than %zu bytes", sizeof(d->metrics_textfile) - 1);
+                else
+                        r = 0;
+                if (r >= 0)
+                        snprintf(d->metrics_textfile, sizeof(d->metrics_textfile), "%s", value);
+                break;
+        }
         default:
                 r = key_parse_store(k, d, value, reason, sizeof(reason));
                 break;

@@ -133,13 +133,14 @@ int config_print_full(const struct config *c, FILE *f, unsigned flags) {
                 "RetryAfter=%s\n"
                 "MaxThreads=%u\n"
                 "WakeSamplePeriod=%" PRIu64 "\n"
-                "MaxWakeEvents=%" PRIu64 "/s\n",
+                "MaxWakeEvents=%" PRIu64 "/s\n"
+                "MetricsTextfile=%s\n",
                 config_format_duration(d->interval_usec, b1, sizeof(b1)), d->dry_run ? "yes" : "no",
                 log_level_to_string(d->log_level), d->max_actions_per_interval, d->hysteresis_intervals,
                 config_format_duration(d->cooldown_usec, b2, sizeof(b2)), d->effect_check ? "yes" : "no",
                 config_format_percent(d->effect_tolerance, b3, sizeof(b3)),
                 config_format_duration(d->retry_after_usec, b4, sizeof(b4)), d->max_tracked_threads,
-                d->wake_sample_period, d->max_wake_events_per_s);
+                d->wake_sample_period, d->max_wake_events_per_s, d->metrics_textfile);
 
         for (size_t i = 0; i < c->n_policies; i++) {
                 fputc('\n', f);
@@ -291,6 +292,7 @@ int config_to_json(const struct config *c, struct json_object **ret) {
         r |= json_add(d, "max_tracked_threads", json_object_new_int64(s->max_tracked_threads));
         r |= json_add(d, "wake_sample_period", json_object_new_int64((int64_t) s->wake_sample_period));
         r |= json_add(d, "max_wake_events_per_s", json_object_new_int64((int64_t) s->max_wake_events_per_s));
+        r |= json_add(d, "metrics_textfile", json_object_new_string(s->metrics_textfile));
         if (r)
                 return -ENOMEM;
 

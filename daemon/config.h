@@ -49,6 +49,7 @@ struct daemon_settings {
         unsigned max_tracked_threads;      /* MaxThreads=65536, 64..4194304 */
         uint64_t wake_sample_period;       /* WakeSamplePeriod=1, 1..1000000: perf sample_period start value */
         uint64_t max_wake_events_per_s;    /* MaxWakeEvents=200000/s, 100..100000000: adaptive period keeps under this */
+        char metrics_textfile[256];        /* MetricsTextfile= (off): a .prom file, replaced each pass (node_exporter) */
 };
 
 enum detector {

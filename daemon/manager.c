@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <math.h>
 #include <signal.h>
@@ -20,6 +21,7 @@
 #include "effect.h"
 #include "instance.h"
 #include "journal.h"
+#include "metrics.h"
 #include "levers.h"
 #include "log.h"
 #include "manager.h"
@@ -36,7 +38,8 @@ struct pending_effect {
 
 struct manager {
         int instance_fd;               /* the machine-wide lock (instance.h), held for our life */
-        char prev_runtime_dir[4096];   /* the last instance's, if not ours: its journal is restored too */
+        char prev_runtime_dir[4096];
+        int metrics_error;             /* last MetricsTextfile= write error (logged once), 0: fine */   /* the last instance's, if not ours: its journal is restored too */
         sd_event *event;
         sd_event_source *timer;
         sd_event_source *sig_term, *sig_int, *sig_hup;
@@ -449,6 +452,59 @@ static void drain_proc_connector(struct manager *m);
 
 static uint64_t early_next_allowed(const struct manager *m);
 
+/*
+ * MetricsTextfile=: the metrics (metrics.c) for node_exporter's textfile
+ * collector, replaced atomically (a temp file in the same directory, then
+ * rename) so that a scrape never reads half a file. A failure is logged
+ * once per cause, not each pass, and never stops the daemon.
+ */
+static void write_metrics(struct manager *m) {
+        const char *path = m->config->daemon.metrics_textfile;
+        _cleanup_free_ char *tmp = NULL;
+        struct json_object *st = NULL, *pairs = NULL, *hogs = NULL;
+        FILE *f = NULL;
+        int r;
+
+        if (!path[0])
+                return;
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return;
+        r = manager_status_json(m, &st);
+        if (r >= 0)
+                (void) manager_pairs_json(m, &pairs);
+        if (r >= 0)
+                (void) manager_hogs_json(m, &hogs);
+        if (r >= 0) {
+                int fd;
+
+                (void) unlink(tmp);   /* a leftover, or anything else put there: never followed */
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+                f = fd >= 0 ? fdopen(fd, "w") : NULL;
+                if (!f) {
+                        r = -errno;
+                        if (fd >= 0)
+                                close(fd);
+                }
+        }
+        if (f) {
+                r = metrics_render(st, pairs, hogs, f);
+                if (fclose(f) != 0 && r >= 0)
+                        r = -errno;
+                if (r >= 0 && rename(tmp, path) < 0)
+                        r = -errno;
+                if (r < 0)
+                        (void) unlink(tmp);
+        }
+        json_object_put(st);
+        json_object_put(pairs);
+        json_object_put(hogs);
+        if (r < 0 && r != m->metrics_error)
+                log_errno(&m->log, LOG_WARNING, r, "cannot write the metrics to %s", path);
+        else if (r >= 0 && m->metrics_error)
+                log_fields(&m->log, LOG_INFO, NULL, "metrics written to %s again", path);
+        m->metrics_error = r < 0 ? r : 0;
+}
+
 static int manager_pass(struct manager *m) {
         uint64_t t0 = util_now_usec(), cpu_now;
         const struct managed *managed;
@@ -562,6 +618,7 @@ static int manager_pass(struct manager *m) {
         (void) applier_list(m->applier, &managed, &n_managed);
         sd_notifyf(false, "STATUS=%zu tasks, %zu findings, %zu actions in force%s",
                    m->snap->n_tasks, m->findings.n, n_managed, m->dry_run ? " (dry-run)" : "");
+        write_metrics(m);
         return 0;
 }
 
@@ -1207,6 +1264,20 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         JADD(counts, "actions_failed", json_object_new_int64((int64_t) m->actions_failed));
         JADD(counts, "actions_undone", json_object_new_int64((int64_t) m->actions_undone));
         {
+                /* changes in force by the detector that led to them ("" for
+                 * levers no detector asked for, e.g. a policy's sysctl) */
+                struct json_object *k = json_object_new_object();
+                int64_t by[_DETECT_MAX + 1] = {};
+
+                for (size_t i = 0; i < n_managed; i++)
+                        by[mg[i].kind >= 0 && mg[i].kind < _DETECT_MAX ? mg[i].kind : _DETECT_MAX]++;
+                for (int d = 0; d <= _DETECT_MAX; d++)
+                        if (by[d] > 0)
+                                JADD(k, d < _DETECT_MAX ? detector_to_string((enum detector) d) : "other",
+                                     json_object_new_int64(by[d]));
+                JADD(counts, "in_force_by_kind", k);
+        }
+        {
                 struct json_object *k = json_object_new_object();
                 for (int d = 0; d < _DETECT_MAX; d++) {
                         int64_t n = 0;
@@ -1241,6 +1312,7 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         JADD(self, "cpu_percent", json_object_new_double(m->self_cpu_frac * 100.0));
         JADD(self, "rss_kib", json_object_new_int64((int64_t) self_rss_kib()));
         JADD(self, "last_pass_us", json_object_new_int64((int64_t) m->last_pass_cost_usec));
+        JADD(self, "cpu_us_total", json_object_new_int64((int64_t) rusage_cpu_usec()));
         JADD(o, "self", self);
 
         if (sampler_stats_to_json(m->sampler, &x) >= 0)

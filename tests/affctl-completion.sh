@@ -26,7 +26,7 @@ has() {   # has WORD OUTPUT
 }
 
 out=$(complete_line affctl "")
-for v in status tasks actions explain pairs hogs reload revert dry-run check; do
+for v in status tasks actions explain pairs hogs reload revert dry-run metrics check; do
         has "$v" "$out" || fail "verb $v not offered: $out"
 done
 [ "$(complete_line affctl ex)" = explain ] || fail "'ex' does not complete to explain: $(complete_line affctl ex)"

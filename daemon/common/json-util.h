@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #pragma once
 
-/* The one json-c helper every module that answers affctl needs. */
+/* The json-c helpers of the modules that answer affctl and of affctl itself. */
 
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <json-c/json.h>
 
 /* Add v to o under k, taking v over; -ENOMEM if v is NULL (a failed
@@ -16,4 +18,15 @@ static inline int json_add(struct json_object *o, const char *k, struct json_obj
                 return -ENOMEM;
         }
         return 0;
+}
+
+/* o's member at a dotted path ("self.cpu_percent"), or NULL. */
+static inline struct json_object *json_path(struct json_object *o, const char *path) {
+        char buf[128], *save = NULL;
+
+        snprintf(buf, sizeof(buf), "%s", path);
+        for (char *k = strtok_r(buf, ".", &save); k && o; k = strtok_r(NULL, ".", &save))
+                if (!json_object_object_get_ex(o, k, &o))
+                        return NULL;
+        return o;
 }

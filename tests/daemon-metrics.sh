@@ -1,0 +1,53 @@
+#!/bin/bash
+# Metrics for fleets: `affctl metrics` and the MetricsTextfile= file, read by
+# the Prometheus client's own text parser (tests/metrics-parse.py), with a
+# real pair co-located: changes in force by kind, applied, pairs by state,
+# the daemon's own CPU and RSS. The file is replaced atomically (no .tmp
+# left), and a bad MetricsTextfile= is refused with file:line.
+# Needs root, 2+ CPUs and python3-prometheus-client (the README's test command installs it).
+# Debian's own python3 (/usr/bin): the package installs there, not into a pyenv one.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+require_root
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+/usr/bin/python3 -c 'import prometheus_client' 2>/dev/null || skip "needs python3-prometheus-client (Debian package)"
+PINGPONG=$top_builddir/tests/workloads/pingpong
+work=$(mktemp -d /tmp/affd-metrics.XXXXXX)
+trap 'cleanup; rm -rf "$work"' EXIT
+parse() { /usr/bin/python3 "$top_srcdir/tests/metrics-parse.py" "$@"; }
+
+cfg=$work/cfg
+mkdir -p "$cfg/policies.d" "$work/textfile"
+cp "$top_srcdir/policies/policies.d/"*.policy "$cfg/policies.d/"
+cp "$top_srcdir/policies/affinityd.conf" "$cfg/"
+# a bad value: file:line, and the daemon does not start on it
+printf '[Daemon]\nMetricsTextfile=relative/affinityd.prom\n' >"$work/bad.conf"
+set +e; out=$("$AFFCTL" check "$work/bad.conf" 2>&1); set -e
+[[ $out == *"bad.conf:2: MetricsTextfile=relative/affinityd.prom: not an absolute path"* ]] ||
+        fail "a relative MetricsTextfile= is not refused with file:line: $out"
+printf '[Daemon]\nMetricsTextfile=%s/textfile/affinityd\n' "$work" >"$work/bad.conf"
+set +e; out=$("$AFFCTL" check "$work/bad.conf" 2>&1); set -e
+[[ $out == *"bad.conf:2: MetricsTextfile="*"must end in .prom"* ]] || fail "a MetricsTextfile= without .prom is not refused: $out"
+
+sed -i '/^\[Daemon\]/a MetricsTextfile='"$work"'/textfile/affinityd.prom' "$cfg/affinityd.conf"
+start_daemon "$cfg"
+prom=$work/textfile/affinityd.prom
+wait_for 10 test -s "$prom" || fail "no metrics file at $prom"
+
+"$PINGPONG" --cpus 0,1 --duration 60 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+CHILDREN+=("$!")
+wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
+metrics_say() { ctl metrics >"$work/m.txt" && parse "$work/m.txt" "$@" >/dev/null 2>&1; }
+wait_for 20 metrics_say 'affinityd_changes_in_force{kind=pair}=2' ||
+        { ctl pairs; parse "$work/m.txt" 'affinityd_changes_in_force{kind=pair}=2'; fail "affctl metrics never showed the pair's 2 changes"; }
+parse "$work/m.txt" 'affinityd_changes_applied_total>=2' 'affinityd_pairs{state=co-located}>=1' \
+        'affinityd_process_resident_memory_bytes>=1000000' 'affinityd_process_cpu_seconds_total>=0' \
+        'affinityd_passes_total>=1' 'affinityd_changes_undone_total=0' 'affinityd_dry_run=0' ||
+        { cat "$work/m.txt"; fail "affctl metrics is missing or wrong (above)"; }
+# the textfile says the same, a pass later
+file_says() { cp "$prom" "$work/f.txt" && parse "$work/f.txt" 'affinityd_changes_in_force{kind=pair}=2' >/dev/null 2>&1; }
+wait_for 5 file_says || { cat "$prom"; fail "the metrics file does not show the pair"; }
+parse "$work/f.txt" 'affinityd_build_info{version='"$(ctl status --json | jq -r .version)"'}=1' >/dev/null ||
+        fail "the metrics file has no build_info"
+ls "$work/textfile" | grep -v '^affinityd.prom$' && fail "something besides affinityd.prom left in the textfile dir"
+echo "ok: affctl metrics and $prom parse; pair changes, applied, states, own cost"
