@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <errno.h>
+#include <inttypes.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -11,15 +12,47 @@
 #include "bus.h"
 #include "common/bus-names.h"
 #include "common/util.h"
+#include "log.h"
 #include "manager.h"
+
+/*
+ * The private socket is open to every local user (reads are not secret),
+ * and the loop is one thread, so what one user can make it hold is
+ * bounded, as systemd bounds its own servers (varlink: connections in
+ * total and per UID). Measured before the bounds: 5,000 idle connections
+ * that never finished authenticating cost ~42 s of daemon CPU (sd-bus does
+ * work per connection on each loop iteration: N²), and root's affctl
+ * status took 7 s.
+ *  - at most BUS_PEERS_MAX connections, of which BUS_PEERS_ROOT_RESERVE
+ *    only root may take, so that root's affctl always gets in;
+ *  - at most BUS_PEERS_PER_UID per other user;
+ *  - a connection not through authentication and Hello within
+ *    BUS_AUTH_USEC is dropped, and any connection idle for BUS_IDLE_USEC
+ *    (affctl makes one call and leaves).
+ */
+#define BUS_PEERS_MAX 128
+#define BUS_PEERS_ROOT_RESERVE 32
+#define BUS_PEERS_PER_UID 16
+#define BUS_AUTH_USEC (2 * USEC_PER_SEC)
+#define BUS_IDLE_USEC (60 * USEC_PER_SEC)
+#define BUS_REAP_USEC (500 * USEC_PER_MSEC)
+
+struct bus_peer {
+        sd_bus *bus;
+        uid_t uid;
+        uint64_t accepted_usec;
+};
 
 struct bus_server {
         struct manager *manager;
         char *socket_path;
         int listen_fd;
         sd_event_source *listen_source;
+        sd_event_source *reap_timer;
         sd_bus *system_bus;
+        struct bus_peer peers[BUS_PEERS_MAX];
         unsigned n_peers;
+        uint64_t refused;              /* connections refused by the bounds, for the log */
 };
 
 /* Reply with a JSON document as one string and drop our reference. */
@@ -123,19 +156,64 @@ static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_END,
 };
 
+static void peer_drop(struct bus_server *b, unsigned i) {
+        sd_bus_detach_event(b->peers[i].bus);
+        sd_bus_close_unref(b->peers[i].bus);
+        b->peers[i] = b->peers[--b->n_peers];
+}
+
 static int on_peer_disconnected(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct bus_server *b = userdata;
         sd_bus *bus = sd_bus_message_get_bus(m);
 
-        sd_bus_detach_event(bus);
-        sd_bus_close_unref(bus);
-        b->n_peers--;
+        for (unsigned i = 0; i < b->n_peers; i++)
+                if (b->peers[i].bus == bus) {
+                        peer_drop(b, i);
+                        break;
+                }
         return 0;
+}
+
+/* Drop connections past their deadline; O(BUS_PEERS_MAX) twice a second. */
+static int on_reap(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct bus_server *b = userdata;
+        uint64_t now = util_now_usec();
+
+        for (unsigned i = b->n_peers; i > 0; i--) {
+                struct bus_peer *p = &b->peers[i - 1];
+                uint64_t nq = 0;
+
+                if (sd_bus_is_ready(p->bus) <= 0) {
+                        if (now - p->accepted_usec > BUS_AUTH_USEC)
+                                peer_drop(b, i - 1);
+                } else if (now - p->accepted_usec > BUS_IDLE_USEC &&
+                           sd_bus_get_n_queued_read(p->bus, &nq) >= 0 && nq == 0)
+                        peer_drop(b, i - 1);
+        }
+        (void) sd_event_source_set_time(s, usec + BUS_REAP_USEC);
+        return 0;
+}
+
+/* May a connection of uid come in? The bounds above. */
+static bool peer_admit(const struct bus_server *b, uid_t uid) {
+        unsigned same = 0;
+
+        if (b->n_peers >= BUS_PEERS_MAX)
+                return false;
+        if (uid == 0)
+                return true;
+        if (b->n_peers >= BUS_PEERS_MAX - BUS_PEERS_ROOT_RESERVE)
+                return false;
+        for (unsigned i = 0; i < b->n_peers; i++)
+                same += b->peers[i].uid == uid;
+        return same < BUS_PEERS_PER_UID;
 }
 
 static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         struct bus_server *b = userdata;
         _cleanup_close_ int nfd = -1;
+        struct ucred cred = {};
+        socklen_t len = sizeof(cred);
         sd_bus *bus = NULL;
         sd_id128_t id;
         int r;
@@ -143,6 +221,15 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         nfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (nfd < 0)
                 return 0; /* transient (EAGAIN, EMFILE): the listener stays */
+        /* the kernel's word for who connected, before any byte is read */
+        if (getsockopt(nfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !peer_admit(b, cred.uid)) {
+                if (b->refused++ % 1000 == 0)
+                        log_fields(manager_log(b->manager), LOG_NOTICE, NULL, "control socket: connection of uid %u refused (%u open, "
+                                           "at most %u, %u per user): %" PRIu64 " refused so far",
+                                           (unsigned) cred.uid, b->n_peers, BUS_PEERS_MAX, BUS_PEERS_PER_UID,
+                                           b->refused);
+                return 0;
+        }
 
         r = sd_id128_randomize(&id);
         if (r < 0)
@@ -169,7 +256,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                 return 0;
         }
         TAKE_FD(nfd);
-        b->n_peers++;
+        b->peers[b->n_peers++] = (struct bus_peer) { .bus = bus, .uid = cred.uid, .accepted_usec = util_now_usec() };
         return 0;
 }
 
@@ -213,6 +300,11 @@ int bus_server_new(struct manager *m, const char *runtime_dir, struct bus_server
         r = sd_event_add_io(manager_event(m), &b->listen_source, b->listen_fd, EPOLLIN, on_accept, b);
         if (r < 0)
                 goto fail;
+        r = sd_event_add_time(manager_event(m), &b->reap_timer, CLOCK_MONOTONIC, util_now_usec() + BUS_REAP_USEC,
+                              100 * USEC_PER_MSEC, on_reap, b);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(b->reap_timer, SD_EVENT_ON);
         *ret = b;
         return 0;
 fail:
@@ -242,6 +334,9 @@ struct bus_server *bus_server_free(struct bus_server *b) {
         if (!b)
                 return NULL;
         sd_event_source_disable_unref(b->listen_source);
+        sd_event_source_disable_unref(b->reap_timer);
+        while (b->n_peers > 0)
+                peer_drop(b, b->n_peers - 1);
         if (b->listen_fd >= 0)
                 close(b->listen_fd);
         if (b->socket_path)

@@ -93,6 +93,10 @@ struct manager {
         double self_cpu_frac;
 };
 
+const struct log_target *manager_log(const struct manager *m) {
+        return &m->log;
+}
+
 sd_event *manager_event(struct manager *m) {
         return m->event;
 }

@@ -14,6 +14,8 @@
 #include <json-c/json.h>
 #include <systemd/sd-event.h>
 
+struct log_target;
+
 struct manager_options {
         const char *root;             /* prefix for /proc and /sys, "/" normally */
         const char *runtime_dir;      /* journal and bus socket */
@@ -32,6 +34,8 @@ struct manager *manager_free(struct manager *m);
 int manager_run(struct manager *m);
 
 sd_event *manager_event(struct manager *m);
+/* The daemon's log, for the control socket's notices. */
+const struct log_target *manager_log(const struct manager *m);
 
 /* Control interface (bus.c calls these). Each returns a new JSON object. */
 int manager_status_json(struct manager *m, struct json_object **ret);
