@@ -56,7 +56,7 @@ enum key {
 
         K_COMM, K_EXE, K_CMDLINE, K_CGROUP, K_UNIT, K_USER, K_KERNEL, K_REALTIME,
 
-        K_UTIL, K_MIGRATIONS, K_WAKE_RATE, K_RUN_DELAY, K_STEAL, K_MAX_COMBINED_UTIL, K_WINDOW,
+        K_UTIL, K_MIGRATIONS, K_WAKE_RATE, K_RUN_DELAY, K_STEAL, K_MAX_COMBINED_UTIL, K_WINDOW, K_OWNERS,
 
         K_CPU_WEIGHT, K_SCHED_FEATURES, K_SYSCTL, K_CPUS, K_ALLOW_REALTIME, K_ALLOW_NARROWED,
         _K_MAX,
@@ -136,6 +136,7 @@ static const struct key_def {
         [K_WAKE_RATE]           = POLICY(SEC_DETECT, "WakeRate", V_RATE, wake_rate_min_per_s,
                                          .dmin = 1, .dmax = 100000000),
         [K_RUN_DELAY]           = { SEC_DETECT, "RunDelay" },
+        [K_OWNERS]              = { SEC_DETECT, "Owners" },
         [K_STEAL]               = POLICY(SEC_DETECT, "Steal", V_PERCENT, steal_min, .dmin = 0.01, .dmax = 100),
         /* two threads together use at most two CPUs */
         [K_MAX_COMBINED_UTIL]   = POLICY(SEC_DETECT, "MaxCombinedUtil", V_PERCENT, group_util_max,
@@ -174,7 +175,7 @@ static const struct detector_rules {
                 1u << ACTION_PIN | 1u << ACTION_REPORT | 1u << ACTION_EXCLUDE,
         },
         [DETECT_PAIR] = {
-                KBIT(K_WAKE_RATE) | KBIT(K_MAX_COMBINED_UTIL) | KBIT(K_WINDOW),
+                KBIT(K_WAKE_RATE) | KBIT(K_MAX_COMBINED_UTIL) | KBIT(K_WINDOW) | KBIT(K_OWNERS),
                 /* seed 000: co-locate the pair; cgroup weight where group shares starve it */
                 1u << ACTION_COLOCATE | 1u << ACTION_WEIGHT | 1u << ACTION_REPORT | 1u << ACTION_EXCLUDE,
         },
@@ -983,6 +984,16 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
                         r = -EINVAL;
                 }
                 break;
+        case K_OWNERS:
+                r = -EINVAL;
+                for (int o = 0; o < _PAIR_OWNERS_MAX; o++)
+                        if (streq(value, pair_owners_to_string(o))) {
+                                p->pair_owners = o;
+                                r = 0;
+                        }
+                if (r < 0)
+                        snprintf(reason, sizeof(reason), "unknown value (trusted, same, any)");
+                break;
         case K_RUN_DELAY: {
                 const char *rest;
 
@@ -1396,6 +1407,7 @@ static void start_policy(struct parse_ctx *ctx, bool header) {
                 .run_delay_min_ms_per_s = -1,
                 .steal_min = -1,
                 .group_util_max = -1,
+                .pair_owners = -1,
                 .cpu_weight = -1,
                 .line = ctx->line,
         };

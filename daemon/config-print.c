@@ -47,7 +47,8 @@ static bool match_empty(const struct policy_match *m) {
 
 static bool detect_empty(const struct policy *p) {
         return p->util_min < 0 && p->migrations_min_per_s < 0 && p->wake_rate_min_per_s < 0 &&
-               p->run_delay_min_ms_per_s < 0 && p->steal_min < 0 && p->group_util_max < 0 && p->window_usec == 0;
+               p->run_delay_min_ms_per_s < 0 && p->steal_min < 0 && p->group_util_max < 0 && p->window_usec == 0 &&
+               p->pair_owners < 0;
 }
 
 static bool action_empty(const struct policy *p) {
@@ -92,6 +93,8 @@ int config_print_policy(const struct policy *p, FILE *f) {
                         fprintf(f, "Steal=%s\n", config_format_percent(p->steal_min, b, sizeof(b)));
                 if (p->group_util_max >= 0)
                         fprintf(f, "MaxCombinedUtil=%s\n", config_format_percent(p->group_util_max, b, sizeof(b)));
+                if (p->pair_owners >= 0)
+                        fprintf(f, "Owners=%s\n", pair_owners_to_string(p->pair_owners));
                 if (p->window_usec > 0)
                         fprintf(f, "Window=%s\n", config_format_duration(p->window_usec, b, sizeof(b)));
         }
@@ -249,6 +252,8 @@ static int policy_to_json(const struct policy *p, struct json_object **ret) {
                 r |= json_add(d, "steal_min", json_object_new_double(p->steal_min));
         if (p->group_util_max >= 0)
                 r |= json_add(d, "group_util_max", json_object_new_double(p->group_util_max));
+        if (p->pair_owners >= 0)
+                r |= json_add(d, "owners", json_object_new_string(pair_owners_to_string(p->pair_owners)));
         if (p->window_usec > 0)
                 r |= json_add(d, "window_usec", json_object_new_int64((int64_t) p->window_usec));
 

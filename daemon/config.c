@@ -57,6 +57,16 @@ static const char *const action_table[_ACTION_MAX] = {
         [ACTION_EXCLUDE] = "exclude",
 };
 
+static const char *const pair_owners_table[_PAIR_OWNERS_MAX] = {
+        [PAIR_OWNERS_TRUSTED] = "trusted",
+        [PAIR_OWNERS_SAME] = "same",
+        [PAIR_OWNERS_ANY] = "any",
+};
+
+const char *pair_owners_to_string(int o) {
+        return o >= 0 && o < _PAIR_OWNERS_MAX ? pair_owners_table[o] : "trusted";
+}
+
 const char *detector_to_string(enum detector d) {
         return d >= 0 && d < _DETECT_MAX ? detector_table[d] : "?";
 }

@@ -63,6 +63,21 @@ enum detector {
         _DETECT_INVALID = -1,
 };
 
+/*
+ * Whose tasks a pair policy may change for whose (affinityd(8), THREAT
+ * MODEL). A pair's two members are both pinned to one CPU; a member owned
+ * by another user than its partner is changed for that partner's sake.
+ */
+enum pair_owners {
+        PAIR_OWNERS_TRUSTED,  /* same user, or both root or system accounts (uid < PAIR_OWNERS_SYSTEM_UID_MAX + 1) */
+        PAIR_OWNERS_SAME,     /* same user only */
+        PAIR_OWNERS_ANY,      /* anyone's with anyone's */
+        _PAIR_OWNERS_MAX,
+};
+/* Debian's SYS_UID_MAX (login.defs): system accounts are below 1000 */
+#define PAIR_OWNERS_SYSTEM_UID_MAX 999
+const char *pair_owners_to_string(int o);
+
 enum policy_action {
         ACTION_PIN,       /* hog: one CPU per hog */
         ACTION_COLOCATE,  /* pair: both on one CPU */
@@ -123,6 +138,7 @@ struct policy {
         double steal_min;             /* Steal=10%           → 0.10 */
         double group_util_max;        /* MaxCombinedUtil=120% (pair: above this it is a stream) */
         uint64_t window_usec;         /* Window=5s */
+        int pair_owners;              /* Owners= (enum pair_owners), pair policies; -1 unset: trusted */
 
         /* [Action] */
         int64_t cpu_weight;           /* CPUWeight=1..10000 (v2 scale), -1 unset */

@@ -140,6 +140,28 @@ static const struct policy *pair_policy(const struct config *c, const struct sna
 }
 
 /*
+ * Owners= (affinityd(8), THREAT MODEL): co-locating changes both members,
+ * each for the other's sake. Any local user can make a pair with another
+ * user's task (a FIFO and an echo loop are enough), so by default a task is
+ * changed for a partner of another user only when both are root or system
+ * accounts (a database and its root-run client); an unprivileged user's
+ * tasks pair only with their own. Unknown owners (no /proc status read)
+ * count as different users.
+ */
+static bool owners_allow(const struct policy *p, const struct task *a, const struct task *b) {
+        int o = p->pair_owners >= 0 ? p->pair_owners : PAIR_OWNERS_TRUSTED;
+
+        if (o == PAIR_OWNERS_ANY)
+                return true;
+        if (!a->proc || !b->proc)
+                return false;
+        if (a->proc->uid == b->proc->uid)
+                return true;
+        return o == PAIR_OWNERS_TRUSTED && a->proc->uid <= PAIR_OWNERS_SYSTEM_UID_MAX &&
+               b->proc->uid <= PAIR_OWNERS_SYSTEM_UID_MAX;
+}
+
+/*
  * The pair's wake rate, held against WakeRate=. Split, a ping-pong wakes
  * both ways once a round trip, and the weaker direction is the test that
  * it is a ping-pong, not one thread notifying another. On one CPU only
@@ -386,7 +408,7 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 if (rate < floor)
                         continue;
                 p = pair_policy(c, s, a, b, self_pid);
-                if (!p || rate < pair_wake_rate_min(p))
+                if (!p || rate < pair_wake_rate_min(p) || !owners_allow(p, a, b))
                         continue;
                 partners = MAX(partners_of(busy.tids, busy.n, it.lo), partners_of(busy.tids, busy.n, it.hi));
                 r = add_finding(s, p, a, b, &it, rate, partners, out);

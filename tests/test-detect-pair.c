@@ -37,8 +37,13 @@ static struct config config = {
         .n_policies = 1,
 };
 
+/* owners (Owners=): root, a system account (a database's), two users */
+static struct proc_info proc_root = { .uid = 0 }, proc_mysql = { .uid = 104 }, proc_alice = { .uid = 1000 },
+                        proc_bob = { .uid = 1001 };
+
 static struct task mktask(pid_t tid, double util, int cpu) {
         struct task t = {
+                .proc = &proc_root,
                 .id = { .pid = tid, .tid = tid, .start_time = 1000 + (uint64_t) tid },
                 .last_cpu = cpu,
                 .allowed = ALL2,
@@ -370,8 +375,49 @@ static void test_many(void) {
         findings_clear(&f);
 }
 
+/* Owners=: whose tasks may be co-located with whose (affinityd(8), THREAT MODEL) */
+static void test_owners(void) {
+        static const struct {
+                struct proc_info *a, *b;
+                int owners;      /* -1: unset, the default (trusted) */
+                bool pair;
+        } cases[] = {
+                { &proc_root, &proc_root, -1, true },
+                { &proc_mysql, &proc_root, -1, true },     /* MariaDB and a root-run sysbench */
+                { &proc_alice, &proc_alice, -1, true },    /* a user's own two tasks */
+                { &proc_alice, &proc_root, -1, false },    /* a user must not get root's task pinned */
+                { &proc_alice, &proc_mysql, -1, false },
+                { &proc_alice, &proc_bob, -1, false },
+                { &proc_mysql, &proc_root, PAIR_OWNERS_SAME, false },
+                { &proc_alice, &proc_alice, PAIR_OWNERS_SAME, true },
+                { &proc_alice, &proc_root, PAIR_OWNERS_ANY, true },
+                { &proc_alice, &proc_root, PAIR_OWNERS_TRUSTED, false },
+        };
+        int saved = pair_policy.pair_owners;
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct task tasks[] = { mktask(100, 0.60, 0), mktask(101, 0.55, 1) };
+                struct wake_edge edges[] = { mkedge(100, 101, 45000, 0.95), mkedge(101, 100, 44000, 0.9) };
+                struct snapshot s;
+                struct findings f = {};
+
+                tasks[0].proc = cases[i].a;
+                tasks[1].proc = cases[i].b;
+                pair_policy.pair_owners = cases[i].owners;
+                s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+                run(&s, &f);
+                if ((f.n == 1) != cases[i].pair)
+                        fprintf(stderr, "owners case %zu: uid %u + %u, Owners=%d: %zu findings\n", i,
+                                (unsigned) cases[i].a->uid, (unsigned) cases[i].b->uid, cases[i].owners, f.n);
+                ASSERT_EQ(f.n, cases[i].pair ? 1 : 0);
+                findings_clear(&f);
+        }
+        pair_policy.pair_owners = saved;
+}
+
 int main(void) {
         test_split_pair();
+        test_owners();
         test_stream();
         test_thresholds();
         test_not_ours();

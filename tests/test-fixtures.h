@@ -38,6 +38,7 @@
                 .match = { .kthreads = MATCH_ANY, .realtime = MATCH_ANY },              \
                 .util_min = -1, .migrations_min_per_s = -1, .wake_rate_min_per_s = -1, \
                 .run_delay_min_ms_per_s = -1, .steal_min = -1, .group_util_max = -1,    \
+                .pair_owners = -1,                                                      \
                 .cpu_weight = -1,                                                       \
         }
 
