@@ -364,6 +364,11 @@ static void drop_entry(struct journal_contents *c, struct journal_entry *e) {
         c->n_entries--;
 }
 
+static int entry_seq_cmp(const void *a, const void *b) {
+        uint64_t x = ((const struct journal_entry *) a)->begin.seq, y = ((const struct journal_entry *) b)->begin.seq;
+        return x < y ? -1 : x > y;
+}
+
 int journal_parse(const char *text, size_t size, struct journal_contents *ret) {
         struct journal_contents c = {};
         _cleanup_free_ struct journal_record *rec = NULL;
@@ -491,6 +496,9 @@ int journal_parse(const char *text, size_t size, struct journal_contents *ret) {
                 }
         }
 
+        /* Restore goes newest first by this order, so it must be seq order
+         * even when a damaged or hand-made file lists records out of it. */
+        qsort_safe(c.entries, c.n_entries, sizeof(*c.entries), entry_seq_cmp);
         *ret = c;
         return 0;
 }
