@@ -1,9 +1,11 @@
 #!/bin/bash
 # Install what the tests need, build, and run the whole test suite:
-# unit and integration tests (make check), distcheck, and the end-to-end
-# tests in a real systemd VM (make check-vm). Must run as root on Debian 12.
+# unit and integration tests (make check), the same again built with ASan
+# and UBSan, distcheck, and the end-to-end tests in a real systemd VM
+# (make check-vm). Must run as root on Debian 12.
 #
-# AFFINITYD_SKIP_VM=1 leaves out the VM (it needs ~10 min under TCG).
+# AFFINITYD_SKIP_VM=1 leaves out the VM (it needs ~10 min under TCG);
+# AFFINITYD_SKIP_SANITIZERS=1 the sanitizer build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 top=$PWD
@@ -66,6 +68,28 @@ if [ $status -ne 0 ]; then
                 echo "===== ${f%.trs}.log"; cat "${f%.trs}.log"
         done
         exit $status
+fi
+# The same suite built with AddressSanitizer and UBSan, any report fatal
+# (-fno-sanitize-recover: UBSan would otherwise print and go on), beside
+# the plain build. AFFINITYD_SKIP_SANITIZERS=1 leaves it out.
+if [ -z "${AFFINITYD_SKIP_SANITIZERS:-}" ]; then
+        san=${AFFINITYD_SANITIZER_BUILD_DIR:-$top/build-asan}
+        mkdir -p "$san"
+        (
+                cd "$san"
+                "$top/configure" -q --prefix=/usr --sysconfdir=/etc --localstatedir=/var \
+                        CFLAGS="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=all" \
+                        LDFLAGS="-fsanitize=address,undefined"
+                make -j"$(nproc)" >/dev/null
+                ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 make -j1 check
+        ) || {
+                echo "the ASan + UBSan build's make check failed:"
+                for f in $(grep -l '^:test-result: FAIL\|^:test-result: ERROR' $(find "$san" -name '*.trs') 2>/dev/null); do
+                        echo "===== ${f%.trs}.log"; cat "${f%.trs}.log"
+                done
+                exit 1
+        }
+        echo "make check with ASan + UBSan: ok"
 fi
 make distcheck >distcheck.log 2>&1 || {
         echo "make distcheck failed:"; tail -60 distcheck.log
