@@ -17,7 +17,8 @@
 #              Redis thread serving three clients (a hub, not a pair)
 #
 #   stock      no daemon; the server's threads may run anywhere
-#   affinityd  a fresh daemon per run, the shipped policies, 1 s interval
+#   affinityd  a fresh daemon per run, the shipped policies, 1 s interval,
+#              started --settle seconds (default 0) before the client
 #   hand       server and client all on CPU 0 (taskset), what a careful
 #              human does for a single client
 #   noperf     (not in the default list) affinityd --no-perf: what the
@@ -48,6 +49,7 @@ BUILDDIR=$PWD
 RESULTS_DIR=
 REPEATS=3
 DURATION=12
+SETTLE=0
 WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub
 VARIANTS=stock,affinityd,hand
 
@@ -55,7 +57,7 @@ usage() {
         sed -n '3,32p' "$SELF" | sed 's/^# \{0,1\}//'
         cat <<EOF
 
-Usage: bench/servers.sh [--repeats N] [--duration SEC] [--workloads LIST]
+Usage: bench/servers.sh [--repeats N] [--duration SEC] [--settle SEC] [--workloads LIST]
                         [--variants LIST] [--srcdir DIR] [--builddir DIR]
                         [--results-dir DIR]
 Defaults: --repeats $REPEATS --duration $DURATION --workloads $WORKLOADS
@@ -66,6 +68,7 @@ while [[ $# -gt 0 ]]; do
         case $1 in
         --repeats) REPEATS=$2; shift ;;
         --duration) DURATION=$2; shift ;;
+        --settle) SETTLE=$2; shift ;;
         --workloads) WORKLOADS=$2; shift ;;
         --variants) VARIANTS=$2; shift ;;
         --srcdir) SRCDIR=$2; shift ;;
@@ -147,6 +150,11 @@ start_daemon() {
         [[ -S $rundir/bus ]] || die "the daemon did not come up: $rundir/daemon.log"
         # settled: its first pass ran (the socket comes up after it)
         nap 0.2
+        # --settle: a daemon that has run a while, as on a server where it
+        # runs for days: its start (the first pass reads every thread, the
+        # tracepoints are opened, which patches kernel text with an IPI to
+        # every CPU) is then not inside the timed run
+        ((SETTLE == 0)) || nap "$SETTLE"
 }
 
 stop_daemon() {

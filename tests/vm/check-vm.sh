@@ -101,6 +101,28 @@ for w in pingpong hog; do
         log "workload $w: not built (e2e.sh uses a stock workload or skips)"
     fi
 done
+# The Debian package, for the debian-package check (install, run, purge):
+# built from the committed tree (git archive HEAD) where dpkg-buildpackage
+# is installed (tests/run-all.sh installs it), else that check skips.
+if [ -f "$SRCDIR/debian/control" ] && command -v dpkg-buildpackage >/dev/null &&
+   git -C "$SRCDIR" rev-parse HEAD >/dev/null 2>&1; then
+    pkg=$(mktemp -d "$CACHE/runs/deb.XXXXXX")
+    mkdir "$pkg/src"
+    if git -C "$SRCDIR" archive HEAD | tar -x -C "$pkg/src" &&
+       (cd "$pkg/src" && dpkg-buildpackage -us -uc -b) > "$SHARE/out/deb-build.log" 2>&1; then
+        mkdir -p "$SHARE/deb"
+        cp "$pkg"/affinityd_*.deb "$SHARE/deb/"
+        export E2E_DEB=/mnt/share/deb/$(cd "$SHARE/deb" && ls affinityd_*.deb | head -n1)
+        log "package $(basename "$E2E_DEB"): built"
+    else
+        tail -n 30 "$SHARE/out/deb-build.log" >&2
+        log "dpkg-buildpackage failed (the debian-package check will fail)"
+        export E2E_DEB=/mnt/share/deb/build-failed.deb
+    fi
+    rm -rf "$pkg"
+else
+    log "no dpkg-buildpackage (or no git checkout): the debian-package check skips"
+fi
 cp "$HERE/e2e.sh" "$SHARE/e2e/"
 cp -r "$HERE/policies" "$SHARE/e2e/"
 T_INSTALL=$(elapsed "$t")

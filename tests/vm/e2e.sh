@@ -794,6 +794,35 @@ steal_feeder() {
 
 steal_of_cpu0() { awk '$1 == "cpu0" { print $9 }' "$E2E_STEAL_DIR/stat"; }
 
+# The Debian package the Debian way, over the staged install: dpkg -i
+# enables and starts the unit (dh_installsystemd), the daemon answers and
+# applies the e2e policies; a purge stops it (every change put back: the
+# start baseline), and nothing of the package is left.
+check_debian_package() {
+    local f
+    [ -n "${E2E_DEB:-}" ] || skip "no .deb (the host had no dpkg-buildpackage)"
+    [ -f "$E2E_DEB" ] || fail "the package was not built (see out/deb-build.log)"
+    systemctl stop "$UNIT" 2>/dev/null || true
+    run env DEBIAN_FRONTEND=noninteractive dpkg -i --force-confold "$E2E_DEB" || fail "dpkg -i failed"
+    wait_until "$E2E_DEADLINE" "the package's unit is active" is_active || fail "dpkg -i did not start $UNIT"
+    [ "$(systemctl is-enabled "$UNIT")" = enabled ] || fail "dpkg -i did not enable $UNIT"
+    affctl status >/dev/null || fail "affctl status does not answer after dpkg -i"
+    dpkg -L affinityd | grep -qx /etc/affinityd/affinityd.conf || fail "/etc/affinityd/affinityd.conf is not the package's"
+    grep -qx /etc/affinityd/affinityd.conf /var/lib/dpkg/info/affinityd.conffiles || fail "/etc/affinityd/affinityd.conf is no conffile"
+    wait_until "$E2E_DEADLINE" "the e2e policies applied by the packaged daemon" policies_applied ||
+        fail "the packaged daemon did not apply the e2e policies: $(levers_now)"
+    dpkg -L affinityd > "$STATE/deb-files"
+    run env DEBIAN_FRONTEND=noninteractive dpkg --purge affinityd || fail "dpkg --purge failed"
+    ! is_active || fail "$UNIT still active after the purge"
+    while read -r f; do
+        [ -d "$f" ] && continue
+        [ ! -e "$f" ] || fail "$f left after the purge"
+    done < "$STATE/deb-files"
+    [ ! -e /run/affinityd ] || fail "/run/affinityd left after the purge"
+    dpkg -s affinityd >/dev/null 2>&1 && fail "dpkg still knows affinityd after the purge"
+    same_as_baseline start
+}
+
 check_steal_profile() {
     local dropin=/etc/systemd/system/affinityd.service.d/50-e2e-steal.conf pid ino_file ino_seen s1 f=$E2E_STEAL_FEATURE
     feature_on "$f" || skip "$f is not on by default here: $(cat "$FEATURES")"
@@ -960,6 +989,7 @@ check pair-colocate 240
 check final-stop-restores-all
 check subtree-in-use
 check steal-profile 300
+check debian-package 240
 
 if [ -s "$STATE/exposure" ]; then
     echo "e2e: systemd-analyze security exposure: $(cat "$STATE/exposure")"
