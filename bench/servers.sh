@@ -96,6 +96,7 @@ die() { echo "servers.sh: $*" >&2; exit 1; }
 
 . "$SRCDIR/tests/servers-lib.sh"
 mapfile -t need < <(servers_missing_packages)
+command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # the chart
 if [[ ${#need[@]} -gt 0 ]]; then
         echo "# installing ${need[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
@@ -317,4 +318,31 @@ cp "$SUMMARY" "$RESULTS_DIR/servers-latest.txt"
 cp "$RAW" "$RESULTS_DIR/servers-latest.csv"
 echo
 cat "$SUMMARY"
+
+# The chart: each workload's median per variant relative to stock (every
+# figure here is a rate: higher is better), beside the raw files.
+if command -v gnuplot >/dev/null 2>&1; then
+        awk '$1 != "workload" && $2 ~ /^[0-9]+$/ && $3 ~ /^[0-9]+$/ {
+                printf "%s %.4f %s %s\n", $1, 1, $3 / $2, ($4 ~ /^[0-9]+$/ ? sprintf("%.4f", $4 / $2) : "?") }' \
+                "$SUMMARY" >"$LOGS/chart.dat"
+        if [[ -s $LOGS/chart.dat ]]; then
+                gnuplot <<EOF 2>>"$LOGS/gnuplot.log"
+set terminal svg size 1000,460 noenhanced font "sans,12"
+set output "$RESULTS_DIR/servers-$STAMP.svg"
+set title "Real servers, $STAMP: median rate relative to stock (higher is better; $REPEATS x ${DURATION} s, nproc=$NCPU)"
+set datafile missing "?"
+set style data histograms
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set yrange [0:*]
+set ylabel "x stock"
+set xtics scale 0
+set key top right
+set grid ytics
+plot "$LOGS/chart.dat" using 2:xtic(1) title "stock", "" using 3 title "affinityd", "" using 4 title "hand (taskset)"
+EOF
+                [[ -s $RESULTS_DIR/servers-$STAMP.svg ]] && cp -f "$RESULTS_DIR/servers-$STAMP.svg" "$RESULTS_DIR/servers-latest.svg" &&
+                        echo "# chart: $RESULTS_DIR/servers-$STAMP.svg"
+        fi
+fi
 echo "# raw: $RESULTS_DIR/servers-$STAMP.csv, logs: $LOGS"
