@@ -803,6 +803,8 @@ check_debian_package() {
     [ -n "${E2E_DEB:-}" ] || skip "no .deb (the host had no dpkg-buildpackage)"
     [ -f "$E2E_DEB" ] || fail "the package was not built (see out/deb-build.log)"
     systemctl stop "$UNIT" 2>/dev/null || true
+    # a lever it applies on its first pass: the sysctl policy
+    install_policy 52-e2e-sysctl.policy
     run env DEBIAN_FRONTEND=noninteractive dpkg -i --force-confold "$E2E_DEB" || fail "dpkg -i failed"
     wait_until "$E2E_DEADLINE" "the package's unit is active" is_active || fail "dpkg -i did not start $UNIT"
     [ "$(systemctl is-enabled "$UNIT")" = enabled ] || fail "dpkg -i did not enable $UNIT"
@@ -811,9 +813,8 @@ check_debian_package() {
     grep -qx /etc/affinityd/affinityd.conf /var/lib/dpkg/info/affinityd.conffiles || fail "/etc/affinityd/affinityd.conf is no conffile"
     # something of its own in force, for the purge to put back (which of
     # the e2e levers depends on what the checks before left configured)
-    wait_until "$E2E_DEADLINE" "a change in force by the packaged daemon" \
-        sh -c 'affctl status --json | jq -e ".counts.actions_in_force > 0"' ||
-        fail "the packaged daemon made no change: $(affctl status --json | jq -c .counts)"
+    wait_until "$E2E_DEADLINE" "the packaged daemon set $E2E_SYSCTL_NAME" sysctl_is "$E2E_SYSCTL_VALUE" ||
+        fail "the packaged daemon did not apply 52-e2e-sysctl.policy: $(affctl status --json | jq -c .counts)"
     say "in force: $(affctl status --json | jq -r '[.levers_changed[].target] | join(" ")')"
     dpkg -L affinityd > "$STATE/deb-files"
     run env DEBIAN_FRONTEND=noninteractive dpkg --purge affinityd || fail "dpkg --purge failed"
@@ -825,6 +826,7 @@ check_debian_package() {
     [ ! -e /run/affinityd ] || fail "/run/affinityd left after the purge"
     dpkg -s affinityd >/dev/null 2>&1 && fail "dpkg still knows affinityd after the purge"
     same_as_baseline start
+    rm -f "$POLICY_DIR/52-e2e-sysctl.policy"
 }
 
 check_steal_profile() {
