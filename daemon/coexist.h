@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * Other CPU placers affinityd must not fight (issue 15, "Coexistence"),
+ * Other CPU placers affinityd must not fight ("Coexistence"),
  * as the sampler saw them this pass:
  *
  *  - a sched_ext BPF scheduler: while /sys/kernel/sched_ext/state says

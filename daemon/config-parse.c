@@ -176,7 +176,7 @@ static const struct detector_rules {
         },
         [DETECT_PAIR] = {
                 KBIT(K_WAKE_RATE) | KBIT(K_MAX_COMBINED_UTIL) | KBIT(K_WINDOW) | KBIT(K_OWNERS),
-                /* seed 000: co-locate the pair; cgroup weight where group shares starve it */
+                /* [wake-affine]: co-locate the pair; cgroup weight where group shares starve it */
                 1u << ACTION_COLOCATE | 1u << ACTION_WEIGHT | 1u << ACTION_REPORT | 1u << ACTION_EXCLUDE,
         },
         [DETECT_SPREAD] = {
@@ -184,12 +184,12 @@ static const struct detector_rules {
                 1u << ACTION_SPREAD | 1u << ACTION_REPORT | 1u << ACTION_EXCLUDE,
         },
         [DETECT_RUNDELAY] = {
-                /* seed 001: the tail is easy to make worse; run delay is reported, not acted upon */
+                /* [select-idle]: the tail is easy to make worse; run delay is reported, not acted upon */
                 KBIT(K_RUN_DELAY) | KBIT(K_WINDOW),
                 1u << ACTION_REPORT | 1u << ACTION_EXCLUDE,
         },
         [DETECT_STEAL] = {
-                /* seed 003: sleeper fairness under steal time; machine-wide levers */
+                /* [fair-sleepers]: sleeper fairness under steal time; machine-wide levers */
                 KBIT(K_STEAL) | KBIT(K_WINDOW),
                 1u << ACTION_FEATURES | 1u << ACTION_SYSCTL | 1u << ACTION_REPORT | 1u << ACTION_EXCLUDE,
         },

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Hog detector (issue 5, seed 002): a thread that wants most of a CPU and
+ * Hog detector ([conservative-smp]): a thread that wants most of a CPU and
  * hops between CPUs. One finding per thread per window; whether it hopped
  * often enough over the longer policy window is for the planner to judge
  * (plan-hog.c keeps the decayed rate), because a hop happens every couple

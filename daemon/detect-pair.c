@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Pair detector (issue 4, seed 000 wake_affine): two threads that wake
+ * Pair detector ([wake-affine]): two threads that wake
  * each other at a high rate in both directions, an RPC ping-pong. Such a
  * pair runs far better on one CPU: a pipe ping-pong here does ~260k round
  * trips/s on one CPU and ~90k split across two, and the kernel often
- * leaves it split ("will stay that way instead of recovering", seed 000).
+ * leaves it split ("will stay that way instead of recovering", [wake-affine]).
  *
  * One finding per pair whose wake rate reaches the policy's WakeRate= in
  * both directions (one, for a pair we hold on one CPU: pair_rate()),
@@ -33,7 +33,7 @@
 
 /*
  * Defaults when a policy leaves WakeRate= / MaxCombinedUtil= unset.
- * 2000 wake-ups/s each way: the ping-pong pairs of seed 000 and the pipe
+ * 2000 wake-ups/s each way: the ping-pong pairs of [wake-affine] and the pipe
  * ping-pong here run at 45k-260k/s; a chatty but ordinary client/server
  * (a few hundred requests/s) does not gain from sharing a CPU.
  * 1.2 CPUs: a ping-pong pair alternates, so together it uses at most about

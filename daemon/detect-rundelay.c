@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Run-delay detector (seed 001): threads that spend too long runnable but
+ * Run-delay detector ([select-idle]): threads that spend too long runnable but
  * not running. Report only: the tail (p99 wake-up latency) is what a
  * placement change hurts first, so affinityd shows these numbers next to
  * its other findings and never acts on them by itself.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Spread-group detector (issue 5, seed 002 second half): the threads a
+ * Spread-group detector ([conservative-smp], its second half): the threads a
  * spread policy matches that each use part of a CPU (the seed's 4 processes
  * at ~40 %: 1019 s left to the scheduler, 842 s one per CPU). One finding
  * per policy with its busy members; the planner decides from the group's

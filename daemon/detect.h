@@ -6,7 +6,7 @@
  * No I/O, no logging above debug. Each detector lives in detect-<kind>.c.
  *
  * A finding names the tasks involved, the policy that asked for it and the
- * evidence numbers, so every later decision can be explained (seed 004:
+ * evidence numbers, so every later decision can be explained ([multi-queue]:
  * judge by before/after numbers).
  *
  * Detectors judge one window (one snapshot). Anything that needs memory
@@ -24,18 +24,18 @@
  * Detector defaults, used when a policy leaves a threshold unset (< 0, or 0
  * for a window).
  *
- * Hog: "uses most of a CPU" (Util=80 %). Measured on 6.18 here (issue 5): a
+ * Hog: "uses most of a CPU" (Util=80 %). Measured on 6.18 here: a
  * lone hog on an idle box migrates 0 times per 10 s, a hog among other
  * hogs and bursty tasks 5-6 times per 10 s (0.5/s). 0.1/s over a 10 s
  * window separates the two with margin: one hop in 10 s is not "keeps on
- * hopping" (seed 002), two are.
+ * hopping" ([conservative-smp]), two are.
  *
  * Spread: the seed's group is 4 processes at ~40 % each; 20 % keeps
  * members that are merely alive (idle worker threads) out of the group.
  * Four ~40 % tasks migrate 5-21 times per 10 s each here.
  *
  * Run delay: 50 ms of runnable-but-waiting per second of wall time is 5 %
- * of the thread's time lost in run queues; seed 001 shows the p99 tail is
+ * of the thread's time lost in run queues; [select-idle] shows the p99 tail is
  * what suffers first, so this is reported, never acted upon.
  */
 #define DETECT_HOG_UTIL_MIN_DEFAULT              0.80
@@ -136,7 +136,7 @@ double detect_run_delay_min_ms_per_s(const struct policy *p);
  * How much of a CPU the thread wants: util plus the fraction of the window
  * it spent runnable but waiting (schedstat run delay). A hog sharing its
  * CPU with another hog shows util 0.5 but demand 1.0, which is what makes
- * the n+1 case of seed 002 visible. util alone without schedstat.
+ * the n+1 case of [conservative-smp] visible. util alone without schedstat.
  */
 double task_demand(const struct task *t);
 

@@ -6,7 +6,7 @@
  * /sys/kernel/debug/sched_features (before).
  *
  * Names are only ever validated against the list this kernel prints: the
- * set changes between releases (seed 003: FAIR_SLEEPERS was removed and
+ * set changes between releases ([fair-sleepers]: FAIR_SLEEPERS was removed and
  * asked back; 6.6 replaced CFS placement with EEVDF). The history table
  * below only makes the error message say why a name is missing.
  */
@@ -24,7 +24,7 @@ static const struct {
         const char *name;
         const char *history;
 } feature_history[] = {
-        /* seed 003's sleeper credit; EEVDF's lag-based placement replaced it */
+        /* [fair-sleepers]'s sleeper credit; EEVDF's lag-based placement replaced it */
         { "GENTLE_FAIR_SLEEPERS",   "it left in 6.6 (EEVDF); PLACE_LAG is the nearest switch there" },
         { "START_DEBIT",            "it left in 6.6 (EEVDF); PLACE_DEADLINE_INITIAL is the nearest" },
         { "LAST_BUDDY",             "it left in 6.6 (EEVDF)" },

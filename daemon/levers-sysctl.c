@@ -32,7 +32,7 @@ struct sysctl_def {
 };
 
 static const struct sysctl_def sysctl_defs[] = {
-        /* seed 000: autogroup cut the ping-pong pair to 0.62x */
+        /* [wake-affine]: autogroup cut the ping-pong pair to 0.62x */
         { "kernel.sched_autogroup_enabled", 0, 1, "kernel without CONFIG_SCHED_AUTOGROUP" },
         /* affinityd may turn it on to see run delay per CPU (/proc/schedstat) */
         { "kernel.sched_schedstats", 0, 1, "kernel without CONFIG_SCHEDSTATS" },

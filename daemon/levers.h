@@ -73,7 +73,7 @@ struct lever_caps {
         bool schedstats_present;      /* /proc/schedstat */
         bool schedstats_enabled;      /* kernel.sched_schedstats = 1 */
 
-        /* added by the levers module (issue 6) */
+        /* added by the levers module */
         char cgroup_mount[128];       /* cpu hierarchy mount point, e.g. "/sys/fs/cgroup/cpu" */
         char cgroup_backend[16];      /* "libcgroup" (root "/") or "file" (fixture roots) */
         bool systemd_bus;             /* unit cgroups go through SetUnitProperties */

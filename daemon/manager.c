@@ -674,7 +674,7 @@ static uint64_t early_next_allowed(const struct manager *m) {
  * A new process may be half of a ping-pong pair: at a 1 s interval a pair
  * started just after a pass was seen at the next pass and, when the kernel
  * held it together in that pass's wake-up burst, fixed only at the one after
- * (issue 4: `perf bench sched pipe` 0.925x hand-pinned over a 21 s run, the
+ * (`perf bench sched pipe` 0.925x hand-pinned over a 21 s run, the
  * fix 2 s in). So the next pass is brought forward to EARLY_PASS_DELAY after
  * the first new process of an interval (its threads have rates over their
  * life from 100 ms on, and the wake sampler bursts just before), at most
@@ -755,7 +755,7 @@ static void drain_proc_connector(struct manager *m) {
                 sampler_note_lost(m->sampler);   /* events dropped: list /proc next pass */
 
         if (r < 0 && r != -EAGAIN && r != -ENOBUFS) {
-                /* Keep running on the periodic scan alone (issue 9: fallback). */
+                /* Keep running on the periodic scan alone (fallback). */
                 snprintf(m->pc_status, sizeof(m->pc_status), "failed: %s; periodic scan only", strerror(-r));
                 log_errno(&m->log, LOG_WARNING, r, "proc connector failed, using periodic scans only");
                 m->pc_source = sd_event_source_disable_unref(m->pc_source);

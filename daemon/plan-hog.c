@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Hog planner (issue 5, seed 002): pin each CPU hog that keeps hopping to
+ * Hog planner ([conservative-smp]): pin each CPU hog that keeps hopping to
  * a CPU of its own, and undo that as soon as it would be unfair.
  *
  * The seed in numbers: a finite-element job took 1019 s stock, 842 s with
@@ -324,7 +324,7 @@ static bool is_busy_thread(const struct hog_plan *hp, const struct task *t) {
  * Invariant 2: count the busy threads that could run on the CPUs the hogs
  * could be pinned to. Every busy thread counts, not only the ones a hog
  * policy covers: an excluded or report-only hog still takes its share of a
- * CPU, and pinning around it is exactly the n+1 unfairness of seed 002.
+ * CPU, and pinning around it is exactly the n+1 unfairness of [conservative-smp].
  */
 static void overcommit(struct hog_plan *hp) {
         struct plan_state *state = hp->ctx->state;
@@ -852,7 +852,7 @@ int plan_hogs(struct plan_ctx *ctx) {
         if (r < 0)
                 goto finish;
 
-        /* Hogs we did not pin still use a CPU: pairs and groups must not land there (issue 4: -45 %). */
+        /* Hogs we did not pin still use a CPU: pairs and groups must not land there (-45 %). */
         for (size_t i = 0; i < hp.n_items; i++) {
                 const struct hog_item *it = &hp.items[i];
                 int c;

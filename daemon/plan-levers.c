@@ -6,7 +6,7 @@
  *   Detector=steal  + Action=features|sysctl: apply the policy's profile
  *       once steal has been above the policy's threshold for Hysteresis
  *       intervals, or for its Window= if that is longer (detect-steal.c,
- *       seed 003), release it once it has been below that long.
+ *       [fair-sleepers]), release it once it has been below that long.
  *   Detector=always + Action=features|sysctl: apply at once while the
  *       policy is enabled (and, if it has a [Match], while some task
  *       matches); release after Hysteresis intervals without a match.
@@ -14,7 +14,7 @@
  *       the policy matches (task->proc->cgroup; never the root cgroup); a
  *       cgroup whose tasks stop matching is released after Hysteresis
  *       intervals. Where two weight policies claim one cgroup, the lower
- *       Priority= number wins (seed 000: weights are for a group that the
+ *       Priority= number wins ([wake-affine]: weights are for a group that the
  *       group scheduling starves).
  *   Any lever this module set whose policy is gone, disabled, or no longer
  *   lists that entry (or value) is released at once: a reload that drops a

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Pair planner (issue 4, seed 000 wake_affine): co-locate ping-pong pairs
+ * Pair planner ([wake-affine]): co-locate ping-pong pairs
  * the kernel left split, keep watching them, and let go when they no
  * longer need it.
  *
@@ -57,7 +57,7 @@
 static const double distance_cost[] = { 0.0, 0.05, 0.10, 0.20, 0.25 };
 
 /*
- * Cost of sharing with what is already placed (issue 15: distinct pairs on
+ * Cost of sharing with what is already placed (distinct pairs on
  * distinct cores, and LLCs before sharing one). An SMT sibling that holds a
  * pinned pair or hog halves this CPU's execution units: more than the
  * farthest move costs. A pair already in the LLC competes for its cache:
@@ -712,7 +712,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
          * too: that is the persistence Hysteresis= exists to establish; one
          * look at two last CPUs is not. Acting on the first such interval is
          * what makes the fix land within two intervals of the pair starting
-         * (issue 4's target); release still waits Hysteresis= intervals.
+         * (the target in BENCHMARKS.md); release still waits Hysteresis= intervals.
          */
         if (st->seen < (f->split_basis != SPLIT_BASIS_LOOK ? 1u : hyst)) {
                 plan_set_state(st, "watching", "%s for %u of %u intervals, %.0f wake-ups/s each way",

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Spread-group planner (issue 5, seed 002): the threads of a spread policy
+ * Spread-group planner ([conservative-smp]): the threads of a spread policy
  * that each use part of a CPU and keep migrating are placed one per CPU,
  * or, when there are more of them than free CPUs, balanced so that the
  * members' util on any one CPU adds up to at most one CPU. The seed: 4
@@ -27,7 +27,7 @@
 #include "effect.h"
 #include "plan.h"
 
-/* Mean util per usable CPU above which a group is left to the scheduler (issue 5: "~0.9"). */
+/* Mean util per usable CPU above which a group is left to the scheduler ("~0.9"). */
 #define SPREAD_MACHINE_BUSY 0.9
 
 struct member {

@@ -8,7 +8,7 @@
  *   → levers (plan-levers.c)
  *
  * Hogs go first because two hogs on one CPU is the worst placement there
- * is (seed 002); pairs must not land on a hog's CPU (-45 % measured here),
+ * is ([conservative-smp]); pairs must not land on a hog's CPU (-45 % measured here),
  * and spread groups take what is left. Releases are emitted before sets
  * so a CPU a release frees is free when the next set lands.
  */

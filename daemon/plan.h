@@ -11,7 +11,7 @@
  *
  * Invariants (tested in tests/test-plan*.c):
  *  - never two pinned hogs on one CPU; never pin when hogs outnumber the
- *    usable CPUs, and release all hog pins when they come to (seed 002:
+ *    usable CPUs, and release all hog pins when they come to ([conservative-smp]:
  *    n+1 hogs on n CPUs must stay fair);
  *  - never place onto isolated, nohz_full or offline CPUs, or outside the
  *    task's allowed set;
@@ -79,7 +79,7 @@ struct plan_target_state {
          * Migrations over the policy window, decayed: each interval
          * migrations_decayed = migrations_decayed * e^(-dt/W) + migrations
          * in the interval; the rate is migrations_decayed / W. A hop every
-         * 2 s (issue 5: 5-6 per 10 s) settles at 0.5/s; one hop decays
+         * 2 s (5-6 per 10 s) settles at 0.5/s; one hop decays
          * below 0.1/s (with W = 10 s) right away.
          */
         double migrations_decayed;

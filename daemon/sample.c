@@ -19,7 +19,7 @@
 /*
  * Defaults. Costs are the measurements quoted in sample.h (2-CPU VM):
  * stat ~5 µs, status ~7 µs, schedstat+sched ~10-15 µs per thread here (the
- * ~40 µs of issue 9 on a busier machine), getdents ~1 µs per task entry.
+ * ~40 µs of the sampling budget on a busier machine), getdents ~1 µs per task entry.
  */
 #define DEFAULT_MAX_THREADS 65536
 /* An idle thread in an active process: allowed CPUs and switch counts are
@@ -819,7 +819,7 @@ static ssize_t read_expensive(struct sampler *s, pid_t pid, pid_t tid, const cha
 /*
  * A thread born since the last pass has every counter from this window: its
  * rates over its life are as good as a delta, so a new ping-pong pair can be
- * co-located at the first pass that sees it instead of the second (issue 4:
+ * co-located at the first pass that sees it instead of the second (measured:
  * `perf bench sched pipe` split for 1-2 s was 0.88x pinned over a 16 s run).
  * Only on the real /proc (start_time counts CLOCK_BOOTTIME in clock ticks)
  * and for a thread that lived long enough for a rate: ticks are 10 ms, and

@@ -5,7 +5,7 @@
  * The sampler: every interval, one record per thread of every process and
  * one per CPU, as a struct snapshot (snapshot.h) for the pure stages.
  *
- * Cost is the design constraint (issue 9: 10,000 idle threads at a 1 s
+ * Cost is the design constraint (10,000 idle threads at a 1 s
  * interval in at most 0.5 % of one CPU and 16 MiB RSS). Measured on the
  * 2-CPU development VM (kernel 6.18):
  *
@@ -42,7 +42,7 @@
  *  3. Per thread: stat (cheap) every time a thread is read; status
  *     (allowed CPUs, context switches) when it ran or every
  *     status_every_passes; schedstat + sched (run delay, migrations: the
- *     "~40 µs per thread" of issue 9) when it ran or every
+ *     "~40 µs per thread" of the sampling budget) when it ran or every
  *     expensive_every_passes, round-robin.
  *  4. Carried threads get their allowed CPUs re-read (status; taskset can
  *     narrow them without the thread running) spread over refresh_passes

@@ -3,7 +3,7 @@
 
 /*
  * The wake-up graph: who wakes whom, how often, and whether waker and wakee
- * sat on different CPUs when it happened. It feeds detect_pairs() (seed 000,
+ * sat on different CPUs when it happened. It feeds detect_pairs() ([wake-affine],
  * wake_affine: an RPC ping-pong pair runs far better on one CPU; measured
  * here with a pipe ping-pong ~260k round trips/s on one CPU, ~90k split
  * across two).
