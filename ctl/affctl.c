@@ -582,6 +582,16 @@ static const struct verb {
         { "check",   1, INT_MAX, "FILE...",    verb_check },
 };
 
+/* --all, before or after the verb: once. */
+static int set_all(struct ctl *c) {
+        if (c->all) {
+                fprintf(stderr, "affctl: --all given twice\n");
+                return -EINVAL;
+        }
+        c->all = true;
+        return 0;
+}
+
 int main(int argc, char **argv) {
         static const struct option options[] = {
                 { "runtime-dir", required_argument, NULL, 'r' },
@@ -611,11 +621,8 @@ int main(int argc, char **argv) {
                         usage(stdout);
                         return 0;
                 case 'a':
-                        if (c.all) {
-                                fprintf(stderr, "affctl: --all given twice\n");
+                        if (set_all(&c) < 0)
                                 return EXIT_USAGE;
-                        }
-                        c.all = true;
                         break;
                 default:
                         usage(stderr);
@@ -637,11 +644,8 @@ int main(int argc, char **argv) {
                         memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
                         argc--, i--;
                 } else if (streq(argv[i], "--all")) {
-                        if (c.all) {
-                                fprintf(stderr, "affctl: --all given twice\n");
+                        if (set_all(&c) < 0)
                                 return EXIT_USAGE;
-                        }
-                        c.all = true;
                         memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
                         argc--, i--;
                 }

@@ -11,6 +11,25 @@
 #include "common/util.h"
 #include "instance.h"
 
+/* The lock file's "PID RUNTIME-DIR": *ret_pid 0 and dir "" when it holds none. */
+static void read_holder(int fd, int *ret_pid, char *dir, size_t dir_size) {
+        char buf[4200];
+        ssize_t k = pread(fd, buf, sizeof(buf) - 1, 0);
+        const char *sp;
+
+        buf[k > 0 ? k : 0] = '\0';
+        util_strip(buf);
+        *ret_pid = 0;
+        dir[0] = '\0';
+        if (sscanf(buf, "%d", ret_pid) != 1 || *ret_pid <= 0) {
+                *ret_pid = 0;
+                return;
+        }
+        sp = strchr(buf, ' ');
+        if (sp)
+                snprintf(dir, dir_size, "%s", sp + 1);
+}
+
 int instance_lock(const char *root, const char *runtime_dir, uint64_t wait_usec, char *msg, size_t msg_size,
                   char *ret_prev_dir, size_t prev_size) {
         _cleanup_close_ int fd = -1;
@@ -30,9 +49,9 @@ int instance_lock(const char *root, const char *runtime_dir, uint64_t wait_usec,
                 snprintf(msg, msg_size, "cannot create %s: %s", path, strerror(-r));
                 return r;
         }
-        n = snprintf(path, sizeof(path), "%s%s", streq(root, "/") ? "" : root, INSTANCE_LOCK);
-        if (n < 0 || (size_t) n >= sizeof(path))
+        if ((size_t) n + strlen("/" INSTANCE_LOCK_NAME) >= sizeof(path))
                 return -ENAMETOOLONG;
+        strcat(path, "/" INSTANCE_LOCK_NAME);
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
         if (fd < 0) {
                 int r = -errno;
@@ -40,8 +59,8 @@ int instance_lock(const char *root, const char *runtime_dir, uint64_t wait_usec,
                 return r;
         }
         while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-                char holder[256] = "";
-                ssize_t k;
+                char dir[4096];
+                int pid;
 
                 if (errno == EINTR)
                         continue;
@@ -54,34 +73,24 @@ int instance_lock(const char *root, const char *runtime_dir, uint64_t wait_usec,
                         (void) nanosleep(&(struct timespec) { .tv_nsec = 50 * 1000 * 1000 }, NULL);
                         continue;
                 }
-                k = pread(fd, holder, sizeof(holder) - 1, 0);
-                holder[k > 0 ? k : 0] = '\0';
-                util_strip(holder);
-                {
-                        int pid = 0;
-                        char dir[200] = "";
-
-                        if (sscanf(holder, "%d %199s", &pid, dir) >= 1 && pid > 0)
-                                snprintf(msg, msg_size,
-                                         "another affinityd is running on this machine: PID %d, runtime dir %s "
-                                         "(%s); one instance per machine, they would act on the same tasks",
-                                         pid, dir[0] ? dir : "?", path);
-                        else
-                                snprintf(msg, msg_size, "another affinityd holds %s; one instance per machine", path);
-                }
+                read_holder(fd, &pid, dir, sizeof(dir));
+                if (pid > 0)
+                        snprintf(msg, msg_size,
+                                 "another affinityd is running on this machine: PID %d, runtime dir %s "
+                                 "(%s); one instance per machine, they would act on the same tasks",
+                                 pid, dir[0] ? dir : "?", path);
+                else
+                        snprintf(msg, msg_size, "another affinityd holds %s; one instance per machine", path);
                 return -EBUSY;
         }
         /* Ours. The one before us (killed, or crashed) may have used another
          * runtime dir: its journal is there, for the caller to restore. */
         if (ret_prev_dir && prev_size) {
-                char prev[4200];
-                ssize_t k = pread(fd, prev, sizeof(prev) - 1, 0);
                 int pid;
 
-                prev[k > 0 ? k : 0] = '\0';
-                util_strip(prev);
-                if (sscanf(prev, "%d ", &pid) == 1 && strchr(prev, ' ') && !streq(strchr(prev, ' ') + 1, runtime_dir))
-                        snprintf(ret_prev_dir, prev_size, "%s", strchr(prev, ' ') + 1);
+                read_holder(fd, &pid, ret_prev_dir, prev_size);
+                if (pid == 0 || streq(ret_prev_dir, runtime_dir))
+                        ret_prev_dir[0] = '\0';
         }
         /* Say who holds it, for the next one. */
         snprintf(line, sizeof(line), "%d %s\n", (int) getpid(), runtime_dir);

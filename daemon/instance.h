@@ -18,7 +18,8 @@
  * refused can name the holder.
  */
 #define INSTANCE_LOCK_DIR AFF_RUNTIME_DIR
-#define INSTANCE_LOCK INSTANCE_LOCK_DIR "/instance.lock"
+#define INSTANCE_LOCK_NAME "instance.lock"
+#define INSTANCE_LOCK INSTANCE_LOCK_DIR "/" INSTANCE_LOCK_NAME
 /* A predecessor killed an instant ago still holds it until it has exited. */
 #define INSTANCE_WAIT_USEC (5 * UINT64_C(1000000))
 
