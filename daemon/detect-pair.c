@@ -303,13 +303,21 @@ static int pid_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
-static int count_partners(const struct pair_item *items, size_t n, double floor, struct tid_list *ret) {
+/*
+ * Partners count only while both ends live: the decayed edges of a client
+ * that exited stay above WakeRate= for a few passes, and a thread-cached
+ * server thread serving its next client then read as a hub of three and
+ * its new pair was released (seen in CI: MariaDB, client 2).
+ */
+static int count_partners(const struct snapshot *s, const struct pair_item *items, size_t n, double floor,
+                          struct tid_list *ret) {
         ret->tids = calloc(2 * n + 1, sizeof(*ret->tids));
         if (!ret->tids)
                 return -ENOMEM;
         ret->n = 0;
         for (size_t i = 0; i < n; i++)
-                if (MAX(items[i].lo_to_hi, items[i].hi_to_lo) >= floor) {
+                if (MAX(items[i].lo_to_hi, items[i].hi_to_lo) >= floor &&
+                    snapshot_find_task(s, items[i].lo) && snapshot_find_task(s, items[i].hi)) {
                         ret->tids[ret->n++] = items[i].lo;
                         ret->tids[ret->n++] = items[i].hi;
                 }
@@ -385,7 +393,7 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 items[m++] = it;
                 i = j;
         }
-        r = count_partners(items, m, floor, &busy);
+        r = count_partners(s, items, m, floor, &busy);
         if (r < 0)
                 return r;
 

@@ -272,6 +272,13 @@ static void test_hub(void) {
         ASSERT_EQ(f.n, 2);
         for (size_t i = 0; i < f.n; i++)
                 ASSERT_EQ(f.items[i].shape, PAIR_PINGPONG);
+        /* the third partner exited, its decayed edges still above WakeRate=:
+         * a thread-cached server thread with its next client, no hub */
+        s = mksnap(tasks, 3, edges, ELEMENTSOF(edges));
+        run(&s, &f);
+        ASSERT_EQ(f.n, 2);
+        for (size_t i = 0; i < f.n; i++)
+                ASSERT_EQ(f.items[i].shape, PAIR_PINGPONG);
         findings_clear(&f);     /* a third partner below WakeRate=: test_many() */
 }
 
