@@ -25,6 +25,7 @@
 #include "levers.h"
 #include "log.h"
 #include "manager.h"
+#include "memnode.h"
 #include "plan.h"
 #include "proc-connector.h"
 #include "sample.h"
@@ -56,6 +57,7 @@ struct manager {
         struct topology *topo;
         char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
         struct sampler *sampler;
+        struct memnode_memo *memnodes; /* pairs' memory by node, read on >1-node machines only */
         struct proc_connector *pc;
         char pc_status[160];
         struct wake_sampler *wake;
@@ -563,6 +565,10 @@ static int manager_pass(struct manager *m) {
         r = detect_all(m->snap, m->config, getpid(), &m->findings);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "detection failed");
+        /* Where the memory of pairs about to be placed is (NUMA machines only; bounded, memnode.h). */
+        r = memnode_sample_pairs(m->memnodes, m->root, &m->findings, m->snap, t0);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "sampling the pairs' memory nodes failed");
 
         r = applier_list(m->applier, &managed, &n_managed);
         if (r < 0)
@@ -978,6 +984,11 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
                 goto fail;
         }
+        r = memnode_memo_new(&m->memnodes);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
+                goto fail;
+        }
 
         r = levers_new(m->root, &m->levers);
         if (r < 0)
@@ -1116,6 +1127,7 @@ struct manager *manager_free(struct manager *m) {
         levers_free(m->levers);
         plan_state_free(m->plan);
         sampler_free(m->sampler);
+        memnode_memo_free(m->memnodes);
         topology_free(m->topo);
         findings_clear(&m->findings);
         action_list_clear(&m->actions);
@@ -1321,6 +1333,8 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
 
         if (sampler_stats_to_json(m->sampler, &x) >= 0)
                 JADD(o, "sampler", x);
+        if (memnode_memo_to_json(m->memnodes, &x) >= 0)
+                JADD(o, "numa_maps", x);
 
         /* System-wide levers in force, with what they were: what a stop would put back. */
         {

@@ -140,12 +140,15 @@ static int cmp_util_desc(const void *a, const void *b) {
 
 /*
  * Where to put member mb given the group's load per CPU so far: an empty
- * CPU first (one per CPU), spreading over cores, LLCs and nodes and
- * preferring where it runs now; else the least loaded CPU it still fits
- * on (sum of util <= 1). -1 if none.
+ * CPU first (one per CPU), then away from the members already placed: not
+ * on an SMT sibling of one, then on the node, then in the LLC with the
+ * fewest (the order plan-hog.c spreads hogs in: a node's memory bandwidth
+ * and an LLC are what members next to each other share), then where it
+ * runs now; a CPU it fits on (sum of util <= 1). -1 if none.
  */
-static bool rank_less(const int a[4], const int b[4]) {
-        for (int k = 0; k < 4; k++)
+#define SPREAD_RANKS 5
+static bool rank_less(const int a[SPREAD_RANKS], const int b[SPREAD_RANKS]) {
+        for (int k = 0; k < SPREAD_RANKS; k++)
                 if (a[k] != b[k])
                         return a[k] < b[k];
         return false;
@@ -154,13 +157,13 @@ static bool rank_less(const int a[4], const int b[4]) {
 static int pick(const struct topology *topo, const cpumask_t *avail, const double *load, const int *count,
                 const struct member *mb) {
         int n = topo->n_cpus, last = mb->t ? mb->t->last_cpu : -1, best = -1;
-        int best_rank[4] = {};
+        int best_rank[SPREAD_RANKS] = {};
 
         if (last >= n)
                 last = -1;
 
         CPUMASK_FOREACH(c, &mb->cand) {
-                int rank[4] = {};
+                int rank[SPREAD_RANKS] = {};
 
                 if (c >= n)
                         break;
@@ -176,10 +179,12 @@ static int pick(const struct topology *topo, const cpumask_t *avail, const doubl
                                 continue;
                         if (topo->cpus[x].core_id == topo->cpus[c].core_id)
                                 rank[1] += count[x];    /* then not next to a member on SMT */
+                        if (topo->cpus[x].node == topo->cpus[c].node)
+                                rank[2] += count[x];    /* then spread over nodes */
                         if (topo->cpus[x].llc_id == topo->cpus[c].llc_id)
-                                rank[2] += count[x];    /* then spread over LLCs */
+                                rank[3] += count[x];    /* then over LLCs */
                 }
-                rank[3] = c == last ? 0 : 1;            /* then stay where it runs */
+                rank[4] = c == last ? 0 : 1;            /* then stay where it runs */
 
                 if (best < 0 || rank_less(rank, best_rank)) {
                         best = c;

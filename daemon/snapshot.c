@@ -29,3 +29,18 @@ cpumask_t snapshot_usable(const struct snapshot *s) {
 
         return cpumask_andnot(&u, &s->coexist.kubelet_exclusive);
 }
+
+const struct memnode *snapshot_find_memnode(const struct snapshot *s, const struct task *t) {
+        pid_t pid;
+
+        if (!s || !t)
+                return NULL;
+        pid = t->proc ? t->proc->pid : t->id.pid;
+        for (size_t i = 0; i < s->n_memnodes; i++) {
+                const struct memnode *e = &s->memnodes[i];
+
+                if (e->pid == pid && (!t->proc || e->start_time == t->proc->start_time) && e->total_kib > 0)
+                        return e;
+        }
+        return NULL;
+}

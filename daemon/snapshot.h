@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "coexist.h"
+#include "memnode.h"
 #include "common/cpumask.h"
 #include "topology.h"
 
@@ -143,6 +144,14 @@ struct snapshot {
         /* Other CPU placers this pass (coexist.h): sched_ext, the kubelet's exclusive CPUs. */
         struct coexist coexist;
 
+        /*
+         * Where the memory of the processes of pairs being placed is, by NUMA
+         * node (memnode.h): filled by memnode_sample_pairs() after detection,
+         * only on machines with more than one node; NULL otherwise.
+         */
+        const struct memnode *memnodes;
+        size_t n_memnodes;
+
         /* Set by the sampler: tid → index into tasks, so snapshot_find_task() is O(1).
          * NULL in snapshots built from struct literals (linear search). */
         const struct sample_table *task_index;
@@ -162,6 +171,10 @@ static inline const struct task *snapshot_active(const struct snapshot *s, size_
  * the matcher; topology_usable() alone is the hardware's view.
  */
 cpumask_t snapshot_usable(const struct snapshot *s);
+
+/* The memory-by-node evidence of t's process (t->proc's PID and start time,
+ * or t->id.pid for tasks built without one), or NULL if not known. */
+const struct memnode *snapshot_find_memnode(const struct snapshot *s, const struct task *t);
 
 /* Lookup helpers for the pure stages (linear or hashed; O(n) is fine in tests). */
 const struct task *snapshot_find_task(const struct snapshot *s, pid_t tid);

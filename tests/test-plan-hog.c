@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The hog planner's invariants on struct literals (issue 5, seed 002).
+ * The hog planner's invariants on struct literals ([conservative-smp]).
  *
  * A small world (test-plan-world.h) stands in for the sampler and the
  * applier: tasks with a util, run delay and a migration rate they show
@@ -61,13 +61,24 @@ static void check_invariants(struct world *w) {
                 }
 }
 
-static void world_init_hogs(struct world *w, int n_cpus) {
-        world_init(w, n_cpus);
+static void hogs_setup(struct world *w) {
         w->pol[0] = (struct policy) TEST_POLICY("hogs", DETECT_HOG, ACTION_PIN);
         w->cfg.n_policies = 1;
         w->cfg.daemon.retry_after_usec = 600 * USEC_PER_SEC;
         w->detect = detect;
         w->check = check_invariants;
+}
+
+static void world_init_hogs(struct world *w, int n_cpus) {
+        world_init(w, n_cpus);
+        hogs_setup(w);
+}
+
+/* One of the machines of test-plan-machines.h, with a budget that places every hog in one pass. */
+static void machine_hogs(struct world *w, enum plan_machine which) {
+        world_init_machine(w, which);
+        hogs_setup(w);
+        w->cfg.daemon.max_actions_per_interval = MAX_TASKS;
 }
 
 static struct task *add_task(struct world *w, pid_t tid, double util, double delay, double mig, int last_cpu) {
@@ -132,7 +143,7 @@ static void test_two_hogs_pinned(void) {
         world_done(&w);
 }
 
-/* A lone hog that does not hop is left alone (issue 5: 0 migrations per 10 s on 6.18). */
+/* A lone hog that does not hop is left alone (0 migrations per 10 s measured on 6.18). */
 static void test_quiet_hog_left_alone(void) {
         struct world w;
 
@@ -164,7 +175,7 @@ static void test_slow_hopper_pinned(void) {
         world_done(&w);
 }
 
-/* seed 002: n+1 hogs on n CPUs are never pinned, and the reason is shown. */
+/* [conservative-smp]: n+1 hogs on n CPUs are never pinned, and the reason is shown. */
 static void test_n_plus_one_never_pinned(void) {
         struct world w;
         const struct plan_target_state *st;
@@ -403,34 +414,6 @@ static void test_smt_two_llcs(void) {
  * if "prefer the CPU it is on" wins over the machine's shape.
  */
 
-/* Intel 8P+16E: P core k is CPUs 2k, 2k+1 (0-15), E cores 16-31; one LLC. */
-static void hybrid_topology(struct world *w) {
-        world_init_hogs(w, 32);
-        for (int c = 0; c < 32; c++)
-                w->cpus[c] = (struct topo_cpu) { .online = true, .core_id = c < 16 ? c / 2 * 2 : c,
-                                                 .capacity = c < 16 ? 1024 : 512 };
-        w->topo.n_cores = 24;
-        w->topo.n_capacities = 2;
-        w->cfg.daemon.max_actions_per_interval = 32;
-}
-
-/* 16 cores x SMT2, core k = CPUs k and k+16; cores 0-7 one L3 (CCD), 8-15 another. With
- * numa, two sockets instead: cores 0-7 and 8-15 each a package and a node. */
-static void ccd_topology(struct world *w, bool numa) {
-        world_init_hogs(w, 32);
-        for (int c = 0; c < 32; c++) {
-                int core = c % 16, half = core / 8;
-
-                w->cpus[c] = (struct topo_cpu) { .online = true, .core_id = core, .llc_id = half * 8,
-                                                 .package_id = numa ? half : 0, .node = numa ? half : 0,
-                                                 .capacity = 1024 };
-        }
-        w->topo.n_cores = 16;
-        w->topo.n_llcs = 2;
-        w->topo.n_nodes = numa ? 2 : 1;
-        w->cfg.daemon.max_actions_per_interval = 32;
-}
-
 /* arm64 big.LITTLE: little CPUs 0-3 (cpu_capacity 446), big 4-7; one core each, one LLC. */
 static void biglittle_topology(struct world *w) {
         world_init_hogs(w, 8);
@@ -474,7 +457,7 @@ static void test_hybrid(void) {
         int doubled = 0;
 
         /* 8 hogs on E cores: one per P core, none left on an E core or a P core's second thread. */
-        hybrid_topology(&w);
+        machine_hogs(&w, PLAN_MACHINE_HYBRID);
         p = run_hogs(&w, 8, 16, 8);
         ASSERT_EQ(p.capacity_1024, 8);
         for (int k = 0; k < 16; k += 2)
@@ -482,7 +465,7 @@ static void test_hybrid(void) {
         world_done(&w);
 
         /* 12: the P cores, then 4 E cores; no core shared while one is idle. */
-        hybrid_topology(&w);
+        machine_hogs(&w, PLAN_MACHINE_HYBRID);
         p = run_hogs(&w, 12, 16, 12);
         ASSERT_EQ(p.capacity_1024, 8);
         for (int k = 0; k < 32; k++)
@@ -491,7 +474,7 @@ static void test_hybrid(void) {
 
         /* 26 on 24 cores, all seen on P threads: every E core before a P core's
          * second thread, so exactly two P cores carry two hogs. */
-        hybrid_topology(&w);
+        machine_hogs(&w, PLAN_MACHINE_HYBRID);
         p = run_hogs(&w, 26, 0, 16);
         for (int k = 16; k < 32; k++)
                 ASSERT_EQ(p.core[k], 1);
@@ -508,14 +491,14 @@ static void test_dual_ccd(void) {
         struct world w;
 
         /* 2 hogs on one CCD: one per L3. */
-        ccd_topology(&w, false);
+        machine_hogs(&w, PLAN_MACHINE_DUAL_CCD);
         p = run_hogs(&w, 2, 0, 2);
         ASSERT_EQ(p.llc[0], 1);
         ASSERT_EQ(p.llc[8], 1);
         world_done(&w);
 
         /* 16 hogs all seen on CPU 0: one per core, 8 per L3, no SMT thread shared. */
-        ccd_topology(&w, false);
+        machine_hogs(&w, PLAN_MACHINE_DUAL_CCD);
         p = run_hogs(&w, 16, 0, 1);
         for (int k = 0; k < 16; k++)
                 ASSERT_EQ(p.core[k], 1);
@@ -524,12 +507,58 @@ static void test_dual_ccd(void) {
         world_done(&w);
 
         /* 2 sockets x 8 cores x SMT2, a node each: 4 hogs seen on node 0: 2 per node, a core each. */
-        ccd_topology(&w, true);
+        machine_hogs(&w, PLAN_MACHINE_2S8C);
         p = run_hogs(&w, 4, 0, 4);
         ASSERT_EQ(p.node[0], 2);
         ASSERT_EQ(p.node[1], 2);
         for (int k = 0; k < 16; k++)
                 ASSERT_TRUE(p.core[k] <= 1);
+        world_done(&w);
+}
+
+/*
+ * 2 sockets x 4 CCDs x 16 cores x SMT2 (256 CPUs). 16 hogs all seen on
+ * CPU 0: 8 per node, 2 per L3, one per core. 136
+ * hogs: every one of the 128 cores gets one before 8 of them get a second.
+ * With node 1 and the first L3's other CPUs isolated or nohz_full, 8 hogs
+ * go to the 8 cores left, never to a reserved CPU (check_invariants).
+ */
+static void test_256(void) {
+        struct placement p;
+        struct world w;
+        int doubled = 0;
+
+        machine_hogs(&w, PLAN_MACHINE_256);
+        p = run_hogs(&w, 16, 0, 1);
+        ASSERT_EQ(p.node[0], 8);
+        ASSERT_EQ(p.node[1], 8);
+        for (int llc = 0; llc < 128; llc += 16)
+                ASSERT_EQ(p.llc[llc], 2);
+        for (int k = 0; k < 128; k++)
+                ASSERT_TRUE(p.core[k] <= 1);
+        world_done(&w);
+
+        machine_hogs(&w, PLAN_MACHINE_256);
+        p = run_hogs(&w, 136, 0, 1);
+        for (int k = 0; k < 128; k++) {
+                ASSERT_TRUE(p.core[k] >= 1 && p.core[k] <= 2);
+                doubled += p.core[k] == 2;
+        }
+        ASSERT_EQ(doubled, 8);
+        world_done(&w);
+
+        machine_hogs(&w, PLAN_MACHINE_256);
+        for (int c = 64; c < 128; c++) {
+                cpumask_set(&w.topo.isolated, c);
+                cpumask_set(&w.topo.nohz_full, c + 128);
+        }
+        for (int c = 8; c < 64; c++)
+                cpumask_set(c % 2 ? &w.topo.nohz_full : &w.topo.isolated, c);
+        for (int c = 136; c < 192; c++)
+                cpumask_set(&w.topo.isolated, c);
+        p = run_hogs(&w, 8, 64, 64);   /* seen on the reserved node 1 */
+        for (int k = 0; k < 8; k++)
+                ASSERT_EQ(p.core[k], 1);
         world_done(&w);
 }
 
@@ -963,6 +992,7 @@ int main(void) {
         test_smt_two_llcs();
         test_hybrid();
         test_dual_ccd();
+        test_256();
         test_biglittle();
         test_release_when_not_hog();
         test_pinned_hog_with_noise_stays();

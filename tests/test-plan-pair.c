@@ -13,6 +13,7 @@
 #include "common/util.h"
 #include "plan.h"
 #include "test-fixtures.h"
+#include "test-plan-machines.h"
 #include "test-util.h"
 
 #define ALL4 ((cpumask_t) { .bits = { 0xf } })
@@ -97,7 +98,7 @@ struct world {
         struct findings findings;
         struct managed managed[8];
         size_t n_managed;
-        int claim[4];
+        int claim[PLAN_MACHINE_CPUS_MAX];
         unsigned budget;
         uint64_t now;
         struct action_list out;
@@ -506,7 +507,7 @@ static void test_thread_cache_server(void) {
         world_done(&w);
 }
 
-/* Two pairs on two SMT cores: one core each, not siblings of one core (issue 15). */
+/* Two pairs on two SMT cores: one core each, not siblings of one core. */
 static void test_pairs_on_distinct_cores(void) {
         struct task tasks[] = { mktask(100, 0.5, 0), mktask(101, 0.5, 1), mktask(102, 0.5, 2), mktask(103, 0.5, 3) };
         struct world w;
@@ -677,6 +678,263 @@ static void test_shared_member(void) {
         world_done(&w);
 }
 
+/* ---- the machines of test-plan-machines.h ---------------------------- */
+
+static struct topo_cpu machine_cpus[PLAN_MACHINE_CPUS_MAX];
+static struct topology machine_topo;
+
+/* world_init() on a machine: every task allowed on all of its CPUs. */
+static void world_on(struct world *w, enum plan_machine which, struct task *tasks, size_t n) {
+        plan_machine_build(which, machine_cpus, &machine_topo);
+        for (size_t i = 0; i < n; i++)
+                tasks[i].allowed = machine_topo.online;
+        world_init(w, tasks, n);
+        w->snap.topo = &machine_topo;
+        w->budget = 16;
+}
+
+/* A split pair whose verdict covers the window (the tracepoint's): placed in the first interval. */
+static void add_pair_now(struct world *w, const struct task *a, const struct task *b, double rate) {
+        struct finding f = mkpair(a, b, 1.0, "split pair");
+
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
+        f.wake_rate_per_s = rate;
+        ASSERT_OK(findings_add(&w->findings, &f));
+}
+
+/* The one CPU both members of the pair (a, b) were set to this interval; -1 if not set. */
+static int pair_cpu(const struct world *w, pid_t a, pid_t b) {
+        int ca = -1, cb = -1;
+
+        for (size_t i = 0; i < w->out.n; i++) {
+                const struct action *x = &w->out.items[i];
+
+                if (x->verb != VERB_SET)
+                        continue;
+                ASSERT_EQ(cpumask_weight(&x->mask), 1);
+                if (x->task.tid == a)
+                        ca = cpumask_next(&x->mask, 0);
+                else if (x->task.tid == b)
+                        cb = cpumask_next(&x->mask, 0);
+        }
+        /* a pair is one CPU: never split, across nodes or otherwise */
+        ASSERT_EQ(ca, cb);
+        if (ca >= 0)
+                ASSERT_TRUE(cpumask_test(&w->snap.topo->online, ca));
+        return ca;
+}
+
+/* CPU k's SMT sibling on the machine, or k itself without SMT there. */
+static int sibling_of(int k) {
+        for (int c = 0; c < machine_topo.n_cpus; c++)
+                if (c != k && machine_cpus[c].core_id == machine_cpus[k].core_id)
+                        return c;
+        return k;
+}
+
+/*
+ * Distinct pairs on distinct cores: two pairs whose members all ran on the
+ * two threads of one core end up on two cores, on every machine; the
+ * second never on the first's SMT sibling.
+ */
+static void test_machines_distinct_cores(void) {
+        for (int m = 0; m < _PLAN_MACHINE_MAX; m++) {
+                int s = sibling_of(0), a, b;
+                /* the second pair light (0.05 each), so its load does not push the first away */
+                struct task tasks[] = { mktask(100, 0.4, 0), mktask(101, 0.4, s), mktask(102, 0.05, 0),
+                                        mktask(103, 0.05, s) };
+                struct world w;
+
+                world_on(&w, m, tasks, ELEMENTSOF(tasks));
+                s = sibling_of(0);
+                tasks[1].last_cpu = tasks[3].last_cpu = s;
+                add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+                add_pair_now(&w, &tasks[2], &tasks[3], 40000);
+                interval(&w);
+                ASSERT_EQ(w.out.n, 4);
+                a = pair_cpu(&w, 100, 101);
+                b = pair_cpu(&w, 102, 103);
+                ASSERT_TRUE(a == 0 || a == s);      /* the stronger one stays */
+                ASSERT_TRUE(machine_cpus[a].core_id != machine_cpus[b].core_id);
+                /* and stays in the L3 it ran in: a second core there is closer than another L3 */
+                ASSERT_EQ(machine_cpus[b].llc_id, machine_cpus[0].llc_id);
+                world_done(&w);
+        }
+}
+
+/*
+ * LLCs before sharing one: two pairs, each with a member in two L3s, take
+ * one L3 each on every machine that has two or more (the 2-socket box's
+ * L3s are its nodes; on the 256-CPU box the other L3 is in the same node).
+ */
+static void test_machines_llcs_before_sharing(void) {
+        static const struct { enum plan_machine m; int other; } cases[] = {
+                { PLAN_MACHINE_2S8C, 8 }, { PLAN_MACHINE_DUAL_CCD, 8 }, { PLAN_MACHINE_256, 16 },
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                int x = cases[i].other, a, b;
+                struct task tasks[] = { mktask(100, 0.4, 0), mktask(101, 0.4, x), mktask(102, 0.4, 1),
+                                        mktask(103, 0.4, x + 1) };
+                struct world w;
+
+                world_on(&w, cases[i].m, tasks, ELEMENTSOF(tasks));
+                ASSERT_TRUE(machine_cpus[0].llc_id != machine_cpus[x].llc_id);
+                add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+                add_pair_now(&w, &tasks[2], &tasks[3], 40000);
+                interval(&w);
+                a = pair_cpu(&w, 100, 101);
+                b = pair_cpu(&w, 102, 103);
+                ASSERT_TRUE(a >= 0 && b >= 0);
+                ASSERT_TRUE(machine_cpus[a].llc_id != machine_cpus[b].llc_id);
+                /* each on a CPU one of its members ran on */
+                ASSERT_TRUE(a == 0 || a == x);
+                ASSERT_TRUE(b == 1 || b == x + 1);
+                world_done(&w);
+        }
+}
+
+/* Memory of process pid: kib_node0 and kib_node1 KiB resident on nodes 0 and 1. */
+static struct memnode mkmem(pid_t pid, uint64_t kib_node0, uint64_t kib_node1) {
+        struct memnode e = { .pid = pid, .total_kib = kib_node0 + kib_node1 };
+
+        e.kib[0] = kib_node0;
+        e.kib[1] = kib_node1;
+        return e;
+}
+
+/* The pair 100 + 101, both last on CPUs 0 and 1 (node 0), placed on machine m with mem. */
+static int place_with_memory(enum plan_machine m, const struct memnode *mem, size_t n_mem,
+                             void (*tweak)(struct world *w, struct task *tasks)) {
+        struct task tasks[] = { mktask(100, 0.4, 0), mktask(101, 0.4, 1) };
+        struct world w;
+        int cpu;
+
+        world_on(&w, m, tasks, ELEMENTSOF(tasks));
+        w.snap.memnodes = mem;
+        w.snap.n_memnodes = n_mem;
+        if (tweak)
+                tweak(&w, tasks);
+        add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+        interval(&w);
+        cpu = pair_cpu(&w, 100, 101);
+        ASSERT_TRUE(cpu >= 0);
+        if (n_mem && machine_cpus[cpu].node == 1)
+                ASSERT_TRUE(strstr(w.out.items[0].reason, "on node 1") != NULL);
+        {
+                cpumask_t usable = snapshot_usable(&w.snap);
+                ASSERT_TRUE(cpumask_test(&usable, cpu));
+        }
+        world_done(&w);
+        return cpu;
+}
+
+/* Node 1 reserved: isolated first threads, nohz_full second threads. */
+static void reserve_node1(struct world *w, struct task *tasks) {
+        (void) tasks;
+        for (int c = 0; c < machine_topo.n_cpus; c++)
+                if (machine_cpus[c].node == 1)
+                        cpumask_set(c < machine_topo.n_cpus / 2 ? &machine_topo.isolated : &machine_topo.nohz_full, c);
+        (void) w;
+}
+
+/* The members' cpuset: node 0's first 4 CPUs only. */
+static void cpuset_node0(struct world *w, struct task *tasks) {
+        (void) w;
+        tasks[0].allowed = tasks[1].allowed = cpumask_first_n(4);
+}
+
+/*
+ * Placed on the node its memory is on, when that is known: the pair ran
+ * on node 0, its memory is on node 1, so it goes to node 1; not known (no
+ * evidence, an even split, too little) it stays where it ran; node 1
+ * reserved or outside the members' cpuset, it stays on node 0. Two
+ * processes: their pages are added up (a server's large heap wins over its
+ * client's few MiB). On a one-node machine the evidence changes nothing.
+ */
+static void test_machines_memory_node(void) {
+        static const enum plan_machine numa[] = { PLAN_MACHINE_2S8C, PLAN_MACHINE_256 };
+
+        for (size_t i = 0; i < ELEMENTSOF(numa); i++) {
+                enum plan_machine m = numa[i];
+                struct memnode on1 = mkmem(100, 10 * 1024, 90 * 1024);
+                struct memnode even = mkmem(100, 50 * 1024, 50 * 1024);
+                struct memnode tiny = mkmem(100, 0, 1024);
+                struct memnode two[] = { mkmem(100, 0, 1024 * 1024), mkmem(101, 10 * 1024, 0) };
+                int cpu;
+
+                cpu = place_with_memory(m, &on1, 1, NULL);
+                ASSERT_EQ(machine_cpus[cpu].node, 1);
+                /* 101 is a process of its own with no evidence: 100's decides */
+                cpu = place_with_memory(m, NULL, 0, NULL);
+                ASSERT_TRUE(cpu == 0 || cpu == 1);
+                cpu = place_with_memory(m, &even, 1, NULL);
+                ASSERT_TRUE(cpu == 0 || cpu == 1);
+                cpu = place_with_memory(m, &tiny, 1, NULL);
+                ASSERT_TRUE(cpu == 0 || cpu == 1);
+                cpu = place_with_memory(m, two, 2, NULL);
+                ASSERT_EQ(machine_cpus[cpu].node, 1);
+                cpu = place_with_memory(m, &on1, 1, cpuset_node0);
+                ASSERT_TRUE(cpu >= 0 && cpu < 4);
+                cpu = place_with_memory(m, &on1, 1, reserve_node1);
+                ASSERT_EQ(machine_cpus[cpu].node, 0);
+                cpumask_zero(&machine_topo.isolated);
+                cpumask_zero(&machine_topo.nohz_full);
+        }
+        {
+                struct memnode on1 = mkmem(100, 0, 100 * 1024);
+                int cpu = place_with_memory(PLAN_MACHINE_DUAL_CCD, &on1, 1, NULL);
+                ASSERT_TRUE(cpu == 0 || cpu == 1);
+        }
+}
+
+/*
+ * The machine's reserved CPUs stay out: the members ran on isolated and
+ * nohz_full CPUs (and, on the second try, only those and one more are in
+ * their cpuset): the pair goes to a usable CPU, and within the cpuset.
+ */
+static void test_machines_reserved(void) {
+        for (int m = 0; m < _PLAN_MACHINE_MAX; m++) {
+                struct task tasks[] = { mktask(100, 0.4, 0), mktask(101, 0.4, 1) };
+                struct world w;
+                int cpu;
+
+                world_on(&w, m, tasks, ELEMENTSOF(tasks));
+                cpumask_set(&machine_topo.isolated, 0);
+                cpumask_set(&machine_topo.nohz_full, 1);
+                cpumask_set(&machine_topo.isolated, sibling_of(0));
+                cpumask_set(&machine_topo.nohz_full, sibling_of(1));
+                add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+                interval(&w);
+                cpu = pair_cpu(&w, 100, 101);
+                ASSERT_TRUE(cpu >= 0);
+                ASSERT_TRUE(!cpumask_test(&machine_topo.isolated, cpu));
+                ASSERT_TRUE(!cpumask_test(&machine_topo.nohz_full, cpu));
+                world_done(&w);
+
+                /* the cpuset: 0, 1 and 5 (cpuset.cpus.effective as the kernel applies it) */
+                world_on(&w, m, tasks, ELEMENTSOF(tasks));
+                cpumask_set(&machine_topo.isolated, 0);
+                cpumask_set(&machine_topo.nohz_full, 1);
+                tasks[0].allowed = tasks[1].allowed = (cpumask_t) { .bits = { 0x23 } };
+                add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+                interval(&w);
+                ASSERT_EQ(pair_cpu(&w, 100, 101), 5);
+                world_done(&w);
+
+                /* nothing usable in the cpuset: left alone, nothing set */
+                world_on(&w, m, tasks, ELEMENTSOF(tasks));
+                cpumask_set(&machine_topo.isolated, 0);
+                cpumask_set(&machine_topo.nohz_full, 1);
+                tasks[0].allowed = tasks[1].allowed = (cpumask_t) { .bits = { 0x3 } };
+                add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 100, 101)->state, "left alone: no free CPU");
+                world_done(&w);
+        }
+}
+
 int main(void) {
         test_split_pair_colocated();
         test_fallback_bases();
@@ -692,5 +950,9 @@ int main(void) {
         test_half_pair_released();
         test_policy_and_budget();
         test_shared_member();
+        test_machines_distinct_cores();
+        test_machines_llcs_before_sharing();
+        test_machines_memory_node();
+        test_machines_reserved();
         return 0;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The spread-group planner on struct literals (issue 5; seed 002: 4
+ * The spread-group planner on struct literals ([conservative-smp]: 4
  * processes at ~40 % ran 1019 s left to the scheduler, 842 s one per CPU).
  *
  * As in test-plan-hog.c, a small world plays sampler, detector and
@@ -84,14 +84,18 @@ static void check_invariants(struct world *w) {
                 ASSERT_TRUE(load[c] <= 1.0 + 1e-9);
 }
 
-static void world_init_spread(struct world *w, int n_cpus) {
-        world_init(w, n_cpus);
+static void spread_setup(struct world *w) {
         w->pol[0] = (struct policy) TEST_POLICY("workers", DETECT_SPREAD, ACTION_SPREAD);
         w->pol[1] = (struct policy) TEST_POLICY("hogs", DETECT_HOG, ACTION_PIN);
         w->cfg.n_policies = 2;
         w->cfg.daemon.max_actions_per_interval = 8;
         w->detect = detect;
         w->check = check_invariants;
+}
+
+static void world_init_spread(struct world *w, int n_cpus) {
+        world_init(w, n_cpus);
+        spread_setup(w);
 }
 
 static struct task *add_task(struct world *w, pid_t tid, bool group, double util, double mig, int last_cpu) {
@@ -308,6 +312,105 @@ static void test_budget(void) {
         world_done(&w);
 }
 
+/* ---- the machines of test-plan-machines.h ---------------------------- */
+
+/* Members per core, LLC and node of the group tids 101..100+n, after it was spread. */
+struct spread_placement {
+        int core[MAX_CPUS], llc[MAX_CPUS], node[MAX_CPUS];
+};
+
+/* n members at 40 % all seen on CPU from, spread on machine m (after tweak, if any). */
+static struct spread_placement spread_on(enum plan_machine m, int n, int from, void (*tweak)(struct world *w)) {
+        struct spread_placement p = {};
+        struct world w;
+
+        world_init_machine(&w, m);
+        spread_setup(&w);
+        w.cfg.daemon.max_actions_per_interval = MAX_TASKS;
+        if (tweak)
+                tweak(&w);
+        for (pid_t tid = 101; tid <= 100 + n; tid++)
+                add_task(&w, tid, true, 0.40, 2.0, from);
+        if (tweak)
+                tweak(&w);
+        world_steps(&w, 3);
+        ASSERT_EQ(n_pinned_kind(&w, DETECT_SPREAD), (unsigned) n);
+        for (pid_t tid = 101; tid <= 100 + n; tid++) {
+                int c = world_pinned_cpu(&w, tid);
+                const struct task *t = world_task(&w, tid);
+                cpumask_t orig;
+
+                ASSERT_TRUE(c >= 0);
+                /* within the member's cpuset */
+                ASSERT_OK(cpumask_parse_list(world_managed(&w, tid)->original, &orig));
+                ASSERT_TRUE(cpumask_test(&orig, c));
+                (void) t;
+                p.core[w.cpus[c].core_id]++;
+                p.llc[w.cpus[c].llc_id]++;
+                p.node[w.cpus[c].node]++;
+        }
+        world_done(&w);
+        return p;
+}
+
+static void all_cores_once(const struct spread_placement *p) {
+        for (int k = 0; k < MAX_CPUS; k++)
+                ASSERT_TRUE(p->core[k] <= 1);
+}
+
+/* Node 1 of the 2-socket box reserved (isolated first threads, nohz_full second ones),
+ * and cores 1 and 2 of node 0; the first member's cpuset is CPUs 5 and 21 (core 5). */
+static void reserve_2s8c(struct world *w) {
+        for (int c = 8; c < 16; c++) {
+                cpumask_set(&w->topo.isolated, c);
+                cpumask_set(&w->topo.nohz_full, c + 16);
+        }
+        cpumask_set(&w->topo.isolated, 1);
+        cpumask_set(&w->topo.isolated, 17);
+        cpumask_set(&w->topo.nohz_full, 2);
+        cpumask_set(&w->topo.nohz_full, 18);
+        if (w->n_tasks > 0)
+                w->tasks[0].allowed = (cpumask_t) { .bits = { (1u << 5) | (1u << 21) } };
+}
+
+/*
+ * Across cores, LLCs and nodes, not just CPUs: members all seen on CPU 0
+ * are spread one per core on every machine, evenly over the nodes and the
+ * L3s; never onto a reserved CPU (check_invariants) nor out of a cpuset.
+ */
+static void test_machines(void) {
+        struct spread_placement p;
+
+        p = spread_on(PLAN_MACHINE_2S8C, 4, 0, NULL);
+        all_cores_once(&p);
+        ASSERT_EQ(p.node[0], 2);
+        ASSERT_EQ(p.node[1], 2);
+
+        p = spread_on(PLAN_MACHINE_DUAL_CCD, 4, 0, NULL);
+        all_cores_once(&p);
+        ASSERT_EQ(p.llc[0], 2);
+        ASSERT_EQ(p.llc[8], 2);
+
+        p = spread_on(PLAN_MACHINE_HYBRID, 8, 0, NULL);
+        all_cores_once(&p);
+
+        /* 256 CPUs, 4 L3s per node: 2 members go to two nodes, not two L3s of one */
+        p = spread_on(PLAN_MACHINE_256, 2, 0, NULL);
+        ASSERT_EQ(p.node[0], 1);
+        ASSERT_EQ(p.node[1], 1);
+        p = spread_on(PLAN_MACHINE_256, 8, 0, NULL);
+        all_cores_once(&p);
+        ASSERT_EQ(p.node[0], 4);
+        for (int llc = 0; llc < 128; llc += 16)
+                ASSERT_EQ(p.llc[llc], 1);
+
+        /* reserved CPUs and a cpuset: 6 members seen on node 1, on node 0's usable cores 0 and 3-7 */
+        p = spread_on(PLAN_MACHINE_2S8C, 6, 8, reserve_2s8c);
+        all_cores_once(&p);
+        ASSERT_EQ(p.node[0], 6);
+        ASSERT_EQ(p.core[1] + p.core[2], 0);
+}
+
 int main(void) {
         test_one_per_cpu();
         test_balanced();
@@ -318,6 +421,7 @@ int main(void) {
         test_hog_first();
         test_hotplug();
         test_budget();
+        test_machines();
         printf("test-plan-spread: ok\n");
         return 0;
 }

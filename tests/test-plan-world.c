@@ -33,6 +33,19 @@ void world_init(struct world *w, int n_cpus) {
         w->now = 1000 * USEC_PER_SEC;
 }
 
+void world_init_machine(struct world *w, enum plan_machine which) {
+        struct topo_cpu cpus[PLAN_MACHINE_CPUS_MAX];
+        struct topology t;
+        int n;
+
+        ASSERT_TRUE(MAX_CPUS >= PLAN_MACHINE_CPUS_MAX);
+        n = plan_machine_build(which, cpus, &t);
+        world_init(w, n);
+        memcpy(w->cpus, cpus, sizeof(cpus[0]) * (size_t) n);
+        t.cpus = w->cpus;
+        w->topo = t;
+}
+
 void world_done(struct world *w) {
         plan_state_free(w->state);
         findings_clear(&w->findings);

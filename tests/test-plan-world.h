@@ -15,9 +15,10 @@
 #include <stdbool.h>
 
 #include "plan.h"
+#include "test-plan-machines.h"
 
-#define MAX_TASKS 32
-#define MAX_CPUS 32   /* the 32-CPU hybrid and dual-CCD machines of test-plan-hog */
+#define MAX_TASKS 160
+#define MAX_CPUS 256  /* the machines of test-plan-machines.h, up to 256 CPUs */
 
 struct world {
         struct topo_cpu cpus[MAX_CPUS];
@@ -32,7 +33,7 @@ struct world {
         struct policy pol[2];              /* cfg.policies; the test fills them and cfg.n_policies */
         struct config cfg;
         struct plan_state *state;
-        struct managed managed[64];
+        struct managed managed[256];
         size_t n_managed;
         struct findings findings;
         struct action_list out;            /* the last step's actions */
@@ -53,6 +54,8 @@ struct world {
  */
 void world_init(struct world *w, int n_cpus);
 void world_done(struct world *w);
+/* world_init() on one of the machines of test-plan-machines.h. */
+void world_init_machine(struct world *w, enum plan_machine which);
 
 /* A SCHED_OTHER thread on last_cpu, allowed everywhere: util and run delay (ms/s) it shows, migrations/s while free. */
 struct task *world_add_task(struct world *w, pid_t tid, const char *comm, double util, double delay, double mig,
