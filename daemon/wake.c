@@ -27,9 +27,12 @@
  * competes for CPU with the storm, and a 128 KiB ring overflowed here
  * (a pinned pipe ping-pong, ~400k wake-ups/s, period 1) before the loop
  * got to run; lost samples are counted and make the period grow. Big
- * machines get smaller rings so all rings stay within RING_BYTES_TOTAL.
- * Root is not bound by perf_event_mlock_kb (516 KiB per user otherwise):
- * when mmap fails the size is halved down to one page.
+ * machines get smaller rings so all rings stay within RING_BYTES_TOTAL
+ * (wake_ring_pages(): 64 pages to 128 CPUs, 32 at 256, 8 at 1,024). The
+ * kernel counts a ring against perf_event_mlock_kb times the online CPUs
+ * per user (516 KiB a CPU by default), the excess against RLIMIT_MEMLOCK
+ * unless the process has CAP_IPC_LOCK; the unit's LimitMEMLOCK= covers all
+ * rings at any size. When mmap fails the size is halved down to one page.
  */
 #define RING_PAGES_DEFAULT 64
 #define RING_BYTES_TOTAL (UINT64_C(32) << 20)
@@ -402,6 +405,14 @@ static int cpu_open_pages(struct wake_sampler *ws, struct wake_cpu *c, size_t pa
 
 static int on_ring(sd_event_source *s, int fd, uint32_t revents, void *userdata);
 
+unsigned wake_ring_pages(unsigned n_cpus, size_t page_size) {
+        unsigned pages = RING_PAGES_DEFAULT;
+
+        while (pages > 1 && (uint64_t) pages * page_size * MAX(n_cpus, 1u) > RING_BYTES_TOTAL)
+                pages /= 2;
+        return pages;
+}
+
 static int cpu_attach(struct wake_sampler *ws, struct wake_cpu *c) {
         if (!ws->event || c->fd < 0 || c->source)
                 return 0;
@@ -527,9 +538,7 @@ static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
         ws->scratch = malloc(UINT16_MAX + 1);
         if (!ws->scratch)
                 return -ENOMEM;
-        while (ws->ring_pages > 1 &&
-               (uint64_t) ws->ring_pages * ws->page_size * (uint64_t) MAX(topo->n_cpus, 1) > RING_BYTES_TOTAL)
-                ws->ring_pages /= 2;
+        ws->ring_pages = wake_ring_pages((unsigned) MAX(topo->n_cpus, 1), ws->page_size);
         r = perf_sync_cpus(ws, &topo->online, topo->n_cpus);
         if (r < 0) {
                 perf_error_message(ws, r);

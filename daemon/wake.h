@@ -106,6 +106,15 @@ int wake_sampler_new(const char *root, const struct topology *topo, uint64_t sam
                      uint64_t max_events_per_s, struct wake_sampler **ret);
 struct wake_sampler *wake_sampler_free(struct wake_sampler *ws);
 
+/*
+ * Data pages of each CPU's ring buffer on a machine of n_cpus possible
+ * CPUs (a power of two, at least 1): the default, halved until all rings
+ * fit the sampler's total budget. What wake_sampler_new() starts from
+ * (an mmap refused for the lock limit halves it further), and what
+ * bench/scale reports for machines it cannot open events on.
+ */
+unsigned wake_ring_pages(unsigned n_cpus, size_t page_size);
+
 /* Switch to the fallback now (e.g. affinityd --no-perf); why goes into the status. */
 int wake_sampler_disable_perf(struct wake_sampler *ws, const char *why);
 /* Fixed period (benchmarks of the adaptation); on by default. */
