@@ -39,9 +39,9 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "proc-connector.h"
-#include "sample.h"
-#include "topology.h"
+#include "sample/proc-connector.h"
+#include "sample/sample.h"
+#include "sample/topology.h"
 
 #define STACK_KIB_DEFAULT 16
 

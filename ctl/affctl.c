@@ -25,8 +25,8 @@
 #include "common/bus-names.h"
 #include "common/json-util.h"
 #include "common/util.h"
-#include "daemon/config.h"  /* not the autoconf header: that is build-config.h */
-#include "daemon/metrics.h"
+#include "config/config.h"
+#include "common/metrics.h"
 
 enum {
         EXIT_FAILED = 1,

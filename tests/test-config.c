@@ -29,7 +29,7 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
-#include "config-internal.h"
+#include "config/config-internal.h"
 #include "test-util.h"
 
 static char srcdir[PATH_MAX];

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "detect.h"
-#include "match.h"
+#include "detect/detect.h"
+#include "detect/match.h"
 #include "test-util.h"
 
 static struct config *parse(const char *text) {

@@ -17,7 +17,7 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
-#include "plan.h"
+#include "plan/plan.h"
 #include "test-fixtures.h"
 #include "test-plan-world.h"
 #include "test-util.h"

@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "plan.h"
+#include "plan/plan.h"
 
 #define MAX_TASKS 32
 #define MAX_CPUS 32   /* the 32-CPU hybrid and dual-CCD machines of test-plan-hog */

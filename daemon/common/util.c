@@ -3,7 +3,7 @@
 #include <limits.h>
 #include <time.h>
 
-#include "util.h"
+#include "common/util.h"
 
 char *util_path_at(char *buf, size_t size, const char *root, const char *path) {
         int n;
