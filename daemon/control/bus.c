@@ -10,7 +10,7 @@
 #include <systemd/sd-event.h>
 
 #include "control/bus.h"
-#include "common/bus-names.h"
+#include "common/protocol.h"
 #include "common/util.h"
 #include "core/log.h"
 #include "core/manager.h"
@@ -100,6 +100,11 @@ static int method_tasks(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         return reply_or_error(m, error, r, o);
 }
 
+/* Answered before anything else, so a client of another version stops before misreading a reply. */
+static int method_protocol(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        return sd_bus_reply_method_return(m, "u", (uint32_t) AFF_PROTOCOL_VERSION);
+}
+
 static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct bus_server *b = userdata;
         struct json_object *o = NULL;
@@ -143,16 +148,17 @@ static int method_set_dry_run(sd_bus_message *m, void *userdata, sd_bus_error *e
 
 static const sd_bus_vtable manager_vtable[] = {
         SD_BUS_VTABLE_START(0),
-        SD_BUS_METHOD("Status", "", "s", method_status, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("Tasks", "u", "s", method_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("Actions", "", "s", method_actions, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("Explain", "u", "s", method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("Pairs", "", "s", method_pairs, SD_BUS_VTABLE_UNPRIVILEGED),
-        SD_BUS_METHOD("Hogs", "", "s", method_hogs, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(AFF_METHOD_PROTOCOL, AFF_SIG_PROTOCOL, "u", method_protocol, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(AFF_METHOD_STATUS, AFF_SIG_STATUS, "s", method_status, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(AFF_METHOD_TASKS, AFF_SIG_TASKS, "s", method_tasks, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(AFF_METHOD_ACTIONS, AFF_SIG_ACTIONS, "s", method_actions, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(AFF_METHOD_EXPLAIN, AFF_SIG_EXPLAIN, "s", method_explain, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(AFF_METHOD_PAIRS, AFF_SIG_PAIRS, "s", method_pairs, SD_BUS_VTABLE_UNPRIVILEGED),
+        SD_BUS_METHOD(AFF_METHOD_HOGS, AFF_SIG_HOGS, "s", method_hogs, SD_BUS_VTABLE_UNPRIVILEGED),
         /* No UNPRIVILEGED flag: sd-bus lets only root call these. */
-        SD_BUS_METHOD("Reload", "", "s", method_reload, 0),
-        SD_BUS_METHOD("Revert", "u", "s", method_revert, 0),
-        SD_BUS_METHOD("SetDryRun", "b", "s", method_set_dry_run, 0),
+        SD_BUS_METHOD(AFF_METHOD_RELOAD, AFF_SIG_RELOAD, "s", method_reload, 0),
+        SD_BUS_METHOD(AFF_METHOD_REVERT, AFF_SIG_REVERT, "s", method_revert, 0),
+        SD_BUS_METHOD(AFF_METHOD_SET_DRY_RUN, AFF_SIG_SET_DRY_RUN, "s", method_set_dry_run, 0),
         SD_BUS_VTABLE_END,
 };
 

@@ -2,7 +2,7 @@
 #pragma once
 
 /*
- * The control interface on D-Bus (names in common/bus-names.h).
+ * The control interface on D-Bus (names in common/protocol.h).
  *
  * - Peer-to-peer: a unix socket <runtime-dir>/bus; each accepted
  *   connection becomes its own sd-bus server connection (no broker), which

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <syslog.h>
 
-#include "common/bus-names.h"
+#include "common/protocol.h"
 #include "common/util.h"
 #include "config/config.h"
 #include "core/log.h"

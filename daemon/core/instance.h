@@ -4,7 +4,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/bus-names.h"
+#include "common/protocol.h"
 
 /*
  * One affinityd per machine. Two daemons act on the same tasks whatever

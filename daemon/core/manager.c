@@ -14,7 +14,7 @@
 
 #include "apply/apply.h"
 #include "control/bus.h"
-#include "common/bus-names.h"
+#include "common/protocol.h"
 #include "common/util.h"
 #include "config/config.h"
 #include "detect/detect.h"
