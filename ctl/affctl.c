@@ -382,7 +382,7 @@ static void print_change(const char **label, struct json_object *e, bool in_forc
  * "why" says something, the wake-up source when it is not perf, the proc
  * connector when it is not listening, topology files that could not be read. */
 static void print_cannot(struct json_object *o) {
-        struct json_object *caps = json_path(o, "capabilities");
+        struct json_object *caps = json_path(o, AFF_STATUS_CAPABILITIES);
         const char *label = "Cannot", *s;
         int64_t notes;
 
@@ -413,15 +413,15 @@ static void print_cannot(struct json_object *o) {
 }
 
 static void print_status(struct json_object *o, const struct ctl *c) {
-        struct json_object *changes = json_path(o, "changes"), *would = json_path(o, "would_do"), *w, *k;
-        bool dry = json_object_get_boolean(json_path(o, "dry_run"));
+        struct json_object *changes = json_path(o, AFF_STATUS_CHANGES), *would = json_path(o, AFF_STATUS_WOULD_DO), *w, *k;
+        bool dry = json_object_get_boolean(json_path(o, AFF_STATUS_DRY_RUN));
         const char *label;
         char up[32], kinds[256] = "";
         size_t off = 0;
 
-        print_duration(jdouble(o, "uptime_s"), up, sizeof(up));
-        printf("affinityd %s: %s, pid %" PRId64 ", up %s, a pass every %" PRId64 " ms\n", jstr(o, "version"),
-               jstr(o, "state"), jint(o, "pid"), up, jint(o, "interval_ms"));
+        print_duration(jdouble(o, AFF_STATUS_UPTIME_S), up, sizeof(up));
+        printf("affinityd %s: %s, pid %" PRId64 ", up %s, a pass every %" PRId64 " ms\n", jstr(o, AFF_STATUS_VERSION),
+               jstr(o, AFF_STATUS_STATE), jint(o, AFF_STATUS_PID), up, jint(o, AFF_STATUS_INTERVAL_MS));
 
         label = "Dry run";
         line(&label, "%s", dry ? "yes: detecting and planning, changing nothing (affctl dry-run off)"
@@ -459,14 +459,14 @@ static void print_status(struct json_object *o, const struct ctl *c) {
 
         print_cannot(o);
 
-        w = json_path(o, "warnings");
+        w = json_path(o, AFF_STATUS_WARNINGS);
         label = "Warning";
         for (size_t i = 0; w && i < json_object_array_length(w); i++)
                 line(&label, "%s", json_object_get_string(json_object_array_get_idx(w, i)));
 
         label = "Policies";
-        line(&label, "%" PRId64 " from %zu file(s)", jint(o, "policies"),
-             json_path(o, "config_files") ? json_object_array_length(json_path(o, "config_files")) : (size_t) 0);
+        line(&label, "%" PRId64 " from %zu file(s)", jint(o, AFF_STATUS_POLICIES),
+             json_path(o, AFF_STATUS_CONFIG_FILES) ? json_object_array_length(json_path(o, AFF_STATUS_CONFIG_FILES)) : (size_t) 0);
         label = "Own cost";
         line(&label, "%.2f %% of a CPU, %.1f MiB, last pass %.1f ms", jdouble(o, "self.cpu_percent"),
              (double) jint(o, "self.rss_kib") / 1024, (double) jint(o, "self.last_pass_us") / 1000);

@@ -1199,13 +1199,13 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                 return -ENOMEM;
         (void) applier_list(m->applier, &mg, &n_managed);
 
-        JADD(o, "protocol", json_object_new_int(AFF_PROTOCOL_VERSION));
-        JADD(o, "version", json_object_new_string(PACKAGE_VERSION));
-        JADD(o, "pid", json_object_new_int(getpid()));
-        JADD(o, "state", json_object_new_string(m->dry_run ? "running (dry-run)" : "running"));
-        JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
-        JADD(o, "interval_ms", json_object_new_int64((int64_t) (m->interval_usec / USEC_PER_MSEC)));
-        JADD(o, "uptime_s", json_object_new_int64((int64_t) ((util_now_usec() - m->start_usec) / USEC_PER_SEC)));
+        JADD(o, AFF_STATUS_PROTOCOL, json_object_new_int(AFF_PROTOCOL_VERSION));
+        JADD(o, AFF_STATUS_VERSION, json_object_new_string(PACKAGE_VERSION));
+        JADD(o, AFF_STATUS_PID, json_object_new_int(getpid()));
+        JADD(o, AFF_STATUS_STATE, json_object_new_string(m->dry_run ? "running (dry-run)" : "running"));
+        JADD(o, AFF_STATUS_DRY_RUN, json_object_new_boolean(m->dry_run));
+        JADD(o, AFF_STATUS_INTERVAL_MS, json_object_new_int64((int64_t) (m->interval_usec / USEC_PER_MSEC)));
+        JADD(o, AFF_STATUS_UPTIME_S, json_object_new_int64((int64_t) ((util_now_usec() - m->start_usec) / USEC_PER_SEC)));
         JADD(o, "root", json_object_new_string(m->root));
         JADD(o, "runtime_dir", json_object_new_string(m->runtime_dir));
         JADD(o, "control", json_object_new_string(m->bus_status));
@@ -1213,8 +1213,8 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         files = json_object_new_array();
         for (char **f = m->config->files; f && *f; f++)
                 json_object_array_add(files, json_object_new_string(*f));
-        JADD(o, "config_files", files);
-        JADD(o, "policies", json_object_new_int((int) m->config->n_policies));
+        JADD(o, AFF_STATUS_CONFIG_FILES, files);
+        JADD(o, AFF_STATUS_POLICIES, json_object_new_int((int) m->config->n_policies));
         {
                 struct json_object *w = json_object_new_array();
                 const struct applier_recover_report *rep = m->applier ? applier_get_recover_report(m->applier) : NULL;
@@ -1228,7 +1228,7 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                                  "(see the log); check the changes it recorded by hand", rep->moved_aside);
                         json_object_array_add(w, json_object_new_string(wbuf));
                 }
-                JADD(o, "warnings", w);
+                JADD(o, AFF_STATUS_WARNINGS, w);
         }
 
         caps = json_object_new_object();
@@ -1257,7 +1257,7 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                 JADD(caps, "process_events", x);
                 x = NULL;
         }
-        JADD(o, "capabilities", caps);
+        JADD(o, AFF_STATUS_CAPABILITIES, caps);
 
         counts = json_object_new_object();
         JADD(counts, "passes", json_object_new_int64((int64_t) m->passes));
@@ -1306,11 +1306,11 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                 for (size_t i = n; i > 0 && n - i < STATUS_CHANGES_MAX; i--)
                         json_object_array_add(top, json_object_get(json_object_array_get_idx(x, i - 1)));
                 json_object_put(x);
-                JADD(o, "changes", top);
+                JADD(o, AFF_STATUS_CHANGES, top);
         }
         x = NULL;
         if (m->dry_run)
-                JADD(o, "would_do", would_do_json(m, STATUS_CHANGES_MAX));
+                JADD(o, AFF_STATUS_WOULD_DO, would_do_json(m, STATUS_CHANGES_MAX));
 
         self = json_object_new_object();
         JADD(self, "cpu_percent", json_object_new_double(m->self_cpu_frac * 100.0));
