@@ -446,7 +446,7 @@ static int raw_write(struct levers *l, const char *cgroup, uint64_t value) {
         levers_fmt(buf, sizeof(buf), "%" PRIu64, value);
         l->last_path = LEVERS_WEIGHT_PATH_FILE;
         detail(l, "file: %s=%s", p, buf);
-        r = levers_write_file(l, p, buf);
+        r = util_write_file_at(l->root, p, buf);
         if (r < 0)
                 detail(l, " failed: %s", strerror(-r));
         return r;
@@ -480,7 +480,7 @@ static int subtree_write(struct levers *l, const char *path, bool enable) {
         int r;
 
         if (levers_real_root(l))
-                return levers_write_file(l, path, enable ? "+cpu" : "-cpu");
+                return util_write_file_at(l->root, path, enable ? "+cpu" : "-cpu");
         r = levers_read_value(l, path, buf, sizeof(buf));
         if (r < 0)
                 return r;
@@ -493,7 +493,7 @@ static int subtree_write(struct levers *l, const char *path, bool enable) {
         }
         if (enable)
                 levers_fmt(out + strlen(out), sizeof(out) - strlen(out), "%scpu", out[0] ? " " : "");
-        return levers_write_file(l, path, out);
+        return util_write_file_at(l->root, path, out);
 }
 
 static int v2_enable_cpu_in(struct levers *l, const char *parent) {

@@ -248,7 +248,7 @@ int levers_feature_set(void *userdata, const char *name, bool enable) {
                 return 0;
 
         levers_fmt(word, sizeof(word), "%s%s", enable ? "" : "NO_", name);
-        r = levers_write_file(l, l->features_path, word);
+        r = util_write_file_at(l->root, l->features_path, word);
         if (r < 0) {
                 features_error(l, r);
                 levers_set_error(l, "writing %s: %s", word, l->features_why);

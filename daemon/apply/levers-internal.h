@@ -86,8 +86,6 @@ int levers_read_lockdown(struct levers *l, char *buf, size_t size);
 /* Mount fstype on target if allowed and root is real. 1 mounted, 0 not allowed, -errno. */
 int levers_maybe_mount(struct levers *l, const char *fstype, const char *target);
 bool levers_is_mountpoint(struct levers *l, const char *path, const char *fstype);
-/* Write value to a file below root (O_TRUNC, so fixture files hold exactly the value). */
-int levers_write_file(struct levers *l, const char *path, const char *value);
 int levers_read_value(struct levers *l, const char *path, char *buf, size_t size);
 /* The cause of an EPERM from debugfs: "lockdown: /sys/kernel/security/lockdown says [integrity]". */
 void levers_explain_eperm(struct levers *l, const char *path, char *why, size_t size);

@@ -238,7 +238,7 @@ int levers_sysctl_set(void *userdata, const char *name, const char *value) {
         if (util_parse_u64(cur, &have) >= 0 && have == want)
                 return 0;
 
-        r = levers_write_file(l, path, value);
+        r = util_write_file_at(l->root, path, value);
         if (r < 0)
                 return sysctl_io_error(l, path, r, "cannot write");
         r = levers_read_value(l, path, cur, sizeof(cur));

@@ -92,27 +92,6 @@ int levers_read_value(struct levers *l, const char *path, char *buf, size_t size
         return 0;
 }
 
-int levers_write_file(struct levers *l, const char *path, const char *value) {
-        _cleanup_close_ int fd = -1;
-        size_t len = strlen(value);
-        ssize_t n;
-
-        /*
-         * O_TRUNC: kernfs, procfs and debugfs ignore it (it is what
-         * `echo x > file` does), and in a fixture tree the file then holds
-         * exactly the value written.
-         */
-        fd = util_open_at(l->root, path, O_WRONLY | O_TRUNC | O_NOCTTY);
-        if (fd < 0)
-                return fd;
-        n = write(fd, value, len);
-        if (n < 0)
-                return -errno;
-        if ((size_t) n != len)
-                return -EIO;
-        return 0;
-}
-
 int levers_read_kernel_release(struct levers *l, char *buf, size_t size) {
         return levers_read_value(l, "/proc/sys/kernel/osrelease", buf, size);
 }

@@ -1095,21 +1095,12 @@ static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, cons
 
         switch (k) {
         case K_LOG_LEVEL: {
-                static const struct {
-                        const char *name;
-                        int level;
-                } levels[] = {
-                        { "err", LOGL_ERR }, { "error", LOGL_ERR },
-                        { "warning", LOGL_WARNING }, { "warn", LOGL_WARNING },
-                        { "notice", LOGL_NOTICE }, { "info", LOGL_INFO }, { "debug", LOGL_DEBUG },
-                };
-                r = -EINVAL;
-                for (size_t i = 0; i < ELEMENTSOF(levels); i++)
-                        if (strcasecmp(value, levels[i].name) == 0) {
-                                d->log_level = levels[i].level;
-                                r = 0;
-                        }
-                if (r < 0)
+                int level = log_level_from_string(value);
+
+                r = level < 0 ? level : 0;
+                if (r >= 0)
+                        d->log_level = level;
+                else
                         snprintf(reason, sizeof(reason), "unknown level (err, warning, notice, info, debug)");
                 break;
         }

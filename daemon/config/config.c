@@ -89,21 +89,28 @@ enum policy_action policy_action_from_string(const char *s) {
         return _ACTION_INVALID;
 }
 
+/* LogLevel= and --log-level: the names of affinityd.conf(5); the first name of a level is the one printed. */
+static const struct {
+        const char *name;
+        int level;
+} log_levels[] = {
+        { "err", LOGL_ERR }, { "warning", LOGL_WARNING }, { "notice", LOGL_NOTICE },
+        { "info", LOGL_INFO }, { "debug", LOGL_DEBUG },
+        { "error", LOGL_ERR }, { "warn", LOGL_WARNING },
+};
+
+int log_level_from_string(const char *s) {
+        for (size_t i = 0; s && i < ELEMENTSOF(log_levels); i++)
+                if (strcasecmp(s, log_levels[i].name) == 0)
+                        return log_levels[i].level;
+        return -EINVAL;
+}
+
 const char *log_level_to_string(int level) {
-        switch (level) {
-        case LOGL_ERR:
-                return "err";
-        case LOGL_WARNING:
-                return "warning";
-        case LOGL_NOTICE:
-                return "notice";
-        case LOGL_INFO:
-                return "info";
-        case LOGL_DEBUG:
-                return "debug";
-        default:
-                return "info";
-        }
+        for (size_t i = 0; i < ELEMENTSOF(log_levels); i++)
+                if (log_levels[i].level == level)
+                        return log_levels[i].name;
+        return "unknown";
 }
 
 /* ---- objects ---- */
@@ -123,7 +130,7 @@ struct config *config_new(void) {
                 .effect_check = true,
                 .effect_tolerance = 0.10,
                 .retry_after_usec = 600 * USEC_PER_SEC,
-                .max_tracked_threads = 65536,
+                .max_tracked_threads = CONFIG_MAX_THREADS_DEFAULT,
                 .wake_sample_period = 1,
                 .max_wake_events_per_s = 200000,
         };
@@ -216,6 +223,18 @@ void config_paths_default(struct config_paths *ret) {
         *ret = (struct config_paths) {
                 .dirs = { VENDORDIR, SYSCONFDIR "/affinityd", RUNSTATEDIR "/affinityd", NULL },
         };
+}
+
+void config_paths_from(char * const *dirs, struct config_paths *ret) {
+        size_t n = 0;
+
+        if (!dirs || !dirs[0]) {
+                config_paths_default(ret);
+                return;
+        }
+        *ret = (struct config_paths) {};
+        for (; *dirs && n < ELEMENTSOF(ret->dirs) - 1; dirs++)
+                ret->dirs[n++] = *dirs;
 }
 
 const struct policy *config_find_policy(const struct config *c, const char *name) {

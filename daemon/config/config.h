@@ -36,6 +36,9 @@ enum log_level_setting {
         LOGL_DEBUG = 7,
 };
 
+/* MaxThreads= default, also the sampler's when given none (sampler_new(..., 0, ...)). */
+#define CONFIG_MAX_THREADS_DEFAULT 65536
+
 struct daemon_settings {
         uint64_t interval_usec;            /* Interval=1s, 100ms..60s */
         bool dry_run;                      /* DryRun=no */
@@ -46,7 +49,7 @@ struct daemon_settings {
         bool effect_check;                 /* EffectCheck=yes */
         double effect_tolerance;           /* EffectTolerance=10%, 0..100%: worse by more than this → undo */
         uint64_t retry_after_usec;         /* RetryAfter=10min, 0..7d, after an undone action */
-        unsigned max_tracked_threads;      /* MaxThreads=65536, 64..4194304 */
+        unsigned max_tracked_threads;      /* MaxThreads=CONFIG_MAX_THREADS_DEFAULT, 64..4194304 */
         uint64_t wake_sample_period;       /* WakeSamplePeriod=1, 1..1000000: perf sample_period start value */
         uint64_t max_wake_events_per_s;    /* MaxWakeEvents=200000/s, 100..100000000: adaptive period keeps under this */
         char metrics_textfile[256];        /* MetricsTextfile= (off): a .prom file, replaced each pass (node_exporter) */
@@ -183,6 +186,9 @@ void config_errors_clear(struct config_errors *e);
 
 /* VENDORDIR, SYSCONFDIR "/affinityd", RUNSTATEDIR "/affinityd". */
 void config_paths_default(struct config_paths *ret);
+/* The directories given (--config-dir, in order; at most CONFIG_DIRS_MAX),
+ * or the defaults when dirs is NULL or empty. The strings are borrowed. */
+void config_paths_from(char * const *dirs, struct config_paths *ret);
 
 /*
  * Load the merged configuration from the directories (paths NULL: the
@@ -222,12 +228,6 @@ enum {
 int config_print_full(const struct config *c, FILE *f, unsigned flags);
 
 /*
- * JSON for affctl / the bus: {"daemon":{...},"policies":[...],"files":[...]},
- * values in base units named in the keys (interval_usec, util_min, ...).
- */
-int config_to_json(const struct config *c, struct json_object **ret);
-
-/*
  * `affinityd --check-config [--print]` and `affctl check FILE...`: load
  * files if non-empty, else the directories in paths (NULL: defaults);
  * write every error, one per line, to err; on success with print, the
@@ -247,4 +247,7 @@ const char *detector_to_string(enum detector d);
 enum detector detector_from_string(const char *s);              /* _DETECT_INVALID if unknown */
 const char *policy_action_to_string(enum policy_action a);
 enum policy_action policy_action_from_string(const char *s);    /* _ACTION_INVALID if unknown */
-const char *log_level_to_string(int level);                     /* "err" .. "debug" */
+/* LogLevel= / --log-level: "err", "warning", "notice", "info", "debug", also
+ * "error", "warn", any case; -EINVAL otherwise. Printed: "err" .. "debug". */
+int log_level_from_string(const char *s);
+const char *log_level_to_string(int level);

@@ -39,34 +39,16 @@ static void usage(FILE *f) {
                 "  --version           print the version\n");
 }
 
+/* --check-config [--print]: the check mode of config.h, on the daemon's directories. */
 static int check_config(char **dirs, bool print) {
-        struct config_errors errs = {};
-        struct config_paths paths = {};
-        struct config *c = NULL;
-        size_t n = 0;
+        struct config_paths paths;
         int r;
 
-        if (dirs)
-                for (char **d = dirs; *d && n < ELEMENTSOF(paths.dirs) - 1; d++)
-                        paths.dirs[n++] = *d;
-        else {
-                paths.dirs[0] = VENDORDIR;
-                paths.dirs[1] = SYSCONFDIR "/affinityd";
-                paths.dirs[2] = RUNSTATEDIR "/affinityd";
-        }
-        r = config_load(&paths, &c, &errs);
-        for (size_t i = 0; i < errs.n; i++)
-                fprintf(stderr, "%s\n", errs.items[i].message);
-        config_errors_clear(&errs);
-        if (r < 0) {
-                if (r != -EINVAL)
-                        fprintf(stderr, "affinityd: cannot load configuration: %s\n", strerror(-r));
-                return 1;
-        }
-        if (print)
-                config_print(c, stdout);
-        config_free(c);
-        return 0;
+        config_paths_from(dirs, &paths);
+        r = config_check_main(&paths, NULL, print, stdout, stderr);
+        if (r < 0)
+                fprintf(stderr, "affinityd: cannot load configuration: %s\n", strerror(-r));
+        return r == 0 ? 0 : 1;
 }
 
 int main(int argc, char **argv) {

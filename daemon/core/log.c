@@ -6,13 +6,12 @@
 #include <systemd/sd-journal.h>
 
 #include "common/util.h"
+#include "config/config.h"
 #include "core/log.h"
 
-static const char *const level_names[] = {
-        [LOG_EMERG] = "emerg", [LOG_ALERT] = "alert", [LOG_CRIT] = "crit",
-        [LOG_ERR] = "err",     [LOG_WARNING] = "warning", [LOG_NOTICE] = "notice",
-        [LOG_INFO] = "info",   [LOG_DEBUG] = "debug",
-};
+/* The names are config.h's (LOGL_*), the levels syslog's. */
+_Static_assert(LOGL_ERR == LOG_ERR && LOGL_WARNING == LOG_WARNING && LOGL_NOTICE == LOG_NOTICE &&
+               LOGL_INFO == LOG_INFO && LOGL_DEBUG == LOG_DEBUG, "LOGL_* are the syslog levels");
 
 /* True if our stderr is the journal stream systemd set up for us. */
 static bool stderr_is_journal(void) {
@@ -30,25 +29,6 @@ static bool stderr_is_journal(void) {
 void log_target_init(struct log_target *t, int max_level) {
         t->max_level = max_level;
         t->journal = stderr_is_journal();
-}
-
-int log_level_from_string(const char *s) {
-        int v;
-
-        for (size_t i = 0; i < ELEMENTSOF(level_names); i++)
-                if (streq(s, level_names[i]))
-                        return (int) i;
-        if (streq(s, "error"))
-                return LOG_ERR;
-        if (streq(s, "warn"))
-                return LOG_WARNING;
-        if (util_parse_int(s, &v) >= 0 && v >= 0 && v <= LOG_DEBUG)
-                return v;
-        return -EINVAL;
-}
-
-const char *log_level_name(int level) {
-        return level >= 0 && level <= LOG_DEBUG ? level_names[level] : "unknown";
 }
 
 static void log_v(const struct log_target *t, int level, const char *const *fields,
@@ -76,7 +56,7 @@ static void log_v(const struct log_target *t, int level, const char *const *fiel
                         return;
                 /* fall through to stderr if the journal refused */
         }
-        fprintf(stderr, "affinityd[%s]: %s\n", log_level_name(level), msg);
+        fprintf(stderr, "affinityd[%s]: %s\n", log_level_to_string(level), msg);
 }
 
 void log_fields(const struct log_target *t, int level, const char *const *fields,

@@ -21,9 +21,8 @@ struct log_target {
 
 void log_target_init(struct log_target *t, int max_level);
 
-/* Parse "err", "warning", "notice", "info", "debug" (or 3..7). */
-int log_level_from_string(const char *s);
-const char *log_level_name(int level);
+/* Levels are syslog's LOG_ERR .. LOG_DEBUG; their names (log_level_from_string,
+ * log_level_to_string) are config.h's, shared with LogLevel=. */
 
 /*
  * Log a message with optional structured fields. fields is a

@@ -121,20 +121,6 @@ static uint64_t self_rss_kib(void) {
         return resident * (uint64_t) page / 1024;
 }
 
-static void config_paths_fill(const struct manager *m, struct config_paths *p) {
-        size_t n = 0;
-
-        memset(p, 0, sizeof(*p));
-        if (m->config_dirs && m->config_dirs[0]) {
-                for (char **d = m->config_dirs; *d && n < ELEMENTSOF(p->dirs) - 1; d++)
-                        p->dirs[n++] = *d;
-                return;
-        }
-        p->dirs[0] = VENDORDIR;
-        p->dirs[1] = SYSCONFDIR "/affinityd";
-        p->dirs[2] = RUNSTATEDIR "/affinityd";
-}
-
 /*
  * A configuration without one enabled policy that acts (exclusions only
  * narrow the others) leaves the daemon running and doing nothing, which
@@ -158,7 +144,7 @@ static void check_nothing_to_do(struct manager *m) {
         m->idle_warning[0] = '\0';
         if (n_acting > 0)
                 return;
-        config_paths_fill(m, &p);
+        config_paths_from(m->config_dirs, &p);
         for (size_t i = 0; p.dirs[i] && off < sizeof(dirs); i++) {
                 int w = snprintf(dirs + off, sizeof(dirs) - off, "%s%s/policies.d", i ? ", " : "", p.dirs[i]);
                 if (w < 0)
@@ -913,7 +899,7 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         m->opts.config_dirs = m->config_dirs;
         m->start_usec = util_now_usec();
 
-        config_paths_fill(m, &paths);
+        config_paths_from(m->config_dirs, &paths);
         r = config_load(&paths, &m->config, &errs);
         if (r < 0) {
                 log_config_errors(m, &errs);
@@ -1594,7 +1580,7 @@ int manager_reload(struct manager *m, struct json_object **ret) {
         struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
         int r;
 
-        config_paths_fill(m, &paths);
+        config_paths_from(m->config_dirs, &paths);
         r = config_load(&paths, &c, &errs);
         if (r >= 0 && m->levers) {
                 (void) levers_probe(m->levers, &m->caps);

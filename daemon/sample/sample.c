@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
+#include "config/config.h"
 #include "sample/sample-internal.h"
 #include "sample/sample-table.h"
 #include "sample/sample.h"
@@ -21,7 +22,6 @@
  * stat ~5 µs, status ~7 µs, schedstat+sched ~10-15 µs per thread here (the
  * ~40 µs of the sampling budget on a busier machine), getdents ~1 µs per task entry.
  */
-#define DEFAULT_MAX_THREADS 65536
 /* An idle thread in an active process: allowed CPUs and switch counts are
  * only interesting once it runs, which re-reads them at once. */
 #define DEFAULT_STATUS_EVERY 30
@@ -382,7 +382,7 @@ int sampler_new(const char *root, const struct topology *topo, size_t max_thread
                                      : 4194304;   /* the kernel's limit for pid_max */
         }
         s->topo = topo;
-        s->max_threads = max_threads ? max_threads : DEFAULT_MAX_THREADS;
+        s->max_threads = max_threads ? max_threads : CONFIG_MAX_THREADS_DEFAULT;
         s->clk_tck = util_clk_tck();
         s->cap_task_schedstat = s->cap_task_sched = s->cap_cpu_schedstat = s->cap_psi = true;
         s->snap.psi_cpu_some_avg10 = -1;
