@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Configuration parser and printer (issue 2).
+ * Configuration parser and printer.
  *
  *  - value parsers and their normalized forms, one by one;
  *  - golden tests: tests/config/golden/CASE/{usr,etc,run}/ are loaded as

@@ -506,7 +506,7 @@ static void test_thread_cache_server(void) {
         world_done(&w);
 }
 
-/* Two pairs on two SMT cores: one core each, not siblings of one core (issue 15). */
+/* Two pairs on two SMT cores: one core each, not siblings of one core. */
 static void test_pairs_on_distinct_cores(void) {
         struct task tasks[] = { mktask(100, 0.5, 0), mktask(101, 0.5, 1), mktask(102, 0.5, 2), mktask(103, 0.5, 3) };
         struct world w;

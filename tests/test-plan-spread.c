@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The spread-group planner on struct literals (issue 5; seed 002: 4
+ * The spread-group planner on struct literals ([conservative-smp]: 4
  * processes at ~40 % ran 1019 s left to the scheduler, 842 s one per CPU).
  *
  * As in test-plan-hog.c, a small world plays sampler, detector and

@@ -2,7 +2,7 @@
 /*
  * Threads born since the last pass get rates over their life at the first
  * pass that reads them (daemon/sample/sample.c, born_in_window_usec()), so a new
- * ping-pong pair can be co-located one pass earlier (issue 4). Live, on
+ * ping-pong pair can be co-located one pass earlier. Live, on
  * this machine's /proc:
  *  - a child that spins, forked 300 ms after pass 1 and read at pass 2,
  *    has rates there: util near 1, its window its age (< the pass window);

@@ -1020,7 +1020,8 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 log_errno(&m->log, LOG_NOTICE, r, "proc connector unavailable, using periodic scans only");
         } else {
                 snprintf(m->pc_status, sizeof(m->pc_status), "listening");
-                /* fork notes find new processes: /proc is listed every 10th pass only */
+                /* fork notes find new processes: /proc is listed only every DEFAULT_LIST_PROC_EVERY
+                 * (60) passes (sample.c) */
                 sampler_set_process_events(m->sampler, true);
         }
 
@@ -1541,10 +1542,7 @@ int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret)
                 /* The planner's last word on any target involving this thread. */
                 for (size_t k = 0; m->plan && k < m->plan->n_targets; k++) {
                         const struct plan_target_state *ts = m->plan->targets[k];
-                        char needle[32];
-                        snprintf(needle, sizeof(needle), ":%d:", (int) t->id.tid);
-                        if (strstr(ts->key, needle) || (strrchr(ts->key, ':') &&
-                                                        atoi(strrchr(ts->key, ':') + 1) == t->id.tid)) {
+                        if (plan_target_involves(ts, t->id.tid)) {
                                 char b[400];
                                 snprintf(b, sizeof(b), "%s: %s%s%s", ts->key, ts->state,
                                          ts->why[0] ? " — " : "", ts->why);

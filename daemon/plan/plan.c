@@ -48,6 +48,21 @@ struct plan_target_state *plan_state_find(const struct plan_state *s, const char
         return NULL;
 }
 
+bool plan_target_involves(const struct plan_target_state *st, pid_t tid) {
+        int a, b;
+        char c;
+
+        if (!st || tid <= 0)
+                return false;
+        /* the finding keys of detect.c (finding_key) and action_target_key()'s "task:" */
+        if (sscanf(st->key, "pair:%d:%d%c", &a, &b, &c) == 2)
+                return a == tid || b == tid;
+        if (sscanf(st->key, "hog:%d:", &a) == 1 || sscanf(st->key, "rundelay:%d:", &a) == 1 ||
+            sscanf(st->key, "task:%d:", &a) == 1)
+                return a == tid;
+        return false;
+}
+
 static enum detector kind_of_key(const char *key) {
         if (strncmp(key, "hog:", 4) == 0)
                 return DETECT_HOG;
@@ -284,11 +299,11 @@ static int partition_releases_first(struct action_list *out, size_t from) {
 }
 
 /*
- * Which detector led to a change in force. struct action carries no
- * detector, so the applier may report DETECT_ALWAYS for everything; the
- * policy that asked for the change knows (its Detector=), and for a policy
- * that is gone the reason's prefix written by plan-hog.c / plan-spread.c
- * does. Without this the parts would not recognise their own pins.
+ * Which detector led to a change in force: the one the action carried
+ * (the applier reports it, the journal keeps it). An entry read as
+ * DETECT_ALWAYS from a journal written before the detector was recorded
+ * takes its policy's Detector=. Without this the parts would not
+ * recognise their own pins.
  */
 static enum detector managed_kind(const struct config *c, const struct managed *m) {
         const struct policy *p;
@@ -298,10 +313,6 @@ static enum detector managed_kind(const struct config *c, const struct managed *
         p = plan_policy_by_name(c, m->policy);
         if (p && p->detector >= 0 && p->detector < _DETECT_MAX)
                 return p->detector;
-        if (strncmp(m->reason, "hog:", 4) == 0)
-                return DETECT_HOG;
-        if (strncmp(m->reason, "spread ", 7) == 0)
-                return DETECT_SPREAD;
         return m->kind;
 }
 

@@ -37,9 +37,10 @@
  * ("pinned to 1", "left alone: 3 hogs > 2 usable CPUs", "watching 2/3"),
  * which `affctl hogs|pairs|explain` show.
  *
- * plan_run() resolves struct managed.kind from the policy (Detector=) when
- * the applier reports DETECT_ALWAYS, because struct action does not carry
- * the detector; parts see the resolved kind.
+ * struct action and struct managed carry the detector (kind) that led to
+ * a change, and the journal records it. plan_run() resolves it from the
+ * policy (Detector=) only for an entry read as DETECT_ALWAYS (a journal
+ * written before the detector was recorded); parts see the resolved kind.
  */
 
 #include "apply/action.h"
@@ -170,6 +171,10 @@ void plan_set_state(struct plan_target_state *st, const char *state, const char 
         __attribute__((format(printf, 3, 4)));
 /* Find only; NULL if unknown. Does not mark it. */
 struct plan_target_state *plan_state_find(const struct plan_state *s, const char *key);
+/* Does the target concern thread tid (`affctl explain`)? A hog, run-delay
+ * or "task:" target its thread, a pair either member; groups and steal no
+ * single thread. */
+bool plan_target_involves(const struct plan_target_state *st, pid_t tid);
 
 /* Is the target (by finding key and/or action key, either may be NULL) blocked at now? */
 bool plan_state_blocked(const struct plan_state *s, const char *key, const char *action_key,
