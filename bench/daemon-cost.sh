@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # daemon-cost.sh: the whole daemon's steady-state CPU and RSS with many idle
-# threads (issue 9: at most 0.5 % of one CPU and 16 MiB with 10,000 idle
+# threads (target: at most 0.5 % of one CPU and 16 MiB with 10,000 idle
 # threads at the default 1 s interval), for one or more builds side by side.
 #
 # Scenario 7 of run.sh measures a freshly started daemon (3 s settle); this

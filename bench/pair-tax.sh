@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
 # bench/pair-tax.sh: what a running daemon costs a co-located ping-pong pair
-# in steady state (issue 4: affinityd must stay within 0.95x of hand-pinned).
+# in steady state (target: affinityd must stay within 0.95x of hand-pinned).
 # A pipe ping-pong pinned to CPU 0 with taskset semantics (--pin 0: someone
 # else's pin, which the daemon respects and only watches) runs DURATION
 # seconds REPEATS times in each of three modes, interleaved:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# bench/pipe-no-perf.sh: the daemon without perf (issue 16). `perf bench
+# bench/pipe-no-perf.sh: the daemon without perf. `perf bench
 # sched pipe -l LOOPS` as a newcomer runs it, REPEATS times in each of
 # three modes, interleaved (stock, hand, no-perf, stock, ...):
 #

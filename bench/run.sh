@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# bench/run.sh: stock vs affinityd vs hand-tuned, side by side in one run
-# (issue 8). For each scenario and repeat it runs the three variants
+# bench/run.sh: stock vs affinityd vs hand-tuned, side by side in one run.
+# For each scenario and repeat it runs the three variants
 # interleaved (the order rotates every repeat: ABC, BCA, CAB, ...):
 #
 #   stock      no daemon, the kernel places everything

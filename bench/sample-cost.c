@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * sample-cost: what one sampler pass costs as the number of threads on the
- * machine grows (issue 9: 10,000 idle threads at the default 1 s interval
+ * machine grows (target: 10,000 idle threads at the default 1 s interval
  * in at most 0.5 % of one CPU and 16 MiB RSS).
  *
  * For each N (default 100, 1,000, 10,000) a workload process starts N
@@ -39,9 +39,9 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "proc-connector.h"
-#include "sample.h"
-#include "topology.h"
+#include "sample/proc-connector.h"
+#include "sample/sample.h"
+#include "sample/topology.h"
 
 #define STACK_KIB_DEFAULT 16
 

@@ -46,13 +46,13 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "config.h"
-#include "detect.h"
-#include "plan.h"
-#include "sample.h"
+#include "config/config.h"
+#include "detect/detect.h"
+#include "plan/plan.h"
+#include "sample/sample.h"
 #include "tests/machines.h"
-#include "topology.h"
-#include "wake.h"
+#include "sample/topology.h"
+#include "sample/wake.h"
 
 #define IDLE_THREADS_PER_PROCESS 20
 #define PAIR_WAKEUPS_PER_S 20000.0

@@ -3,7 +3,7 @@
 #
 # bench/wake-cost.sh: what the sched:sched_waking sampler costs a wake-up
 # heavy workload. A pipe ping-pong pinned to one CPU (the co-located pair
-# of issue 4: ~480k round trips/s here, one sched_waking per round trip)
+# of tests/pairs-integration.sh: ~480k round trips/s here, one sched_waking per round trip)
 # runs REPEATS times in each of three modes, interleaved:
 #
 #   off         no perf event

@@ -22,18 +22,24 @@
 #include <string.h>
 #include <systemd/sd-bus.h>
 
-#include "common/bus-names.h"
+#include "common/protocol.h"
 #include "common/json-util.h"
 #include "common/util.h"
-#include "daemon/config.h"  /* not the autoconf header: that is build-config.h */
-#include "daemon/metrics.h"
+#include "config/config.h"
+#include "common/metrics.h"
 
 enum {
         EXIT_FAILED = 1,
         EXIT_USAGE = 2,
         EXIT_UNREACHABLE = 3,
         EXIT_DENIED = 4,
+        EXIT_PROTOCOL = 5,
 };
+
+/* The version this affctl speaks; a test builds one of another version. */
+#ifndef AFFCTL_PROTOCOL_VERSION
+#define AFFCTL_PROTOCOL_VERSION AFF_PROTOCOL_VERSION
+#endif
 
 struct ctl {
         const char *runtime_dir;
@@ -70,7 +76,8 @@ static void usage(FILE *f) {
                 "  -v, --verbose       status: everything, the sampler's counters included\n"
                 "  -h, --help          this text\n"
                 "\n"
-                "Exit: 0 ok, 1 failed, 2 usage, 3 daemon not reachable, 4 permission denied.\n");
+                "Exit: 0 ok, 1 failed, 2 usage, 3 daemon not reachable, 4 permission denied,\n"
+                "      5 daemon and affctl speak different protocol versions.\n");
 }
 
 static int connect_daemon(const struct ctl *c, sd_bus **ret) {
@@ -204,6 +211,43 @@ static int exit_for_bus_error(const sd_bus_error *e, int r) {
         return EXIT_FAILED;
 }
 
+/*
+ * Ask the daemon's protocol version before anything else: a reply of
+ * another version would be misread or rendered wrongly. A daemon without
+ * Protocol() is older than version 2. 0 if they match, else EXIT_PROTOCOL
+ * or EXIT_FAILED, having said why.
+ */
+static int check_protocol(sd_bus *bus) {
+        sd_bus_error error = SD_BUS_ERROR_NULL;
+        sd_bus_message *reply = NULL;
+        uint32_t v = 0;
+        int r, ret = 0;
+
+        r = sd_bus_call_method(bus, NULL, AFF_BUS_PATH, AFF_BUS_INTERFACE, AFF_METHOD_PROTOCOL, &error,
+                               &reply, AFF_SIG_PROTOCOL);
+        if (r < 0 && sd_bus_error_has_name(&error, SD_BUS_ERROR_UNKNOWN_METHOD)) {
+                fprintf(stderr, "affctl: affinityd speaks an older protocol than this affctl (%d): "
+                        "it has no %s method; restart affinityd or use the affctl built with it\n",
+                        AFFCTL_PROTOCOL_VERSION, AFF_METHOD_PROTOCOL);
+                ret = EXIT_PROTOCOL;
+        } else if (r < 0) {
+                fprintf(stderr, "affctl: %s: %s\n", AFF_METHOD_PROTOCOL,
+                        error.message ? error.message : strerror(-r));
+                ret = exit_for_bus_error(&error, r);
+        } else if ((r = sd_bus_message_read(reply, "u", &v)) < 0) {
+                fprintf(stderr, "affctl: %s: bad reply: %s\n", AFF_METHOD_PROTOCOL, strerror(-r));
+                ret = EXIT_FAILED;
+        } else if (v != AFFCTL_PROTOCOL_VERSION) {
+                fprintf(stderr, "affctl: affinityd speaks protocol version %" PRIu32 ", this affctl %d: "
+                        "use the affctl built with the running affinityd, or restart affinityd\n",
+                        v, AFFCTL_PROTOCOL_VERSION);
+                ret = EXIT_PROTOCOL;
+        }
+        sd_bus_error_free(&error);
+        sd_bus_message_unref(reply);
+        return ret;
+}
+
 /* Call a method returning one JSON string; print it. */
 static int call_json(const struct ctl *c, const char *method, const char *sig, ...) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
@@ -217,7 +261,7 @@ static int call_json(const struct ctl *c, const char *method, const char *sig, .
         r = connect_daemon(c, &bus);
         if (r < 0) {
                 /* status answers "is it running?": the answer goes to stdout */
-                if (streq(method, "Status") && !c->json)
+                if (streq(method, AFF_METHOD_STATUS) && !c->json)
                         printf("affinityd is not running: no answer on %s/%s (%s)\n", c->runtime_dir,
                                AFF_BUS_SOCKET, strerror(-r));
                 else
@@ -225,6 +269,9 @@ static int call_json(const struct ctl *c, const char *method, const char *sig, .
                                 c->runtime_dir, AFF_BUS_SOCKET, strerror(-r));
                 return EXIT_UNREACHABLE;
         }
+        ret = check_protocol(bus);
+        if (ret != 0)
+                goto out;
         r = sd_bus_message_new_method_call(bus, &m, NULL, AFF_BUS_PATH, AFF_BUS_INTERFACE, method);
         if (r >= 0 && sig) {
                 va_start(ap, sig);
@@ -335,7 +382,7 @@ static void print_change(const char **label, struct json_object *e, bool in_forc
  * "why" says something, the wake-up source when it is not perf, the proc
  * connector when it is not listening, topology files that could not be read. */
 static void print_cannot(struct json_object *o) {
-        struct json_object *caps = json_path(o, "capabilities");
+        struct json_object *caps = json_path(o, AFF_STATUS_CAPABILITIES);
         const char *label = "Cannot", *s;
         int64_t notes;
 
@@ -366,15 +413,15 @@ static void print_cannot(struct json_object *o) {
 }
 
 static void print_status(struct json_object *o, const struct ctl *c) {
-        struct json_object *changes = json_path(o, "changes"), *would = json_path(o, "would_do"), *w, *k;
-        bool dry = json_object_get_boolean(json_path(o, "dry_run"));
+        struct json_object *changes = json_path(o, AFF_STATUS_CHANGES), *would = json_path(o, AFF_STATUS_WOULD_DO), *w, *k;
+        bool dry = json_object_get_boolean(json_path(o, AFF_STATUS_DRY_RUN));
         const char *label;
         char up[32], kinds[256] = "";
         size_t off = 0;
 
-        print_duration(jdouble(o, "uptime_s"), up, sizeof(up));
-        printf("affinityd %s: %s, pid %" PRId64 ", up %s, a pass every %" PRId64 " ms\n", jstr(o, "version"),
-               jstr(o, "state"), jint(o, "pid"), up, jint(o, "interval_ms"));
+        print_duration(jdouble(o, AFF_STATUS_UPTIME_S), up, sizeof(up));
+        printf("affinityd %s: %s, pid %" PRId64 ", up %s, a pass every %" PRId64 " ms\n", jstr(o, AFF_STATUS_VERSION),
+               jstr(o, AFF_STATUS_STATE), jint(o, AFF_STATUS_PID), up, jint(o, AFF_STATUS_INTERVAL_MS));
 
         label = "Dry run";
         line(&label, "%s", dry ? "yes: detecting and planning, changing nothing (affctl dry-run off)"
@@ -412,14 +459,14 @@ static void print_status(struct json_object *o, const struct ctl *c) {
 
         print_cannot(o);
 
-        w = json_path(o, "warnings");
+        w = json_path(o, AFF_STATUS_WARNINGS);
         label = "Warning";
         for (size_t i = 0; w && i < json_object_array_length(w); i++)
                 line(&label, "%s", json_object_get_string(json_object_array_get_idx(w, i)));
 
         label = "Policies";
-        line(&label, "%" PRId64 " from %zu file(s)", jint(o, "policies"),
-             json_path(o, "config_files") ? json_object_array_length(json_path(o, "config_files")) : (size_t) 0);
+        line(&label, "%" PRId64 " from %zu file(s)", jint(o, AFF_STATUS_POLICIES),
+             json_path(o, AFF_STATUS_CONFIG_FILES) ? json_object_array_length(json_path(o, AFF_STATUS_CONFIG_FILES)) : (size_t) 0);
         label = "Own cost";
         line(&label, "%.2f %% of a CPU, %.1f MiB, last pass %.1f ms", jdouble(o, "self.cpu_percent"),
              (double) jint(o, "self.rss_kib") / 1024, (double) jint(o, "self.last_pass_us") / 1000);
@@ -471,7 +518,7 @@ static int verb_check(struct ctl *c, int argc, char **argv) {
 static int verb_status(struct ctl *c, int argc, char **argv) {
         (void) argc, (void) argv;
         c->print = print_status;
-        return call_json(c, "Status", NULL);
+        return call_json(c, AFF_METHOD_STATUS, NULL);
 }
 
 static int verb_tasks(struct ctl *c, int argc, char **argv) {
@@ -479,22 +526,22 @@ static int verb_tasks(struct ctl *c, int argc, char **argv) {
 
         if (argc == 1 && parse_positive("count", argv[0], &n) < 0)
                 return EXIT_USAGE;
-        return call_json(c, "Tasks", "u", n);
+        return call_json(c, AFF_METHOD_TASKS, AFF_SIG_TASKS, n);
 }
 
 static int verb_actions(struct ctl *c, int argc, char **argv) {
         (void) argc, (void) argv;
-        return call_json(c, "Actions", NULL);
+        return call_json(c, AFF_METHOD_ACTIONS, NULL);
 }
 
 static int verb_pairs(struct ctl *c, int argc, char **argv) {
         (void) argc, (void) argv;
-        return call_json(c, "Pairs", NULL);
+        return call_json(c, AFF_METHOD_PAIRS, NULL);
 }
 
 static int verb_hogs(struct ctl *c, int argc, char **argv) {
         (void) argc, (void) argv;
-        return call_json(c, "Hogs", NULL);
+        return call_json(c, AFF_METHOD_HOGS, NULL);
 }
 
 static int verb_explain(struct ctl *c, int argc, char **argv) {
@@ -503,13 +550,13 @@ static int verb_explain(struct ctl *c, int argc, char **argv) {
         (void) argc;
         if (parse_positive("PID", argv[0], &pid) < 0)
                 return EXIT_USAGE;
-        return call_json(c, "Explain", "u", pid);
+        return call_json(c, AFF_METHOD_EXPLAIN, AFF_SIG_EXPLAIN, pid);
 }
 
 static int verb_reload(struct ctl *c, int argc, char **argv) {
         (void) argc, (void) argv;
         c->print = print_reload;
-        return call_json(c, "Reload", NULL);
+        return call_json(c, AFF_METHOD_RELOAD, NULL);
 }
 
 static int verb_revert(struct ctl *c, int argc, char **argv) {
@@ -521,7 +568,7 @@ static int verb_revert(struct ctl *c, int argc, char **argv) {
         }
         if (argc == 1 && parse_positive("PID", argv[0], &pid) < 0)
                 return EXIT_USAGE;
-        return call_json(c, "Revert", "u", pid);   /* 0: all */
+        return call_json(c, AFF_METHOD_REVERT, AFF_SIG_REVERT, pid);   /* 0: all */
 }
 
 static int verb_dry_run(struct ctl *c, int argc, char **argv) {
@@ -530,7 +577,7 @@ static int verb_dry_run(struct ctl *c, int argc, char **argv) {
                 fprintf(stderr, "affctl: dry-run takes on or off, not %s\n", argv[0]);
                 return EXIT_USAGE;
         }
-        return call_json(c, "SetDryRun", "b", (int) streq(argv[0], "on"));
+        return call_json(c, AFF_METHOD_SET_DRY_RUN, AFF_SIG_SET_DRY_RUN, (int) streq(argv[0], "on"));
 }
 
 /* Prometheus text, from the same documents as status, pairs and hogs (metrics.c). */
@@ -540,14 +587,14 @@ static int verb_metrics(struct ctl *c, int argc, char **argv) {
 
         (void) argc, (void) argv;
         c->keep = &st;
-        ret = call_json(c, "Status", NULL);
+        ret = call_json(c, AFF_METHOD_STATUS, NULL);
         if (ret == 0) {
                 c->keep = &pairs;
-                ret = call_json(c, "Pairs", NULL);
+                ret = call_json(c, AFF_METHOD_PAIRS, NULL);
         }
         if (ret == 0) {
                 c->keep = &hogs;
-                ret = call_json(c, "Hogs", NULL);
+                ret = call_json(c, AFF_METHOD_HOGS, NULL);
         }
         c->keep = NULL;
         if (ret == 0 && metrics_render(st, pairs, hogs, stdout) < 0)

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Integration (issue 3): the daemon undoes what it did.
+# Integration: the daemon undoes what it did.
 #  1. a test policy pins a hog; SIGTERM → the original mask is back and the
 #     journal holds only its header;
 #  2. pinned again; kill -9 → the mask stays pinned; the next start (with

@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0-or-later
 #
-# Golden tests through the real binaries (issue 2):
+# Golden tests through the real binaries:
 #   affinityd --check-config --print --config-dir usr --config-dir etc --config-dir run
 # for every tests/config/golden/CASE: stdout must equal CASE/expected.print;
 # for every tests/config/errors/CASE: exit status non-zero and every line

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
-# Integration (issue 2): reload on a running daemon.
+# Integration: reload on a running daemon.
 #  - a good change takes effect (affctl reload exits 0, status shows it);
 #  - a bad one is refused: affctl reload exits non-zero and names
 #    file:line, the running configuration stays, the daemon keeps running;

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Integration: the real affinityd on a fixture tree (--root, --dry-run) with
-# other CPU placers in it (issue 15, "Coexistence"). With a sched_ext
+# other CPU placers in it ("Coexistence"). With a sched_ext
 # scheduler enabled, status says affinity planning is paused and why, and
 # explain says it for each thread; when the state file says "disabled" it
 # resumes. The kubelet's exclusive CPUs are listed and left out of the

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Integration (issue 16): as root outside systemd with tracefs not mounted,
+# Integration: as root outside systemd with tracefs not mounted,
 # the daemon mounts it on /sys/kernel/tracing as systemd does at boot, says
 # so in the log and in `affctl status`, and its wake-up source is not "no
 # tracefs". Under systemd (sd_booted) it must leave the mount alone instead.

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Integration (issue 4): the first new process after a quiet spell brings the
+# Integration: the first new process after a quiet spell brings the
 # next pass forward to ~300 ms after it, so a ping-pong pair started between
 # two passes is looked at at once instead of an interval later; at most
 # three at once, then one per 10 s (the daemon's own users fork too).

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Integration (issue 5, seed 002) with real processes and the built daemon:
+# Integration ([conservative-smp]) with real processes and the built daemon:
 #   1. three hogs on two CPUs → none pinned, `affctl hogs` says why;
 #   2. two hogs + bursty noise → pinned one per CPU, their migrations drop to ~0;
 #   3. a hog that stops (SIGSTOP: util 0) → released after hysteresis;

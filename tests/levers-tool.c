@@ -24,7 +24,7 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
-#include "levers.h"
+#include "apply/levers.h"
 
 static int fail(struct levers *l, int r) {
         fprintf(stderr, "error: %s: %s\n", strerror(-r), l ? levers_last_error(l) : "");

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Integration (issue 4, seed 000): ping-pong pairs against the real daemon.
+# Integration ([wake-affine]): ping-pong pairs against the real daemon.
 #  1. a pipe ping-pong started on CPUs 0 and 1 and then released to all CPUs
 #     (the kernel's split, not a user's taskset) is co-located within a
 #     deadline, `affctl pairs` says so, and its round-trip rate rises;

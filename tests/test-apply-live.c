@@ -20,9 +20,9 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "apply.h"
+#include "apply/apply.h"
 #include "common/util.h"
-#include "journal.h"
+#include "apply/journal.h"
 #include "test-fixtures.h"
 #include "test-util.h"
 

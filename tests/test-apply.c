@@ -12,9 +12,9 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
-#include "apply.h"
+#include "apply/apply.h"
 #include "common/util.h"
-#include "journal.h"
+#include "apply/journal.h"
 #include "test-fixtures.h"
 #include "test-util.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "coexist.h"
+#include "sample/coexist.h"
 #include "common/util.h"
 #include "test-fixtures.h"
 #include "test-util.h"

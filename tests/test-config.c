@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Configuration parser and printer (issue 2).
+ * Configuration parser and printer.
  *
  *  - value parsers and their normalized forms, one by one;
  *  - golden tests: tests/config/golden/CASE/{usr,etc,run}/ are loaded as
@@ -29,7 +29,7 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
-#include "config-internal.h"
+#include "config/config-internal.h"
 #include "test-util.h"
 
 static char srcdir[PATH_MAX];
@@ -593,30 +593,6 @@ static void test_policy_same(void) {
         config_free(b);
 }
 
-static void test_json(void) {
-        struct config *c = NULL;
-        struct json_object *o = NULL, *v, *p;
-        struct config_paths paths = {};
-
-        chdir_to(".", NULL);
-        paths.dirs[0] = "policies";
-        ASSERT_OK(config_load(&paths, &c, NULL));
-        ASSERT_OK(config_to_json(c, &o));
-        ASSERT_TRUE(json_object_object_get_ex(o, "daemon", &v));
-        ASSERT_TRUE(json_object_object_get_ex(v, "interval_usec", &v));
-        ASSERT_EQ(json_object_get_int64(v), 1000000);
-        ASSERT_TRUE(json_object_object_get_ex(o, "policies", &v));
-        ASSERT_EQ(json_object_array_length(v), c->n_policies);
-        p = json_object_array_get_idx(v, c->n_policies - 1);
-        ASSERT_TRUE(json_object_object_get_ex(p, "action_settings", &v));
-        ASSERT_TRUE(json_object_object_get_ex(v, "sched_features", &v));
-        ASSERT_STREQ(json_object_get_string(json_object_array_get_idx(v, 0)), "NO_PLACE_LAG");
-        ASSERT_TRUE(json_object_object_get_ex(o, "files", &v));
-        ASSERT_EQ(json_object_array_length(v), strv_length(c->files));
-        json_object_put(o);
-        config_free(c);
-}
-
 static void test_check_main(void) {
         char *out = NULL, *err = NULL;
         size_t no = 0, ne = 0;
@@ -691,7 +667,6 @@ int main(int argc, char **argv) {
         test_masking();
         test_files_and_buffers();
         test_policy_same();
-        test_json();
         test_check_main();
         printf("test-config: %u golden cases, %u error cases, shipped files OK\n", golden, errors);
         return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The hog, spread-group and run-delay detectors on struct literals
- * (issue 5; seeds 001 and 002), and the findings list.
+ * ([select-idle] and [conservative-smp]), and the findings list.
  *
  * Policy lookup is match.c's detect_policy_for(), as in the daemon.
  */
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "detect.h"
+#include "detect/detect.h"
 #include "test-fixtures.h"
 #include "test-util.h"
 

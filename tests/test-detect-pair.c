@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "detect.h"
+#include "detect/detect.h"
 #include "test-fixtures.h"
 #include "test-util.h"
 

@@ -2,7 +2,7 @@
 #include <math.h>
 
 #include "common/util.h"
-#include "effect.h"
+#include "plan/effect.h"
 #include "test-util.h"
 
 /* The tests below use 3 samples for brevity unless they say otherwise. */

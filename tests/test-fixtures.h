@@ -25,8 +25,7 @@
  * Name=, Detector= and Action= (config-parse.c start_policy()): enabled,
  * priority 50, both match tri-states unset, every threshold "detector
  * default". Usable in static initializers and as (struct policy) TEST_POLICY(...).
- * Needs daemon/config.h, from the module's header (plan.h, detect.h, ...):
- * a bare "config.h" here would be autoconf's.
+ * Needs config/config.h, from the module's header (plan.h, detect.h, ...).
  */
 #define TEST_POLICY(name_, detector_, action_)                                          \
         {                                                                               \

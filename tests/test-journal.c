@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "common/util.h"
-#include "journal.h"
+#include "apply/journal.h"
 #include "test-fixtures.h"
 #include "test-util.h"
 

@@ -9,8 +9,8 @@
 #include <errno.h>
 
 #include "common/util.h"
-#include "detect.h"   /* struct policy (daemon/config.h; a bare "config.h" is autoconf's) */
-#include "levers.h"
+#include "detect/detect.h"   /* struct policy */
+#include "apply/levers.h"
 #include "test-levers-util.h"
 
 static void test_paths(void) {

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "detect.h"
-#include "plan.h"
+#include "detect/detect.h"
+#include "plan/plan.h"
 #include "test-levers-util.h"
 
 static inline struct policy levers_policy(const char *name, enum detector d, enum policy_action a) {

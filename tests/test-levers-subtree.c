@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "apply.h"
-#include "journal.h"
-#include "levers.h"
+#include "apply/apply.h"
+#include "apply/journal.h"
+#include "apply/levers.h"
 #include "test-levers-util.h"
 
 #define WORKER "/app.slice/deep.slice/worker.service"

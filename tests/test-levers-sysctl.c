@@ -9,7 +9,7 @@
 #include <errno.h>
 
 #include "common/util.h"
-#include "levers.h"
+#include "apply/levers.h"
 #include "test-levers-util.h"
 
 static void test_allow_list(void) {

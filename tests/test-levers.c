@@ -22,7 +22,7 @@
 #include <systemd/sd-bus.h>
 
 #include "common/util.h"
-#include "levers.h"
+#include "apply/levers.h"
 #include "test-levers-util.h"
 
 #define V1_CPU "/sys/fs/cgroup/cpu,cpuacct"

@@ -10,8 +10,8 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "detect.h"
-#include "match.h"
+#include "detect/detect.h"
+#include "detect/match.h"
 #include "test-util.h"
 
 static struct config *parse(const char *text) {
@@ -209,7 +209,7 @@ static void test_policy_for(void) {
         ASSERT_STREQ(detect_policy_for(c, &s, &t, DETECT_HOG, 1, &why)->name, "tuned");
         snprintf(t.comm, sizeof(t.comm), "make");
 
-        /* The kubelet gave 2-3 to a container (issue 15): its tasks are narrowed as
+        /* The kubelet gave 2-3 to a container: its tasks are narrowed as
          * the matcher always saw them, and left alone even with AllowNarrowed=yes. */
         ASSERT_OK(cpumask_parse_list("2-3", &s.coexist.kubelet_exclusive));
         ASSERT_OK(cpumask_parse_list("2-3", &t.allowed));

@@ -3,7 +3,8 @@
  * Where pairs' memory is (memnode.h): the numa_maps parser on strings and
  * on the fixture tree tests/fixtures/memnode (a MariaDB-like server with
  * most of its heap on node 1, a client on node 0, one too large to read,
- * one malformed), and memnode_sample_pairs()'s bounds: nothing on a
+ * one malformed), and memnode_sample_tasks()'s bounds on the members
+ * detect_pair_tasks_to_place() picks: nothing on a
  * one-node machine, only ping-pong pairs being placed, the cache, one read
  * per pass, the duty cycle.
  */
@@ -15,12 +16,21 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
-#include "detect.h"
-#include "memnode.h"
-#include "snapshot.h"
+#include "detect/detect.h"
+#include "sample/memnode.h"
+#include "sample/snapshot.h"
 #include "test-util.h"
 
 #define ROOT TOP_SRCDIR "/tests/fixtures/memnode"
+
+/* What the manager's pass does after detection. */
+static int memnode_sample_pairs(struct memnode_memo *m, const char *root, const struct findings *f,
+                                struct snapshot *snap, uint64_t now_usec) {
+        const struct task *want[16];
+        size_t n = detect_pair_tasks_to_place(f, snap, want, ELEMENTSOF(want));
+
+        return memnode_sample_tasks(m, root, want, n, snap, now_usec);
+}
 
 static void test_parse(void) {
         uint64_t kib[MEMNODE_NODES_MAX], total;

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Coexistence rules of the planner on struct literals (issue 15), in the
+ * Coexistence rules of the planner on struct literals, in the
  * world of test-plan-world.h (it plays sampler, detector and applier):
  *
  *  - sched_ext enabled: no affinity SET, every pin of ours released with
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "plan.h"
+#include "plan/plan.h"
 #include "test-fixtures.h"
 #include "test-plan-world.h"
 #include "test-util.h"

@@ -9,7 +9,7 @@
  * planner one. CPU numbering as Linux does it on each (see machines.h).
  */
 
-#include "topology.h"
+#include "sample/topology.h"
 
 enum plan_machine {
         /* 2 sockets x 8 cores x SMT2, a node and an L3 per socket: core k is

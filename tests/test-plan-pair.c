@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "plan.h"
+#include "plan/plan.h"
 #include "test-fixtures.h"
 #include "test-plan-machines.h"
 #include "test-util.h"

@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/util.h"
-#include "plan.h"
+#include "plan/plan.h"
 #include "test-fixtures.h"
 #include "test-plan-world.h"
 #include "test-util.h"

@@ -14,7 +14,7 @@
 
 #include <stdbool.h>
 
-#include "plan.h"
+#include "plan/plan.h"
 #include "test-plan-machines.h"
 
 #define MAX_TASKS 160

@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "proc-connector.h"
+#include "sample/proc-connector.h"
 #include "test-util.h"
 
 struct seen {

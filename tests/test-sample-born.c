@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Threads born since the last pass get rates over their life at the first
- * pass that reads them (daemon/sample.c, born_in_window_usec()), so a new
- * ping-pong pair can be co-located one pass earlier (issue 4). Live, on
+ * pass that reads them (daemon/sample/sample.c, born_in_window_usec()), so a new
+ * ping-pong pair can be co-located one pass earlier. Live, on
  * this machine's /proc:
  *  - a child that spins, forked 300 ms after pass 1 and read at pass 2,
  *    has rates there: util near 1, its window its age (< the pass window);
@@ -19,10 +19,10 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "sample.h"
-#include "snapshot.h"
+#include "sample/sample.h"
+#include "sample/snapshot.h"
 #include "test-util.h"
-#include "topology.h"
+#include "sample/topology.h"
 
 static pid_t spinner(void) {
         pid_t pid = fork();

@@ -22,9 +22,9 @@
 #include <unistd.h>
 
 #include "common/util.h"
-#include "sample-internal.h"
-#include "sample-table.h"
-#include "sample.h"
+#include "sample/sample-internal.h"
+#include "sample/sample-table.h"
+#include "sample/sample.h"
 #include "test-fixtures.h"
 #include "test-util.h"
 

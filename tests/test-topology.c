@@ -21,7 +21,7 @@
 #include "machines.h"
 #include "test-fixtures.h"
 #include "test-util.h"
-#include "topology.h"
+#include "sample/topology.h"
 
 static char tmp_root[PATH_MAX];
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Tests of the wake sampler (daemon/wake*.c):
+ * Tests of the wake sampler (daemon/sample/wake*.c):
  *  - the sched_waking format parser, on the text of 6.18 and on a layout
  *    with other offsets (nothing may be hard-coded);
  *  - the decayed edge table (rates, decay, pruning, the cap);
@@ -48,8 +48,8 @@
 
 #include "common/util.h"
 #include "test-util.h"
-#include "wake-internal.h"
-#include "wake.h"
+#include "sample/wake-internal.h"
+#include "sample/wake.h"
 
 /* ---- format parsing ---- */
 

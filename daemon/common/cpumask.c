@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpumask.h"
+#include "common/cpumask.h"
 
 cpumask_t cpumask_of(int cpu) {
         cpumask_t m;

@@ -3,7 +3,7 @@
 #include <limits.h>
 #include <time.h>
 
-#include "util.h"
+#include "common/util.h"
 
 char *util_path_at(char *buf, size_t size, const char *root, const char *path) {
         int n;
@@ -119,7 +119,12 @@ int util_write_file_at(const char *root, const char *path, const char *value) {
         size_t len = strlen(value);
         ssize_t n;
 
-        fd = util_open_at(root, path, O_WRONLY | O_NOCTTY);
+        /*
+         * O_TRUNC: kernfs, procfs and debugfs ignore it (it is what
+         * `echo x > file` does), and in a fixture tree the file then holds
+         * exactly the value written.
+         */
+        fd = util_open_at(root, path, O_WRONLY | O_TRUNC | O_NOCTTY);
         if (fd < 0)
                 return fd;
         n = write(fd, value, len);

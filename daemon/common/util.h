@@ -91,7 +91,8 @@ ssize_t util_read_fd_into(int fd, char *buf, size_t size);
 /* Read a file below root into a malloc'ed, NUL-terminated string (at most 64 MiB). */
 int util_read_full_file_at(const char *root, const char *path, char **ret, size_t *ret_size);
 
-/* Write a string to a file below root (no O_CREAT, no truncation). */
+/* Write a string to a file below root (no O_CREAT; O_TRUNC, which kernfs, procfs
+ * and debugfs ignore, so a fixture file holds exactly the value written). */
 int util_write_file_at(const char *root, const char *path, const char *value);
 
 /* Strict decimal parsers: whole string, no sign for unsigned, range checked. */

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config-internal.h"   /* daemon/config.h: a bare "config.h" is autoconf's here */
+#include "config/config-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Fuzz target for the journal parser (daemon/journal.c), the file a
+ * Fuzz target for the journal parser (daemon/apply/journal.c), the file a
  * crash leaves for the next start to restore from. Beyond "does not crash
  * or overrun": a parse that succeeds gives entries in seq order with no
  * seq above max_seq, at most JOURNAL_MAX_WARNINGS warnings, and each entry
@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "journal.h"
+#include "apply/journal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Fuzz target for the /proc parsers (daemon/sample-parse.c): what a
+ * Fuzz target for the /proc parsers (daemon/sample/sample-parse.c): what a
  * hostile or odd kernel text can make of them. The first byte picks the
  * parser, the rest is the file's text. Beyond "does not crash or overrun"
  * (ASan, UBSan), each parser's promises: a stat line that parses has a
@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sample-internal.h"
+#include "sample/sample-internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

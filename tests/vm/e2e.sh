@@ -691,7 +691,7 @@ check_pair_colocate() {
     [ "$(wc -w <<< "$tids")" = 2 ] || fail "want 2 pair members, found: $tids"
     # Split the pair: first member on the first online CPU, second on the
     # last, until each has run there. E2E_PAIR_SPLIT=release (default) then
-    # widens both masks again: the "perturbed pair" of seed 000, which the
+    # widens both masks again: the "perturbed pair" of [wake-affine], which the
     # kernel may keep apart (measured under TCG: together ~60% of the time).
     # =hold keeps the narrowed masks (61-e2e-pair.policy has AllowNarrowed=yes
     # for it); measured: the daemon then leaves the pair alone, "no usable CPU"

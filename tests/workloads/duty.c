@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * duty: N processes, each busy a fixed share of every period (the seed 002
+ * duty: N processes, each busy a fixed share of every period (the [conservative-smp]
  * "four ~40 % tasks" that keep migrating), or, with --burst, bursty noise:
  * random short bursts of work separated by random sleeps.
  *
@@ -12,7 +12,7 @@
  *
  * Reports work done, migrations and run-queue wait (schedstat field 2) per
  * process and in total; wait_ms_per_cpu_s is the run-queue wait per second
- * of CPU time used, the "run-queue wait per CPU-second" of issue 5.
+ * of CPU time used, the "run-queue wait per CPU-second" of the run-delay report.
  * --cpus LIST pins process i to LIST[i % n] (hand-tuned).
  */
 

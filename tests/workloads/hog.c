@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * hog: N CPU-bound tasks (processes or threads) counting fixed-size work
- * units, the hopping hogs of seed 002 ("be a bit more conservative in
+ * units, the hopping hogs of [conservative-smp] ("be a bit more conservative in
  * SMP"). Reports work units/s per hog and in total, and each hog's
  * migrations (se.nr_migrations from /proc/<pid>/task/<tid>/sched),
  * involuntary switches and run-queue wait over the run, plus the CPUs it

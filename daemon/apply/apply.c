@@ -1,0 +1,1430 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The applier: journal first, then change; restore only what is still
+ * ours. See apply.h for the contract and affinityd-journal(5) for the
+ * file format.
+ */
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "apply/apply.h"
+#include "common/util.h"
+#include "apply/journal.h"
+
+/* One value of any target type. str holds sysctl text (normalised). */
+struct value {
+        cpumask_t mask;
+        uint64_t weight;
+        bool enabled;
+        char str[256];
+};
+
+struct entry {
+        uint64_t seq;
+        char key[128];
+        struct action act;        /* the target (identity, names), policy, reason, evidence */
+        struct value original;
+        struct value target;      /* what we set */
+        bool applied;             /* false only for a recovered BEGIN without APPLIED */
+        char restore[512];        /* weight: what the backend needs to undo it exactly (apply_ops.weight_prepare) */
+        uint64_t since_usec;      /* CLOCK_MONOTONIC */
+        uint64_t time_usec;       /* CLOCK_REALTIME */
+};
+
+struct applier {
+        char *runtime_dir;
+        const struct apply_ops *ops;
+        void *userdata;
+        struct journal *journal;
+        int lock_fd;
+        char boot_id[40];
+        bool recovered;
+        uint64_t next_seq;
+
+        struct entry *entries;    /* in seq order: restore walks it backwards */
+        size_t n_entries, allocated;
+
+        struct managed *view;     /* applier_list() */
+        size_t n_view;
+
+        applier_event_fn event_fn;
+        void *event_userdata;
+
+        struct applier_recover_report recover_report;
+};
+
+static const char *const event_names[] = {
+        [APPLIER_EVENT_SET] = "set",
+        [APPLIER_EVENT_RESTORED] = "restored",
+        [APPLIER_EVENT_FOREIGN] = "foreign",
+        [APPLIER_EVENT_GONE] = "gone",
+        [APPLIER_EVENT_FAILED] = "failed",
+        [APPLIER_EVENT_JOURNAL] = "journal",
+};
+
+const char *applier_event_kind_to_string(enum applier_event_kind k) {
+        return k >= 0 && k < (int) ELEMENTSOF(event_names) ? event_names[k] : "unknown";
+}
+
+/* Copy with truncation (snprintf "%s" would trip -Wformat-truncation). */
+static void copy_str(char *dst, size_t size, const char *src) {
+        size_t n = strnlen(src, size - 1);
+
+        memcpy(dst, src, n);
+        dst[n] = '\0';
+}
+
+/* ---- values ---- */
+
+/* "a  b\tc\n" → "a b c": sysctls with several numbers print tabs. */
+static void normalize_ws(const char *in, char *out, size_t size) {
+        size_t o = 0;
+        bool space = false;
+
+        for (; *in && o + 1 < size; in++) {
+                if (*in == ' ' || *in == '\t' || *in == '\n' || *in == '\r') {
+                        space = o > 0;
+                        continue;
+                }
+                if (space && o + 2 < size)
+                        out[o++] = ' ';
+                space = false;
+                out[o++] = *in;
+        }
+        out[o] = '\0';
+}
+
+static const char *target_name(const struct action *act) {
+        return act->type == ACT_CGROUP_WEIGHT || act->type == ACT_CGROUP_SUBTREE ? act->cgroup : act->name;
+}
+
+static void value_from_action(const struct action *act, struct value *v) {
+        *v = (struct value) {};
+        switch (act->type) {
+        case ACT_AFFINITY:
+                v->mask = act->mask;
+                break;
+        case ACT_CGROUP_WEIGHT:
+                v->weight = act->weight;
+                break;
+        case ACT_SCHED_FEATURE:
+        case ACT_CGROUP_SUBTREE:
+                v->enabled = act->enable;
+                break;
+        case ACT_SYSCTL:
+                normalize_ws(act->value, v->str, sizeof(v->str));
+                break;
+        default:
+                break;
+        }
+}
+
+static void value_to_action(const struct value *v, struct action *act) {
+        switch (act->type) {
+        case ACT_AFFINITY:
+                act->mask = v->mask;
+                break;
+        case ACT_CGROUP_WEIGHT:
+                act->weight = v->weight;
+                break;
+        case ACT_SCHED_FEATURE:
+        case ACT_CGROUP_SUBTREE:
+                act->enable = v->enabled;
+                break;
+        case ACT_SYSCTL:
+                copy_str(act->value, sizeof(act->value), v->str);
+                break;
+        default:
+                break;
+        }
+}
+
+static bool value_equal(enum action_type t, const struct value *x, const struct value *y) {
+        switch (t) {
+        case ACT_AFFINITY:
+                return cpumask_equal(&x->mask, &y->mask);
+        case ACT_CGROUP_WEIGHT:
+                return x->weight == y->weight;
+        case ACT_SCHED_FEATURE:
+        case ACT_CGROUP_SUBTREE:
+                return x->enabled == y->enabled;
+        case ACT_SYSCTL:
+                return streq(x->str, y->str);
+        default:
+                return false;
+        }
+}
+
+static char *value_format(enum action_type t, const char *name, const struct value *v, char *buf, size_t size) {
+        switch (t) {
+        case ACT_AFFINITY:
+                if (!cpumask_format_list(&v->mask, buf, size))
+                        snprintf(buf, size, "?");
+                break;
+        case ACT_CGROUP_WEIGHT:
+                snprintf(buf, size, "%" PRIu64, v->weight);
+                break;
+        case ACT_SCHED_FEATURE:
+                snprintf(buf, size, "%s%s", v->enabled ? "" : "NO_", name);
+                break;
+        case ACT_CGROUP_SUBTREE:
+                snprintf(buf, size, "%scpu", v->enabled ? "+" : "-");
+                break;
+        case ACT_SYSCTL:
+                snprintf(buf, size, "%s", v->str);
+                break;
+        default:
+                snprintf(buf, size, "?");
+                break;
+        }
+        return buf;
+}
+
+/* Short form for struct managed / outcome fields; marks truncation. */
+static void value_format_short(enum action_type t, const char *name, const struct value *v, char *buf, size_t size) {
+        char big[JOURNAL_VALUE_MAX];
+
+        value_format(t, name, v, big, sizeof(big));
+        if (strlen(big) < size)
+                strcpy(buf, big);
+        else if (size > 4)
+                snprintf(buf, size, "%.*s...", (int) (size - 4), big);
+}
+
+static int value_parse(enum action_type t, const char *name, const char *s, struct value *v) {
+        *v = (struct value) {};
+        switch (t) {
+        case ACT_AFFINITY:
+                return cpumask_parse_list(s, &v->mask);
+        case ACT_CGROUP_WEIGHT:
+                return util_parse_u64(s, &v->weight);
+        case ACT_SCHED_FEATURE:
+                if (streq(s, name))
+                        v->enabled = true;
+                else if (strncmp(s, "NO_", 3) == 0 && streq(s + 3, name))
+                        v->enabled = false;
+                else
+                        return -EINVAL;
+                return 0;
+        case ACT_SYSCTL:
+                normalize_ws(s, v->str, sizeof(v->str));
+                return 0;
+        case ACT_CGROUP_SUBTREE:
+                if (streq(s, "+cpu"))
+                        v->enabled = true;
+                else if (streq(s, "-cpu"))
+                        v->enabled = false;
+                else
+                        return -EINVAL;
+                return 0;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int value_get(struct applier *a, const struct action *act, struct value *v) {
+        const struct apply_ops *o = a->ops;
+        char buf[256];
+        int r;
+
+        *v = (struct value) {};
+        switch (act->type) {
+        case ACT_AFFINITY:
+                return o->affinity_get ? o->affinity_get(a->userdata, &act->task, &v->mask) : -EOPNOTSUPP;
+        case ACT_CGROUP_WEIGHT:
+                return o->weight_get ? o->weight_get(a->userdata, act->cgroup, &v->weight) : -EOPNOTSUPP;
+        case ACT_SCHED_FEATURE:
+                return o->feature_get ? o->feature_get(a->userdata, act->name, &v->enabled) : -EOPNOTSUPP;
+        case ACT_SYSCTL:
+                if (!o->sysctl_get)
+                        return -EOPNOTSUPP;
+                r = o->sysctl_get(a->userdata, act->name, buf, sizeof(buf));
+                if (r < 0)
+                        return r;
+                normalize_ws(buf, v->str, sizeof(v->str));
+                return 0;
+        case ACT_CGROUP_SUBTREE:
+                return o->subtree_get ? o->subtree_get(a->userdata, act->cgroup, &v->enabled) : -EOPNOTSUPP;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int value_set(struct applier *a, const struct action *act, const struct value *v) {
+        const struct apply_ops *o = a->ops;
+
+        switch (act->type) {
+        case ACT_AFFINITY:
+                return o->affinity_set ? o->affinity_set(a->userdata, &act->task, &v->mask) : -EOPNOTSUPP;
+        case ACT_CGROUP_WEIGHT:
+                return o->weight_set ? o->weight_set(a->userdata, act->cgroup, v->weight) : -EOPNOTSUPP;
+        case ACT_SCHED_FEATURE:
+                return o->feature_set ? o->feature_set(a->userdata, act->name, v->enabled) : -EOPNOTSUPP;
+        case ACT_SYSCTL:
+                return o->sysctl_set ? o->sysctl_set(a->userdata, act->name, v->str) : -EOPNOTSUPP;
+        case ACT_CGROUP_SUBTREE:
+                return o->subtree_set ? o->subtree_set(a->userdata, act->cgroup, v->enabled) : -EOPNOTSUPP;
+        default:
+                return -EINVAL;
+        }
+}
+
+static int action_validate(const struct action *act) {
+        switch (act->type) {
+        case ACT_AFFINITY:
+                if (act->task.tid <= 0)
+                        return -EINVAL;
+                if (act->verb == VERB_SET && cpumask_empty(&act->mask))
+                        return -EINVAL;
+                return 0;
+        case ACT_CGROUP_WEIGHT:
+                if (act->cgroup[0] == '\0')
+                        return -EINVAL;
+                /* cgroup v2 cpu.weight range */
+                if (act->verb == VERB_SET && (act->weight < 1 || act->weight > 10000))
+                        return -EINVAL;
+                return 0;
+        case ACT_SCHED_FEATURE:
+        case ACT_SYSCTL:
+                return act->name[0] ? 0 : -EINVAL;
+        case ACT_CGROUP_SUBTREE:
+                return act->cgroup[0] ? 0 : -EINVAL;
+        default:
+                return -EINVAL;
+        }
+}
+
+/* "tid 1234 (pid 1200)", "cgroup /x", "sched feature NAME", "sysctl NAME" */
+static char *describe(const struct action *act, char *buf, size_t size) {
+        switch (act->type) {
+        case ACT_AFFINITY:
+                if (act->task.pid > 0 && act->task.pid != act->task.tid)
+                        snprintf(buf, size, "affinity of tid %d (pid %d)", (int) act->task.tid, (int) act->task.pid);
+                else
+                        snprintf(buf, size, "affinity of pid %d", (int) act->task.tid);
+                break;
+        case ACT_CGROUP_WEIGHT:
+                snprintf(buf, size, "cpu weight of cgroup %s", act->cgroup);
+                break;
+        case ACT_SCHED_FEATURE:
+                snprintf(buf, size, "sched feature %s", act->name);
+                break;
+        case ACT_SYSCTL:
+                snprintf(buf, size, "sysctl %s", act->name);
+                break;
+        case ACT_CGROUP_SUBTREE:
+                snprintf(buf, size, "cpu in cgroup.subtree_control of %s", act->cgroup);
+                break;
+        default:
+                snprintf(buf, size, "unknown target");
+                break;
+        }
+        return buf;
+}
+
+/* ---- events and the managed view ---- */
+
+static void entry_to_managed(const struct entry *e, struct managed *m) {
+        const char *name = target_name(&e->act);
+
+        *m = (struct managed) {
+                .type = e->act.type,
+                .task = e->act.task,
+                .mask = e->act.type == ACT_AFFINITY ? e->target.mask : (cpumask_t) {},
+                .kind = e->act.kind,
+                .partner = e->act.partner,
+                .since_usec = e->since_usec,
+        };
+        snprintf(m->key, sizeof(m->key), "%s", e->key);
+        snprintf(m->policy, sizeof(m->policy), "%s", e->act.policy);
+        snprintf(m->reason, sizeof(m->reason), "%s", e->act.reason);
+        value_format_short(e->act.type, name, &e->original, m->original, sizeof(m->original));
+        value_format_short(e->act.type, name, &e->target, m->current, sizeof(m->current));
+}
+
+static void emit(struct applier *a, enum applier_event_kind kind, const struct entry *e, int error,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void emit(struct applier *a, enum applier_event_kind kind, const struct entry *e, int error,
+                 const char *fmt, ...) {
+        struct managed m;
+        char msg[512];
+        va_list ap;
+
+        if (!a->event_fn)
+                return;
+        va_start(ap, fmt);
+        vsnprintf(msg, sizeof(msg), fmt, ap);
+        va_end(ap);
+        if (e)
+                entry_to_managed(e, &m);
+        a->event_fn(&(struct applier_event) {
+                .kind = kind,
+                .target = e ? &m : NULL,
+                .error = error,
+                .message = msg,
+        }, a->event_userdata);
+}
+
+/* ---- journal glue ---- */
+
+static void entry_to_record(const struct entry *e, struct journal_record *r) {
+        const char *name = target_name(&e->act);
+
+        *r = (struct journal_record) {
+                .rec = JREC_BEGIN,
+                .seq = e->seq,
+                .type = e->act.type,
+                .task = e->act.type == ACT_AFFINITY ? e->act.task : (struct task_id) {},
+                .evidence = e->act.evidence_before,
+                .kind = e->act.kind,
+                .since_usec = e->since_usec,
+                .time_usec = e->time_usec,
+        };
+        snprintf(r->key, sizeof(r->key), "%s", e->key);
+        snprintf(r->name, sizeof(r->name), "%s", name);
+        value_format(e->act.type, name, &e->original, r->original, sizeof(r->original));
+        value_format(e->act.type, name, &e->target, r->target, sizeof(r->target));
+        snprintf(r->policy, sizeof(r->policy), "%s", e->act.policy);
+        snprintf(r->reason, sizeof(r->reason), "%s", e->act.reason);
+        snprintf(r->restore, sizeof(r->restore), "%s", e->restore);
+}
+
+static int entry_from_record(const struct journal_record *r, bool applied, struct entry *e) {
+        int k;
+
+        *e = (struct entry) {
+                .seq = r->seq,
+                .applied = applied,
+                .since_usec = r->since_usec,
+                .time_usec = r->time_usec,
+        };
+        snprintf(e->key, sizeof(e->key), "%s", r->key);
+        e->act.type = r->type;
+        e->act.verb = VERB_SET;
+        switch (r->type) {
+        case ACT_AFFINITY:
+                e->act.task = r->task;
+                if (r->task.tid <= 0)
+                        return -EINVAL;
+                break;
+        case ACT_CGROUP_WEIGHT:
+        case ACT_CGROUP_SUBTREE:
+                if (strlen(r->name) >= sizeof(e->act.cgroup))
+                        return -EINVAL;
+                strcpy(e->act.cgroup, r->name);
+                break;
+        case ACT_SCHED_FEATURE:
+        case ACT_SYSCTL:
+                if (strlen(r->name) >= sizeof(e->act.name))
+                        return -EINVAL;
+                strcpy(e->act.name, r->name);
+                break;
+        default:
+                return -EINVAL;
+        }
+        snprintf(e->act.policy, sizeof(e->act.policy), "%s", r->policy);
+        snprintf(e->act.reason, sizeof(e->act.reason), "%s", r->reason);
+        snprintf(e->restore, sizeof(e->restore), "%s", r->restore);
+        e->act.evidence_before = r->evidence;
+        e->act.kind = r->kind;
+        k = value_parse(r->type, target_name(&e->act), r->original, &e->original);
+        if (k < 0)
+                return k;
+        k = value_parse(r->type, target_name(&e->act), r->target, &e->target);
+        if (k < 0)
+                return k;
+        value_to_action(&e->target, &e->act);
+        return 0;
+}
+
+static int journal_note(struct applier *a, enum journal_rec_type rec, uint64_t seq, const char *how) {
+        struct journal_record *r;
+        int k;
+
+        /* struct journal_record carries two value buffers: keep it off the stack. */
+        r = calloc(1, sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        r->rec = rec;
+        r->seq = seq;
+        if (how)
+                snprintf(r->how, sizeof(r->how), "%s", how);
+        k = journal_append(a->journal, r);
+        free(r);
+        return k;
+}
+
+static int journal_begin(struct applier *a, const struct entry *e) {
+        struct journal_record *r;
+        int k;
+
+        r = malloc(sizeof(*r));
+        if (!r)
+                return -ENOMEM;
+        entry_to_record(e, r);
+        k = journal_append(a->journal, r);
+        free(r);
+        return k;
+}
+
+/* RELEASED is best effort: the change is already undone (or not ours);
+ * a stale BEGIN replays as a no-op because the live value is checked. */
+static void journal_released(struct applier *a, const struct entry *e, const char *how) {
+        int k = journal_note(a, JREC_RELEASED, e->seq, how);
+        if (k < 0)
+                emit(a, APPLIER_EVENT_JOURNAL, e, k, "journal %s: cannot record release of seq %" PRIu64 ": %s",
+                     journal_path(a->journal), e->seq, strerror(-k));
+}
+
+static int journal_rewrite_entries(struct applier *a) {
+        struct journal_entry *je;
+        int k;
+
+        je = calloc(a->n_entries ? a->n_entries : 1, sizeof(*je));
+        if (!je)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n_entries; i++) {
+                entry_to_record(&a->entries[i], &je[i].begin);
+                je[i].applied = a->entries[i].applied;
+        }
+        k = journal_rewrite(a->journal, je, a->n_entries);
+        free(je);
+        return k;
+}
+
+/* Rewrite when nothing is in force any more, or when the file grew. */
+static void maybe_compact(struct applier *a) {
+        int k;
+
+        if (a->n_entries > 0 && journal_size(a->journal) < JOURNAL_COMPACT_BYTES)
+                return;
+        if (a->n_entries == 0 && journal_size(a->journal) < 256)
+                return;   /* header only already */
+        k = journal_rewrite_entries(a);
+        if (k < 0)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, k, "journal %s: compaction failed: %s",
+                     journal_path(a->journal), strerror(-k));
+}
+
+/* ---- entries ---- */
+
+static ssize_t find_key(struct applier *a, const char *key) {
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (streq(a->entries[i].key, key))
+                        return (ssize_t) i;
+        return -1;
+}
+
+static int entries_push(struct applier *a, const struct entry *e) {
+        if (a->n_entries >= a->allocated) {
+                size_t na = a->allocated ? a->allocated * 2 : 8;
+                struct entry *ne = realloc(a->entries, na * sizeof(*ne));
+                if (!ne)
+                        return -ENOMEM;
+                a->entries = ne;
+                a->allocated = na;
+        }
+        a->entries[a->n_entries++] = *e;
+        return 0;
+}
+
+static void entries_remove(struct applier *a, size_t i) {
+        memmove(a->entries + i, a->entries + i + 1, (a->n_entries - i - 1) * sizeof(struct entry));
+        a->n_entries--;
+}
+
+/* Does an older entry of the same target hold exactly this live value? */
+static bool older_entry_set(struct applier *a, size_t i, const struct value *live) {
+        for (size_t j = 0; j < i; j++)
+                if (streq(a->entries[j].key, a->entries[i].key) &&
+                    value_equal(a->entries[i].act.type, live, &a->entries[j].target))
+                        return true;
+        return false;
+}
+
+/* Is child (a cgroup path) parent itself or below it? */
+static bool cgroup_below(const char *child, const char *parent) {
+        size_t n = strlen(parent);
+
+        while (n > 0 && parent[n - 1] == '/')
+                n--;
+        if (n == 0)
+                return true;   /* the root is everyone's ancestor */
+        return strncmp(child, parent, n) == 0 && (child[n] == '/' || child[n] == '\0');
+}
+
+/* A subtree entry stays while a weight we manage lives below it. */
+static bool subtree_needed(struct applier *a, const struct entry *sub) {
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].act.type == ACT_CGROUP_WEIGHT &&
+                    !streq(a->entries[i].act.cgroup, sub->act.cgroup) &&
+                    cgroup_below(a->entries[i].act.cgroup, sub->act.cgroup))
+                        return true;
+        return false;
+}
+
+/* Put the original back: a weight through the backend's exact restore when it has one. */
+static int value_restore(struct applier *a, const struct entry *e, const struct value *v) {
+        if (e->act.type == ACT_CGROUP_WEIGHT && a->ops->weight_restore)
+                return a->ops->weight_restore(a->userdata, e->act.cgroup, v->weight, e->restore);
+        return value_set(a, &e->act, v);
+}
+
+static const char *ops_last_error(struct applier *a) {
+        const char *s = a->ops->last_error ? a->ops->last_error(a->userdata) : NULL;
+        return s && s[0] ? s : NULL;
+}
+
+/* End of a batch of restores: let the backend finish what it deferred. */
+static void ops_flush(struct applier *a) {
+        int r;
+
+        if (!a->ops->flush)
+                return;
+        r = a->ops->flush(a->userdata);
+        if (r < 0)
+                emit(a, APPLIER_EVENT_FAILED, NULL, r, "after restoring: %s",
+                     ops_last_error(a) ? ops_last_error(a) : strerror(-r));
+}
+
+/*
+ * Put entry i back if it is still ours; forget it in every case but a
+ * failure. with_journal=false during recovery (the old file may end in a
+ * torn line; it is rewritten afterwards instead).
+ * Returns APPLY_CHANGED, APPLY_NOTHING (already the original),
+ * APPLY_FOREIGN, APPLY_GONE or -errno (entry kept).
+ */
+static int entry_release(struct applier *a, size_t i, bool with_journal, struct apply_outcome *o) {
+        struct entry *e = &a->entries[i];
+        const char *name = target_name(&e->act);
+        char what[300], live_s[64], orig_s[64], ours_s[64];
+        struct value live;
+        const char *how;
+        int r, result;
+
+        describe(&e->act, what, sizeof(what));
+        value_format_short(e->act.type, name, &e->original, orig_s, sizeof(orig_s));
+        value_format_short(e->act.type, name, &e->target, ours_s, sizeof(ours_s));
+
+        r = value_get(a, &e->act, &live);
+        if (r == -ESRCH)
+                goto gone;
+        if (r < 0) {
+                emit(a, APPLIER_EVENT_FAILED, e, r, "cannot read %s to restore it: %s", what, strerror(-r));
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "cannot read %s: %s", what, strerror(-r));
+                return r;
+        }
+        value_format_short(e->act.type, name, &live, live_s, sizeof(live_s));
+        if (o) {
+                snprintf(o->before, sizeof(o->before), "%s", live_s);
+                snprintf(o->after, sizeof(o->after), "%s", live_s);
+        }
+
+        if (value_equal(e->act.type, &live, &e->original)) {
+                /* BEGIN without APPLIED (crash before the change), or a crash
+                 * after restoring but before RELEASED, or someone put the
+                 * original back: nothing to do. */
+                how = "unchanged";
+                result = APPLY_NOTHING;
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "%s already %s: nothing to restore", what, live_s);
+        } else if (!value_equal(e->act.type, &live, &e->target) && older_entry_set(a, i, &live)) {
+                /* Crash between a superseding BEGIN and its change: the older
+                 * entry of the same target still holds; it is handled next. */
+                how = "superseded";
+                result = APPLY_NOTHING;
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "%s: superseded entry, nothing to do", what);
+        } else if (!value_equal(e->act.type, &live, &e->target)) {
+                /* Someone else changed it after us (taskset, systemd, a cpuset
+                 * move): theirs wins, we stop managing it. */
+                how = "foreign";
+                result = APPLY_FOREIGN;
+                emit(a, APPLIER_EVENT_FOREIGN, e, 0,
+                     "%s changed by someone else to %s (we set %s, original %s): left alone, no longer managed",
+                     what, live_s, ours_s, orig_s);
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "%s changed by someone else to %s: left alone",
+                                 what, live_s);
+        } else {
+                struct value restore = e->original;
+
+                r = value_restore(a, e, &restore);
+                if (r == -EINVAL && e->act.type == ACT_AFFINITY && a->ops->affinity_allowed) {
+                        /* The original no longer fits (CPU hotplug, cpuset
+                         * change): narrow it as the kernel would, or fall
+                         * back to all allowed CPUs, but never leave it pinned. */
+                        cpumask_t allowed;
+
+                        if (a->ops->affinity_allowed(a->userdata, &e->act.task, &allowed) >= 0 &&
+                            !cpumask_empty(&allowed)) {
+                                restore.mask = cpumask_and(&e->original.mask, &allowed);
+                                if (cpumask_empty(&restore.mask))
+                                        restore.mask = allowed;
+                                r = value_set(a, &e->act, &restore);
+                                value_format_short(e->act.type, name, &restore, orig_s, sizeof(orig_s));
+                        }
+                }
+                if (r == -ESRCH)
+                        goto gone;
+                if (r == -EBUSY && e->act.type == ACT_CGROUP_SUBTREE) {
+                        /* Someone depends on the controller now (systemd for another
+                         * unit, a child cgroup): taking it away would reset their
+                         * weights. Leave it, say why, stop managing it. */
+                        const char *why = ops_last_error(a);
+
+                        how = "in-use";
+                        result = APPLY_FOREIGN;
+                        emit(a, APPLIER_EVENT_FOREIGN, e, 0, "left %s enabled: in use now (%s)", what,
+                             why ? why : strerror(-r));
+                        if (o)
+                                snprintf(o->message, sizeof(o->message), "left %s enabled: in use now (%s)", what,
+                                         why ? why : strerror(-r));
+                        goto done;
+                }
+                if (r < 0) {
+                        const char *why = ops_last_error(a);
+
+                        emit(a, APPLIER_EVENT_FAILED, e, r, "cannot restore %s to %s: %s%s%s", what, orig_s,
+                             strerror(-r), why ? ": " : "", why ? why : "");
+                        if (o)
+                                snprintf(o->message, sizeof(o->message), "cannot restore %s to %s: %s",
+                                         what, orig_s, strerror(-r));
+                        return r;
+                }
+                how = "restored";
+                result = APPLY_CHANGED;
+                {
+                        /* how a weight went back (systemd, drop-in removed, exact cpu.shares) */
+                        const char *d = e->act.type == ACT_CGROUP_WEIGHT && a->ops->last_detail
+                                        ? a->ops->last_detail(a->userdata) : NULL;
+
+                        emit(a, APPLIER_EVENT_RESTORED, e, 0, "restored %s: %s -> %s%s%s%s", what, live_s, orig_s,
+                             d && d[0] ? " [" : "", d && d[0] ? d : "", d && d[0] ? "]" : "");
+                }
+                if (o) {
+                        snprintf(o->after, sizeof(o->after), "%s", orig_s);
+                        snprintf(o->message, sizeof(o->message), "restored %s: %s -> %s", what, live_s, orig_s);
+                }
+        }
+        goto done;
+
+gone:
+        how = "gone";
+        result = APPLY_GONE;
+        emit(a, APPLIER_EVENT_GONE, e, 0, "%s: target exited or PID reused: forgotten, nothing touched", what);
+        if (o)
+                snprintf(o->message, sizeof(o->message), "%s: target exited: forgotten", what);
+done:
+        if (with_journal)
+                journal_released(a, e, how);
+        entries_remove(a, i);
+        if (with_journal)
+                maybe_compact(a);
+        return result;
+}
+
+/* ---- public ---- */
+
+int applier_new(const char *runtime_dir, const struct apply_ops *ops, void *userdata, struct applier **ret) {
+        struct applier *a;
+        char path[PATH_MAX];
+        int r;
+
+        if (!runtime_dir || !ops || !ret)
+                return -EINVAL;
+        if (mkdir(runtime_dir, 0755) < 0 && errno != EEXIST)
+                return -errno;
+
+        a = calloc(1, sizeof(*a));
+        if (!a)
+                return -ENOMEM;
+        a->lock_fd = -1;
+        a->ops = ops;
+        a->userdata = userdata;
+        a->next_seq = 1;
+        a->runtime_dir = strdup(runtime_dir);
+        if (!a->runtime_dir) {
+                r = -ENOMEM;
+                goto fail;
+        }
+
+        /* One writer per journal: a second daemon on the same runtime dir
+         * would restore values under the first one's feet. A separate lock
+         * file because the journal itself is replaced by rename. */
+        if (snprintf(path, sizeof(path), "%s/" JOURNAL_FILE ".lock", runtime_dir) >= (int) sizeof(path)) {
+                r = -ENAMETOOLONG;
+                goto fail;
+        }
+        a->lock_fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (a->lock_fd < 0) {
+                r = -errno;
+                goto fail;
+        }
+        if (flock(a->lock_fd, LOCK_EX | LOCK_NB) < 0) {
+                r = errno == EWOULDBLOCK ? -EBUSY : -errno;
+                goto fail;
+        }
+
+        if (ops->boot_id) {
+                char buf[64];
+                r = ops->boot_id(userdata, buf, sizeof(buf));
+                if (r >= 0)
+                        normalize_ws(buf, a->boot_id, sizeof(a->boot_id));
+        }
+
+        r = journal_new(runtime_dir, a->boot_id, &a->journal);
+        if (r < 0)
+                goto fail;
+
+        *ret = a;
+        return 0;
+fail:
+        applier_free(a);
+        return r;
+}
+
+struct applier *applier_free(struct applier *a) {
+        if (!a)
+                return NULL;
+        journal_free(a->journal);
+        if (a->lock_fd >= 0)
+                close(a->lock_fd);   /* releases the flock */
+        free(a->entries);
+        free(a->view);
+        free(a->runtime_dir);
+        free(a);
+        return NULL;
+}
+
+void applier_set_event_handler(struct applier *a, applier_event_fn fn, void *userdata) {
+        a->event_fn = fn;
+        a->event_userdata = userdata;
+}
+
+const char *applier_journal_path(struct applier *a) {
+        return journal_path(a->journal);
+}
+
+static int start_fresh(struct applier *a) {
+        a->n_entries = 0;
+        return journal_rewrite(a->journal, NULL, 0);
+}
+
+const struct applier_recover_report *applier_get_recover_report(struct applier *a) {
+        return &a->recover_report;
+}
+
+int applier_recover(struct applier *a) {
+        struct applier_recover_report rep = {};
+        struct journal_contents c = {};
+        int r, k;
+
+        if (a->recovered)
+                return -EALREADY;
+
+        r = journal_read(journal_path(a->journal), &c);
+        if (r == -ENOENT) {
+                r = start_fresh(a);
+                if (r < 0)
+                        return r;
+                a->recovered = true;
+                snprintf(rep.message, sizeof(rep.message), "no journal at %s: nothing to restore",
+                         journal_path(a->journal));
+                goto out;
+        }
+        if (r == -EPROTONOSUPPORT || r == -EBADMSG) {
+                int err = r;
+
+                /* Never guess what a journal of another version means: keep it
+                 * for the administrator and start a new one. */
+                k = journal_move_aside(a->journal, rep.moved_aside, sizeof(rep.moved_aside));
+                if (k < 0)
+                        return k;
+                k = start_fresh(a);
+                if (k < 0)
+                        return k;
+                a->recovered = true;
+                if (err == -EPROTONOSUPPORT)
+                        snprintf(rep.message, sizeof(rep.message),
+                                 "journal version %u is not supported (this build reads %d): moved aside to %s, "
+                                 "nothing restored from it; check its entries by hand",
+                                 c.version, JOURNAL_VERSION, rep.moved_aside);
+                else
+                        snprintf(rep.message, sizeof(rep.message),
+                                 "journal is not an affinityd journal: moved aside to %s, nothing restored from it",
+                                 rep.moved_aside);
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, err, "%s", rep.message);
+                a->recover_report = rep;
+                return err;
+        }
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < c.n_warnings; i++)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG, "%s: %s", journal_path(a->journal), c.warnings[i]);
+        rep.torn = c.n_torn;
+        rep.corrupt = c.n_corrupt;
+        rep.unknown = c.n_unknown;
+        rep.entries = (unsigned) c.n_entries;
+        if (c.n_corrupt > 0 || c.too_large) {
+                /* A damaged record may be a change still in force whose original
+                 * only it knew; the rewrite below would lose it. Keep the file as
+                 * it is for the administrator (as for a bad header); the good
+                 * records are restored from what was read. */
+                k = journal_move_aside(a->journal, rep.moved_aside, sizeof(rep.moved_aside));
+                if (k < 0) {
+                        journal_contents_clear(&c);
+                        return k;
+                }
+                if (c.too_large)
+                        emit(a, APPLIER_EVENT_JOURNAL, NULL, -EFBIG,
+                             "journal is too large (%" PRIu64 " bytes > %u): kept as %s; restoring from its first %u bytes",
+                             c.too_large, JOURNAL_READ_MAX, rep.moved_aside, JOURNAL_READ_MAX);
+                if (c.n_corrupt > 0)
+                        emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG,
+                             "journal has %u damaged record(s) (logged above): kept as %s; the changes they "
+                             "recorded may still be in force, check them by hand",
+                             c.n_corrupt, rep.moved_aside);
+        }
+        if (c.max_seq >= a->next_seq)
+                a->next_seq = c.max_seq + 1;
+
+        if (c.n_entries > 0 && a->boot_id[0] && c.boot_id[0] && !streq(c.boot_id, "-") &&
+            !streq(c.boot_id, a->boot_id)) {
+                /* Kernel state does not survive a reboot (affinity, cgroups,
+                 * sched_features, sysctls are all reset), and task identities
+                 * of another boot may collide with this one's: drop it all. */
+                rep.stale_boot = (unsigned) c.n_entries;
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, 0,
+                     "journal is from another boot (%s): %zu entries dropped, nothing restored",
+                     c.boot_id, c.n_entries);
+                c.n_entries = 0;
+        }
+
+        a->n_entries = 0;
+        for (size_t i = 0; i < c.n_entries; i++) {
+                struct entry e;
+
+                k = entry_from_record(&c.entries[i].begin, c.entries[i].applied, &e);
+                if (k < 0) {
+                        rep.corrupt++;
+                        emit(a, APPLIER_EVENT_JOURNAL, NULL, k, "journal entry seq %" PRIu64 " (%s) unusable: %s",
+                             c.entries[i].begin.seq, c.entries[i].begin.key, strerror(-k));
+                        continue;
+                }
+                k = entries_push(a, &e);
+                if (k < 0) {
+                        journal_contents_clear(&c);
+                        return k;
+                }
+        }
+        journal_contents_clear(&c);
+
+        /* The backend relearns what it needs for an exact restore (v1 cpu.shares). */
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].act.type == ACT_CGROUP_WEIGHT && a->ops->weight_recall)
+                        (void) a->ops->weight_recall(a->userdata, a->entries[i].act.cgroup, a->entries[i].restore);
+
+        /* Newest first, as on stop. */
+        for (size_t i = a->n_entries; i > 0; i--) {
+                if (a->entries[i - 1].act.type == ACT_CGROUP_SUBTREE && subtree_needed(a, &a->entries[i - 1])) {
+                        rep.failed++;   /* a weight below it could not be restored: kept with it */
+                        continue;
+                }
+                k = entry_release(a, i - 1, false, NULL);
+                switch (k) {
+                case APPLY_CHANGED: rep.restored++; break;
+                case APPLY_NOTHING: rep.unchanged++; break;
+                case APPLY_FOREIGN: rep.foreign++; break;
+                case APPLY_GONE: rep.gone++; break;
+                default: rep.failed++; break;
+                }
+        }
+
+        if (rep.restored > 0)
+                ops_flush(a);
+
+        /* Only what failed stays; the rewrite also drops a torn tail so
+         * appends never glue onto half a line. */
+        r = journal_rewrite_entries(a);
+        if (r < 0)
+                return r;
+        a->recovered = true;
+        snprintf(rep.message, sizeof(rep.message),
+                 "journal %s: %u entries: %u restored, %u already original, %u changed by others (left), "
+                 "%u exited, %u failed (kept), %u from another boot; %u torn, %u damaged, %u unknown lines ignored%s%s",
+                 journal_path(a->journal), rep.entries, rep.restored, rep.unchanged, rep.foreign, rep.gone,
+                 rep.failed, rep.stale_boot, rep.torn, rep.corrupt, rep.unknown,
+                 rep.moved_aside[0] ? "; the damaged journal is kept as " : "", rep.moved_aside);
+out:
+        a->recover_report = rep;
+        return (int) rep.restored;
+}
+
+static int apply_release(struct applier *a, const struct action *act, const char *key, bool dry_run,
+                         struct apply_outcome *o) {
+        ssize_t i = find_key(a, key);
+        char what[300];
+
+        describe(act, what, sizeof(what));
+        if (i < 0) {
+                snprintf(o->message, sizeof(o->message), "%s is not managed: nothing to release", what);
+                return APPLY_NOTHING;
+        }
+        if (dry_run) {
+                struct entry *e = &a->entries[i];
+                const char *name = target_name(&e->act);
+                char orig_s[64];
+                struct value live;
+
+                value_format_short(e->act.type, name, &e->original, orig_s, sizeof(orig_s));
+                if (value_get(a, &e->act, &live) >= 0)
+                        value_format_short(e->act.type, name, &live, o->before, sizeof(o->before));
+                snprintf(o->after, sizeof(o->after), "%s", orig_s);
+                snprintf(o->message, sizeof(o->message), "would restore %s: %s -> %s", what,
+                         o->before[0] ? o->before : "?", orig_s);
+                return APPLY_NOTHING;
+        }
+        return entry_release(a, (size_t) i, true, o);
+}
+
+static void entry_adopt(struct entry *e, const struct action *act) {
+        e->act.kind = act->kind;
+        e->act.partner = act->partner;
+        e->act.evidence_before = act->evidence_before;
+        snprintf(e->act.policy, sizeof(e->act.policy), "%s", act->policy);
+        snprintf(e->act.reason, sizeof(e->act.reason), "%s", act->reason);
+}
+
+static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
+                     bool dry_run, struct apply_outcome *o);
+
+/*
+ * Before the first change of a cgroup's weight: ask the backend what it
+ * needs. Every ancestor that must hand "cpu" down becomes its own journaled
+ * change (ACT_CGROUP_SUBTREE), made before the weight's BEGIN, so that
+ * restoring newest first takes the weight back and then the controller.
+ */
+static int weight_prepare(struct applier *a, const struct action *act, uint64_t now_usec, char *restore,
+                          size_t restore_size) {
+        _cleanup_strv_free_ char **parents = NULL;
+        int r;
+
+        restore[0] = '\0';
+        if (!a->ops->weight_prepare)
+                return 0;
+        r = a->ops->weight_prepare(a->userdata, act->cgroup, act->weight, &parents, restore, restore_size);
+        if (r < 0)
+                return r;
+        for (char **p = parents; p && *p; p++) {
+                struct action sub = {
+                        .type = ACT_CGROUP_SUBTREE,
+                        .verb = VERB_SET,
+                        .enable = true,
+                        .kind = act->kind,
+                        .evidence_before = act->evidence_before,
+                };
+                struct apply_outcome so = {};
+                char key[128];
+
+                if (strlen(*p) >= sizeof(sub.cgroup))
+                        return -ENAMETOOLONG;
+                strcpy(sub.cgroup, *p);
+                snprintf(sub.name, sizeof(sub.name), "cpu");
+                snprintf(sub.policy, sizeof(sub.policy), "%s", act->policy);
+                snprintf(sub.reason, sizeof(sub.reason), "so that %.100s has a cpu.weight", act->cgroup);
+                if (!action_target_key(&sub, key, sizeof(key)))
+                        return -ENAMETOOLONG;
+                r = apply_set(a, &sub, key, now_usec, false, &so);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+/* What weight_prepare() would enable first, for a dry run's message:
+ * ", and +cpu in the cgroup.subtree_control of /a, /a/b" (prepare only reads). */
+static void dry_run_subtrees(struct applier *a, const struct action *act, char *buf, size_t size) {
+        _cleanup_strv_free_ char **parents = NULL;
+        char restore[512];
+        size_t n;
+
+        buf[0] = '\0';
+        if (!a->ops->weight_prepare ||
+            a->ops->weight_prepare(a->userdata, act->cgroup, act->weight, &parents, restore, sizeof(restore)) < 0 ||
+            !parents || !parents[0])
+                return;
+        snprintf(buf, size, ", and +cpu in the cgroup.subtree_control of");
+        for (char **p = parents; *p; p++) {
+                n = strlen(buf);
+                snprintf(buf + n, size - n, "%s %s", p == parents ? "" : ",", *p);
+        }
+}
+
+static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
+                     bool dry_run, struct apply_outcome *o) {
+        const char *name = target_name(act);
+        char what[300], live_s[64], target_s[64], orig_s[64];
+        struct value live, target;
+        struct entry e;
+        struct timespec ts;
+        ssize_t i;
+        int r, k;
+
+        describe(act, what, sizeof(what));
+        value_from_action(act, &target);
+        value_format_short(act->type, name, &target, target_s, sizeof(target_s));
+        snprintf(o->after, sizeof(o->after), "%s", target_s);
+
+        i = find_key(a, key);
+        r = value_get(a, act, &live);
+        if (r == -ESRCH && i >= 0 && !dry_run)
+                return entry_release(a, (size_t) i, true, o);   /* the managed target is gone */
+        if (r < 0) {
+                if (dry_run) {
+                        snprintf(o->message, sizeof(o->message), "would set %s to %s (cannot read it now: %s)",
+                                 what, target_s, strerror(-r));
+                        return APPLY_NOTHING;
+                }
+                snprintf(o->message, sizeof(o->message), "cannot read %s: %s", what, strerror(-r));
+                return r;
+        }
+        value_format_short(act->type, name, &live, live_s, sizeof(live_s));
+        snprintf(o->before, sizeof(o->before), "%s", live_s);
+
+        if (value_equal(act->type, &live, &target)) {
+                if (i >= 0 && !dry_run && value_equal(act->type, &target, &a->entries[i].target))
+                        /* Ours already, now for another reason: a server thread kept on its
+                         * CPU for its next client. Its original stays as recorded; who it
+                         * is held for changes, so the pair that ended lets go of nothing. */
+                        entry_adopt(&a->entries[i], act);
+                snprintf(o->message, sizeof(o->message), "%s already %s: nothing to do", what, live_s);
+                return APPLY_NOTHING;
+        }
+
+        if (i >= 0 && !value_equal(act->type, &live, &a->entries[i].target)) {
+                /* We manage it, but the live value is not what we set. */
+                if (dry_run) {
+                        snprintf(o->message, sizeof(o->message),
+                                 "would leave %s alone: changed by someone else to %s", what, live_s);
+                        return APPLY_NOTHING;
+                }
+                return entry_release(a, (size_t) i, true, o);
+        }
+        if (i >= 0 && value_equal(act->type, &target, &a->entries[i].original)) {
+                /* Asked to go back to the original: that is a release. */
+                if (dry_run) {
+                        snprintf(o->message, sizeof(o->message), "would restore %s: %s -> %s", what, live_s,
+                                 target_s);
+                        return APPLY_NOTHING;
+                }
+                return entry_release(a, (size_t) i, true, o);
+        }
+
+        e = (struct entry) {
+                .seq = a->next_seq,
+                .act = *act,
+                .original = i >= 0 ? a->entries[i].original : live,
+                .target = target,
+                .applied = true,
+                .since_usec = now_usec,
+        };
+        e.act.verb = VERB_SET;
+        snprintf(e.key, sizeof(e.key), "%s", key);
+        value_format_short(act->type, name, &e.original, orig_s, sizeof(orig_s));
+
+        if (dry_run) {
+                char also[256] = "";
+
+                if (act->type == ACT_CGROUP_WEIGHT && i < 0)
+                        dry_run_subtrees(a, act, also, sizeof(also));
+                snprintf(o->message, sizeof(o->message), "would set %s: %s -> %s (original %s)%s", what, live_s,
+                         target_s, orig_s, also);
+                return APPLY_NOTHING;
+        }
+
+        if (act->type == ACT_CGROUP_WEIGHT) {
+                if (i >= 0)
+                        /* The true original, and how to put it back, are the old entry's. */
+                        snprintf(e.restore, sizeof(e.restore), "%s", a->entries[i].restore);
+                else {
+                        r = weight_prepare(a, act, now_usec, e.restore, sizeof(e.restore));
+                        if (r < 0) {
+                                snprintf(o->message, sizeof(o->message), "cannot prepare %s: %s", what, strerror(-r));
+                                return r;
+                        }
+                        /* weight_prepare may have added entries: the seq moved on */
+                        e.seq = a->next_seq;
+                }
+        }
+
+        clock_gettime(CLOCK_REALTIME, &ts);
+        e.time_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+
+        /* Write-ahead: no change without a durable record of the original. */
+        r = journal_begin(a, &e);
+        if (r < 0) {
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, r, "journal %s: cannot record change of %s, not changing it: %s",
+                     journal_path(a->journal), what, strerror(-r));
+                snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-r));
+                return r;
+        }
+        a->next_seq++;
+
+        r = value_set(a, act, &target);
+        if (r < 0) {
+                journal_released(a, &e, "failed");
+                snprintf(o->message, sizeof(o->message), "cannot set %s to %s: %s", what, target_s, strerror(-r));
+                if (r == -ESRCH && i >= 0) {
+                        /* The managed target itself is gone. */
+                        emit(a, APPLIER_EVENT_GONE, &a->entries[i], 0,
+                             "%s: target exited or PID reused: forgotten, nothing touched", what);
+                        journal_released(a, &a->entries[i], "gone");
+                        entries_remove(a, (size_t) i);
+                        maybe_compact(a);
+                } else if (r != -ESRCH)
+                        emit(a, APPLIER_EVENT_FAILED, &e, r, "cannot set %s to %s: %s", what, target_s, strerror(-r));
+                return r;
+        }
+
+        k = journal_note(a, JREC_APPLIED, e.seq, NULL);
+        if (k < 0) {
+                /* The journal cannot follow: undo rather than run with a change
+                 * whose record may be incomplete. */
+                int u = value_set(a, act, &live);
+                emit(a, APPLIER_EVENT_JOURNAL, &e, k,
+                     "journal %s: cannot record change of %s: %s; change %s", journal_path(a->journal), what,
+                     strerror(-k), u >= 0 ? "undone" : "could NOT be undone");
+                if (u >= 0)
+                        journal_released(a, &e, "failed");
+                snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-k));
+                return k;
+        }
+
+        if (i >= 0) {
+                /* The new entry carries the true original; the old one is done. */
+                journal_released(a, &a->entries[i], "superseded");
+                entries_remove(a, (size_t) i);
+        }
+        r = entries_push(a, &e);
+        if (r < 0)
+                return r;   /* in the journal; restored at the next start */
+
+        emit(a, APPLIER_EVENT_SET, &e, 0, "set %s: %s -> %s (original %s) [%s: %s]", what, live_s, target_s, orig_s,
+             act->policy, act->reason);
+        snprintf(o->message, sizeof(o->message), "set %s: %s -> %s", what, live_s, target_s);
+        maybe_compact(a);
+        return APPLY_CHANGED;
+}
+
+/*
+ * A "+cpu" we enabled for weights that are all gone (released, failed,
+ * changed by someone else) is taken back now rather than at stop. Newest
+ * first: a deeper cgroup's subtree_control goes before its parent's (the
+ * kernel refuses the other order).
+ */
+static void release_unneeded_subtrees(struct applier *a) {
+        for (size_t i = a->n_entries; i > 0; i--) {
+                if (i > a->n_entries)
+                        continue;   /* entries went away under us */
+                if (a->entries[i - 1].act.type != ACT_CGROUP_SUBTREE || subtree_needed(a, &a->entries[i - 1]))
+                        continue;
+                (void) entry_release(a, i - 1, true, NULL);
+        }
+}
+
+int applier_apply_full(struct applier *a, const struct action *act, uint64_t now_usec, bool dry_run,
+                       struct apply_outcome *ret_outcome) {
+        struct apply_outcome o = {};
+        char key[128];
+        int r;
+
+        if (!a || !act)
+                return -EINVAL;
+        if (!a->recovered && !dry_run)
+                return -ESTALE;
+        r = action_validate(act);
+        if (r < 0)
+                return r;
+        if (!action_target_key(act, key, sizeof(key)))
+                return -ENAMETOOLONG;
+        snprintf(o.key, sizeof(o.key), "%s", key);
+
+        if (act->verb == VERB_RELEASE)
+                r = apply_release(a, act, key, dry_run, &o);
+        else
+                r = apply_set(a, act, key, now_usec, dry_run, &o);
+        if (act->type == ACT_CGROUP_WEIGHT && !dry_run) {
+                release_unneeded_subtrees(a);
+                ops_flush(a);
+        }
+        if (r >= 0)
+                o.result = r;
+        if (ret_outcome)
+                *ret_outcome = o;
+        if (r < 0)
+                return r;
+        return r == APPLY_CHANGED ? 1 : 0;
+}
+
+int applier_apply(struct applier *a, const struct action *act, uint64_t now_usec, bool dry_run) {
+        return applier_apply_full(a, act, now_usec, dry_run, NULL);
+}
+
+static int restore_matching(struct applier *a, pid_t pid) {
+        int restored = 0, first_error = 0;
+        bool any = false;
+
+        if (!a->recovered)
+                return -ESTALE;
+        for (size_t i = a->n_entries; i > 0; i--) {
+                struct entry *e = &a->entries[i - 1];
+                int r;
+
+                if (pid > 0 && (e->act.type != ACT_AFFINITY || e->act.task.pid != pid))
+                        continue;
+                if (e->act.type == ACT_CGROUP_SUBTREE && subtree_needed(a, e)) {
+                        /* a weight below it could not be restored: it still needs cpu */
+                        if (first_error == 0)
+                                first_error = -EBUSY;
+                        continue;
+                }
+                any = true;
+                r = entry_release(a, i - 1, true, NULL);
+                if (r == APPLY_CHANGED)
+                        restored++;
+                else if (r < 0 && first_error == 0)
+                        first_error = r;
+        }
+        if (restored > 0)
+                ops_flush(a);
+        if (pid > 0 && !any)
+                return -ENOENT;
+        return first_error < 0 ? first_error : restored;
+}
+
+int applier_restore_all(struct applier *a) {
+        return restore_matching(a, 0);
+}
+
+int applier_restore_pid(struct applier *a, pid_t pid) {
+        if (pid <= 0)
+                return -EINVAL;
+        return restore_matching(a, pid);
+}
+
+int applier_reconcile(struct applier *a) {
+        int dropped = 0;
+
+        if (!a->recovered)
+                return -ESTALE;
+        for (size_t i = a->n_entries; i > 0; i--) {
+                struct entry *e = &a->entries[i - 1];
+                struct value live;
+                char what[300], live_s[64], ours_s[64];
+                int r;
+
+                r = value_get(a, &e->act, &live);
+                if (r < 0 && r != -ESRCH)
+                        continue;   /* transient: ask again next interval */
+                if (r >= 0 && value_equal(e->act.type, &live, &e->target))
+                        continue;   /* still ours */
+
+                describe(&e->act, what, sizeof(what));
+                if (r == -ESRCH) {
+                        emit(a, APPLIER_EVENT_GONE, e, 0, "%s: target exited: forgotten", what);
+                        journal_released(a, e, "gone");
+                } else {
+                        value_format_short(e->act.type, target_name(&e->act), &live, live_s, sizeof(live_s));
+                        value_format_short(e->act.type, target_name(&e->act), &e->target, ours_s, sizeof(ours_s));
+                        emit(a, APPLIER_EVENT_FOREIGN, e, 0,
+                             "%s changed by someone else to %s (we set %s): left alone, no longer managed",
+                             what, live_s, ours_s);
+                        journal_released(a, e, "foreign");
+                }
+                entries_remove(a, i - 1);
+                dropped++;
+        }
+        if (dropped > 0) {
+                release_unneeded_subtrees(a);
+                maybe_compact(a);
+        }
+        return dropped;
+}
+
+int applier_list(struct applier *a, const struct managed **ret, size_t *ret_n) {
+        if (a->n_entries > a->n_view || !a->view) {
+                struct managed *nv = realloc(a->view, (a->n_entries ? a->n_entries : 1) * sizeof(*nv));
+                if (!nv)
+                        return -ENOMEM;
+                a->view = nv;
+        }
+        for (size_t i = 0; i < a->n_entries; i++)
+                entry_to_managed(&a->entries[i], &a->view[i]);
+        a->n_view = a->n_entries;
+        *ret = a->view;
+        *ret_n = a->n_entries;
+        return 0;
+}
+
+int applier_get_evidence(struct applier *a, const char *key, double *ret_evidence_before, uint64_t *ret_since_usec) {
+        ssize_t i = find_key(a, key);
+
+        if (i < 0)
+                return -ENOENT;
+        if (ret_evidence_before)
+                *ret_evidence_before = a->entries[i].act.evidence_before;
+        if (ret_since_usec)
+                *ret_since_usec = a->entries[i].since_usec;
+        return 0;
+}
+
+int applier_to_json(struct applier *a, uint64_t now_usec, struct json_object **ret) {
+        struct json_object *arr;
+
+        arr = json_object_new_array();
+        if (!arr)
+                return -ENOMEM;
+        for (size_t i = 0; i < a->n_entries; i++) {
+                const struct entry *e = &a->entries[i];
+                const char *name = target_name(&e->act);
+                char orig[JOURNAL_VALUE_MAX], cur[JOURNAL_VALUE_MAX];
+                struct json_object *o = json_object_new_object();
+
+                if (!o) {
+                        json_object_put(arr);
+                        return -ENOMEM;
+                }
+                json_object_object_add(o, "target", json_object_new_string(e->key));
+                json_object_object_add(o, "type", json_object_new_string(action_type_to_string(e->act.type)));
+                if (e->act.type == ACT_AFFINITY) {
+                        json_object_object_add(o, "pid", json_object_new_int(e->act.task.pid));
+                        json_object_object_add(o, "tid", json_object_new_int(e->act.task.tid));
+                } else
+                        json_object_object_add(o, "name", json_object_new_string(name));
+                json_object_object_add(o, "policy", json_object_new_string(e->act.policy));
+                json_object_object_add(o, "reason", json_object_new_string(e->act.reason));
+                json_object_object_add(o, "evidence", json_object_new_double(e->act.evidence_before));
+                json_object_object_add(o, "original",
+                                       json_object_new_string(value_format(e->act.type, name, &e->original, orig, sizeof(orig))));
+                json_object_object_add(o, "current",
+                                       json_object_new_string(value_format(e->act.type, name, &e->target, cur, sizeof(cur))));
+                json_object_object_add(o, "since_usec", json_object_new_uint64(e->since_usec));
+                json_object_object_add(o, "age_s",
+                                       json_object_new_double(now_usec > e->since_usec
+                                                              ? (double) (now_usec - e->since_usec) / USEC_PER_SEC
+                                                              : 0.0));
+                json_object_object_add(o, "applied", json_object_new_boolean(e->applied));
+                json_object_array_add(arr, o);
+        }
+        *ret = arr;
+        return 0;
+}

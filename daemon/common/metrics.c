@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "common/json-util.h"
+#include "common/util.h"
+#include "common/metrics.h"
+
+static double num(struct json_object *o, const char *path) {
+        struct json_object *v = json_path(o, path);
+        return v ? json_object_get_double(v) : 0;
+}
+
+static void head(FILE *f, const char *name, const char *type, const char *help) {
+        fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value, escaped as the exposition format wants (\\, \", \n). */
+static void label_value(FILE *f, const char *s) {
+        for (; *s; s++)
+                switch (*s) {
+                case '\\': fputs("\\\\", f); break;
+                case '"': fputs("\\\"", f); break;
+                case '\n': fputs("\\n", f); break;
+                default: fputc(*s, f); break;
+                }
+}
+
+static void one(FILE *f, const char *name, const char *type, const char *help, double v) {
+        head(f, name, type, help);
+        fprintf(f, "%s %.17g\n", name, v);
+}
+
+/* A gauge per value of a label, from the members of object o (name → count). */
+static void by_label(FILE *f, const char *name, const char *help, const char *label, struct json_object *o) {
+        head(f, name, "gauge", help);
+        if (!o || !json_object_is_type(o, json_type_object))
+                return;
+        json_object_object_foreach(o, k, v) {
+                fprintf(f, "%s{%s=\"", name, label);
+                label_value(f, k);
+                fprintf(f, "\"} %" PRId64 "\n", json_object_get_int64(v));
+        }
+}
+
+/* Count the entries of array arr (member key of doc) by their "state". */
+static struct json_object *count_states(struct json_object *doc, const char *key) {
+        struct json_object *arr = json_path(doc, key), *counts = json_object_new_object();
+
+        if (!counts)
+                return NULL;
+        if (arr && json_object_is_type(arr, json_type_array))
+                for (size_t i = 0; i < json_object_array_length(arr); i++) {
+                        struct json_object *st = json_path(json_object_array_get_idx(arr, i), "state"), *c;
+                        char s[64], *on;
+
+                        /* "co-located on 3" counts as "co-located": a label's values
+                         * must be a small fixed set, not one per CPU */
+                        snprintf(s, sizeof(s), "%s", st ? json_object_get_string(st) : "unknown");
+                        on = strstr(s, " on ");
+                        if (on && on[4] && strspn(on + 4, "0123456789") == strlen(on + 4))
+                                *on = '\0';
+
+                        if (json_object_object_get_ex(counts, s, &c))
+                                json_object_set_int64(c, json_object_get_int64(c) + 1);
+                        else
+                                json_object_object_add(counts, s, json_object_new_int64(1));
+                }
+        return counts;
+}
+
+int metrics_render(struct json_object *status, struct json_object *pairs, struct json_object *hogs, FILE *f) {
+        struct json_object *v, *c;
+
+        if (!status || !f)
+                return -EINVAL;
+
+        head(f, "affinityd_build_info", "gauge", "affinityd's version; always 1.");
+        fputs("affinityd_build_info{version=\"", f);
+        v = json_path(status, "version");
+        label_value(f, v ? json_object_get_string(v) : "");
+        fputs("\"} 1\n", f);
+        one(f, "affinityd_dry_run", "gauge", "1 while changes are only reported (dry-run), else 0.",
+            num(status, "dry_run"));
+        one(f, "affinityd_policies", "gauge", "Policies loaded.", num(status, "policies"));
+        one(f, "affinityd_passes_total", "counter", "Passes (sample, detect, plan, apply) run.",
+            num(status, "counts.passes"));
+        by_label(f, "affinityd_changes_in_force", "Changes in force now, by the detector that asked for them.",
+                 "kind", json_path(status, "counts.in_force_by_kind"));
+        one(f, "affinityd_changes_applied_total", "counter", "Changes applied.", num(status, "counts.actions_applied"));
+        one(f, "affinityd_changes_failed_total", "counter", "Changes that failed to apply.",
+            num(status, "counts.actions_failed"));
+        one(f, "affinityd_changes_undone_total", "counter", "Changes undone by the effect check.",
+            num(status, "counts.actions_undone"));
+        by_label(f, "affinityd_findings", "Findings of the last pass, by detector.", "kind",
+                 json_path(status, "counts.findings_by_kind"));
+
+        c = pairs ? count_states(pairs, "pairs") : NULL;
+        if (pairs)
+                by_label(f, "affinityd_pairs", "Ping-pong pairs known, by state.", "state", c);
+        json_object_put(c);
+        c = hogs ? count_states(hogs, "hogs") : NULL;
+        if (hogs)
+                by_label(f, "affinityd_hogs", "CPU hogs known, by state.", "state", c);
+        json_object_put(c);
+
+        one(f, "affinityd_process_cpu_seconds_total", "counter", "CPU time the daemon used (user and system).",
+            num(status, "self.cpu_us_total") / 1e6);
+        one(f, "affinityd_process_resident_memory_bytes", "gauge", "The daemon's resident memory.",
+            num(status, "self.rss_kib") * 1024);
+        one(f, "affinityd_last_pass_duration_seconds", "gauge", "Wall time of the last pass.",
+            num(status, "self.last_pass_us") / 1e6);
+        if (json_path(status, "capabilities.wake_sampler")) {
+                one(f, "affinityd_wake_samples_total", "counter", "Wake-up samples read from perf.",
+                    num(status, "capabilities.wake_sampler.samples"));
+                one(f, "affinityd_wake_samples_lost_total", "counter", "Wake-up samples perf lost (ring full).",
+                    num(status, "capabilities.wake_sampler.lost"));
+                one(f, "affinityd_wake_throttled_total", "counter", "Times the kernel throttled the wake-up events.",
+                    num(status, "capabilities.wake_sampler.throttled"));
+        }
+        if (json_path(status, "capabilities.process_events")) {
+                one(f, "affinityd_process_events_total", "counter", "Process events from the proc connector.",
+                    num(status, "capabilities.process_events.events"));
+                one(f, "affinityd_process_events_overruns_total", "counter", "Proc connector overruns (events lost).",
+                    num(status, "capabilities.process_events.overruns"));
+        }
+        return ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,483 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The control interface's reports (affctl status, tasks, actions, explain,
+ * pairs, hogs): JSON built from the manager's state, read-only. The bus
+ * server (bus.c) calls them through core/manager.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <json-c/json.h>
+
+#include "common/json-util.h"
+#include "common/protocol.h"
+#include "common/util.h"
+#include "core/manager-internal.h"
+
+/* The daemon's own RSS. This is about us, not the observed system, so it
+ * reads the real /proc/self and not the --root prefix. */
+static uint64_t self_rss_kib(void) {
+        char buf[256];
+        unsigned long long size, resident;
+        long page = sysconf(_SC_PAGESIZE);
+
+        if (util_read_file_at(NULL, "/proc/self/statm", buf, sizeof(buf)) < 0 ||
+            sscanf(buf, "%llu %llu", &size, &resident) != 2)
+                return 0;
+        return resident * (uint64_t) page / 1024;
+}
+
+/* Five lines fit a first screen next to the rest of status. */
+#define STATUS_CHANGES_MAX 5
+
+static struct json_object *would_do_json(const struct manager *m, size_t max);
+
+static const char *task_policy_name(enum task_policy p) {
+        static const char *const n[] = { "other", "batch", "idle", "fifo", "rr", "deadline" };
+        return (unsigned) p < ELEMENTSOF(n) ? n[p] : "?";
+}
+
+/*
+ * `affctl status` "coexistence": what the last pass saw of other placers
+ * (coexist_to_json()), whether affinity planning runs ("affinity":
+ * "active" or "paused" with "why"), the CPUs plans may use, and the
+ * threads left alone for good after two foreign changes.
+ */
+static int coexist_json(struct manager *m, struct json_object **ret) {
+        struct json_object *o = NULL, *left;
+        char buf[4096];
+        cpumask_t usable;
+        int r;
+
+        if (!m->snap)
+                return -ENODATA;
+        r = coexist_to_json(&m->snap->coexist, &o);
+        if (r < 0)
+                return r;
+        usable = snapshot_usable(m->snap);
+        JADD(o, "affinity", json_object_new_string(m->snap->coexist.sched_ext ? "paused" : "active"));
+        JADD(o, "why", json_object_new_string(m->snap->coexist.sched_ext ? COEXIST_SCHED_EXT_WHY : ""));
+        JADD(o, "usable", json_object_new_string(cpumask_format_list(&usable, buf, sizeof(buf)) ?: ""));
+        left = json_object_new_array();
+        for (size_t i = 0; m->plan && i < m->plan->n_targets; i++) {
+                const struct plan_target_state *t = m->plan->targets[i];
+                const struct task *task;
+                struct json_object *e;
+
+                if (t->foreign_changes < PLAN_FOREIGN_MAX)
+                        continue;
+                task = snapshot_find_id(m->snap, &t->task);
+                e = json_object_new_object();
+                JADD(e, "pid", json_object_new_int(t->task.pid));
+                JADD(e, "tid", json_object_new_int(t->task.tid));
+                JADD(e, "start_time", json_object_new_uint64(t->task.start_time));
+                JADD(e, "comm", json_object_new_string(task ? task->comm : ""));
+                JADD(e, "foreign_changes", json_object_new_int64(t->foreign_changes));
+                JADD(e, "why", json_object_new_string(t->why));
+                json_object_array_add(left, e);
+        }
+        JADD(o, "left_alone", left);
+        *ret = o;
+        return 0;
+}
+
+int manager_status_json(struct manager *m, struct json_object **ret) {
+        struct json_object *o = json_object_new_object(), *caps, *counts, *self, *files, *x = NULL;
+        const struct managed *mg;
+        size_t n_managed = 0;
+        char buf[256];
+
+        if (!o)
+                return -ENOMEM;
+        (void) applier_list(m->applier, &mg, &n_managed);
+
+        JADD(o, AFF_STATUS_PROTOCOL, json_object_new_int(AFF_PROTOCOL_VERSION));
+        JADD(o, AFF_STATUS_VERSION, json_object_new_string(PACKAGE_VERSION));
+        JADD(o, AFF_STATUS_PID, json_object_new_int(getpid()));
+        JADD(o, AFF_STATUS_STATE, json_object_new_string(m->dry_run ? "running (dry-run)" : "running"));
+        JADD(o, AFF_STATUS_DRY_RUN, json_object_new_boolean(m->dry_run));
+        JADD(o, AFF_STATUS_INTERVAL_MS, json_object_new_int64((int64_t) (m->interval_usec / USEC_PER_MSEC)));
+        JADD(o, AFF_STATUS_UPTIME_S, json_object_new_int64((int64_t) ((util_now_usec() - m->start_usec) / USEC_PER_SEC)));
+        JADD(o, "root", json_object_new_string(m->root));
+        JADD(o, "runtime_dir", json_object_new_string(m->runtime_dir));
+        JADD(o, "control", json_object_new_string(m->bus_status));
+
+        files = json_object_new_array();
+        for (char **f = m->config->files; f && *f; f++)
+                json_object_array_add(files, json_object_new_string(*f));
+        JADD(o, AFF_STATUS_CONFIG_FILES, files);
+        JADD(o, AFF_STATUS_POLICIES, json_object_new_int((int) m->config->n_policies));
+        {
+                struct json_object *w = json_object_new_array();
+                const struct applier_recover_report *rep = m->applier ? applier_get_recover_report(m->applier) : NULL;
+
+                if (m->idle_warning[0])
+                        json_object_array_add(w, json_object_new_string(m->idle_warning));
+                /* Until the next start: an operator may have changes to put back by hand. */
+                if (rep && rep->moved_aside[0]) {
+                        char wbuf[700];
+                        snprintf(wbuf, sizeof(wbuf), "the journal found at start was damaged or unreadable: kept as %s "
+                                 "(see the log); check the changes it recorded by hand", rep->moved_aside);
+                        json_object_array_add(w, json_object_new_string(wbuf));
+                }
+                JADD(o, AFF_STATUS_WARNINGS, w);
+        }
+
+        caps = json_object_new_object();
+        if (m->levers) {
+                if (levers_caps_to_json(&m->caps, &x) >= 0) {
+                        json_object_object_foreach(x, k, v)
+                                JADD(caps, k, json_object_get(v));
+                }
+                json_object_put(x);
+                x = NULL;
+        } else
+                JADD(caps, "levers", json_object_new_string("unavailable"));
+        JADD(caps, "wake_source", json_object_new_string(m->wake ? wake_sampler_source(m->wake) : m->wake_status));
+        if (m->wake && wake_sampler_status_json(m->wake, &x) >= 0)
+                JADD(caps, "wake_sampler", x);
+        x = NULL;
+        JADD(caps, "tracefs", json_object_new_string(m->tracefs_status));
+        JADD(caps, "proc_connector", json_object_new_string(m->pc_status));
+        if (m->pc) {
+                struct proc_connector_stats pcs;
+
+                proc_connector_get_stats(m->pc, &pcs);
+                x = json_object_new_object();
+                JADD(x, "events", json_object_new_uint64(pcs.events));
+                JADD(x, "overruns", json_object_new_uint64(pcs.overruns));
+                JADD(caps, "process_events", x);
+                x = NULL;
+        }
+        JADD(o, AFF_STATUS_CAPABILITIES, caps);
+
+        counts = json_object_new_object();
+        JADD(counts, "passes", json_object_new_int64((int64_t) m->passes));
+        JADD(counts, "tasks", json_object_new_int64(m->snap ? (int64_t) m->snap->n_tasks : 0));
+        JADD(counts, "findings", json_object_new_int64((int64_t) m->findings.n));
+        JADD(counts, "actions_in_force", json_object_new_int64((int64_t) n_managed));
+        JADD(counts, "actions_applied", json_object_new_int64((int64_t) m->actions_applied));
+        JADD(counts, "actions_failed", json_object_new_int64((int64_t) m->actions_failed));
+        JADD(counts, "actions_undone", json_object_new_int64((int64_t) m->actions_undone));
+        {
+                /* changes in force by the detector that led to them ("" for
+                 * levers no detector asked for, e.g. a policy's sysctl) */
+                struct json_object *k = json_object_new_object();
+                int64_t by[_DETECT_MAX + 1] = {};
+
+                for (size_t i = 0; i < n_managed; i++)
+                        by[mg[i].kind >= 0 && mg[i].kind < _DETECT_MAX ? mg[i].kind : _DETECT_MAX]++;
+                for (int d = 0; d <= _DETECT_MAX; d++)
+                        if (by[d] > 0)
+                                JADD(k, d < _DETECT_MAX ? detector_to_string((enum detector) d) : "other",
+                                     json_object_new_int64(by[d]));
+                JADD(counts, "in_force_by_kind", k);
+        }
+        {
+                struct json_object *k = json_object_new_object();
+                for (int d = 0; d < _DETECT_MAX; d++) {
+                        int64_t n = 0;
+                        for (size_t i = 0; i < m->findings.n; i++)
+                                n += m->findings.items[i].kind == (enum detector) d;
+                        if (n > 0)
+                                JADD(k, detector_to_string((enum detector) d), json_object_new_int64(n));
+                }
+                JADD(counts, "findings_by_kind", k);
+        }
+        if (m->dry_run)
+                JADD(counts, "would_do", json_object_new_int64((int64_t) m->actions.n));
+        JADD(o, "counts", counts);
+
+        /* The first screen of affctl status: the newest few changes in force
+         * (affctl actions lists them all), and in dry-run what the last pass
+         * would have done. */
+        if (applier_to_json(m->applier, util_now_usec(), &x) >= 0) {
+                struct json_object *top = json_object_new_array();
+                size_t n = json_object_array_length(x);
+
+                for (size_t i = n; i > 0 && n - i < STATUS_CHANGES_MAX; i--)
+                        json_object_array_add(top, json_object_get(json_object_array_get_idx(x, i - 1)));
+                json_object_put(x);
+                JADD(o, AFF_STATUS_CHANGES, top);
+        }
+        x = NULL;
+        if (m->dry_run)
+                JADD(o, AFF_STATUS_WOULD_DO, would_do_json(m, STATUS_CHANGES_MAX));
+
+        self = json_object_new_object();
+        JADD(self, "cpu_percent", json_object_new_double(m->self_cpu_frac * 100.0));
+        JADD(self, "rss_kib", json_object_new_int64((int64_t) self_rss_kib()));
+        JADD(self, "last_pass_us", json_object_new_int64((int64_t) m->last_pass_cost_usec));
+        JADD(self, "cpu_us_total", json_object_new_int64((int64_t) manager_rusage_cpu_usec()));
+        JADD(o, "self", self);
+
+        if (sampler_stats_to_json(m->sampler, &x) >= 0)
+                JADD(o, "sampler", x);
+        if (memnode_memo_to_json(m->memnodes, &x) >= 0)
+                JADD(o, "numa_maps", x);
+
+        /* System-wide levers in force, with what they were: what a stop would put back. */
+        {
+                struct json_object *levers = json_object_new_array();
+                for (size_t i = 0; i < n_managed; i++) {
+                        struct json_object *e;
+                        if (mg[i].type == ACT_AFFINITY)
+                                continue;
+                        e = json_object_new_object();
+                        JADD(e, "type", json_object_new_string(action_type_to_string(mg[i].type)));
+                        JADD(e, "target", json_object_new_string(mg[i].key));
+                        JADD(e, "original", json_object_new_string(mg[i].original));
+                        JADD(e, "current", json_object_new_string(mg[i].current));
+                        JADD(e, "policy", json_object_new_string(mg[i].policy));
+                        json_object_array_add(levers, e);
+                }
+                JADD(o, "levers_changed", levers);
+        }
+
+        if (coexist_json(m, &x) >= 0)
+                JADD(o, "coexistence", x);
+
+        snprintf(buf, sizeof(buf), "%s", m->topo_online);
+        JADD(o, "online_cpus", json_object_new_string(buf));
+        if (topology_to_json(m->topo, &x) >= 0)
+                JADD(o, "topology", x);
+        *ret = o;
+        return 0;
+}
+
+static struct json_object *task_json(const struct task *t) {
+        struct json_object *o = json_object_new_object();
+        char mask[256];
+
+        JADD(o, "pid", json_object_new_int(t->id.pid));
+        JADD(o, "tid", json_object_new_int(t->id.tid));
+        JADD(o, "comm", json_object_new_string(t->comm));
+        JADD(o, "util_pct", json_object_new_double(t->util * 100.0));
+        JADD(o, "migrations_per_s", json_object_new_double(t->migrations_per_s));
+        JADD(o, "run_delay_ms_per_s", json_object_new_double(t->run_delay_ms_per_s));
+        JADD(o, "cpu", json_object_new_int(t->last_cpu));
+        JADD(o, "allowed", json_object_new_string(cpumask_format_list(&t->allowed, mask, sizeof(mask)) ?: "?"));
+        JADD(o, "policy", json_object_new_string(task_policy_name(t->policy)));
+        return o;
+}
+
+static int cmp_util_desc(const void *a, const void *b) {
+        const struct task *const *x = a, *const *y = b;
+        return (*x)->util < (*y)->util ? 1 : (*x)->util > (*y)->util ? -1 : 0;
+}
+
+int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **ret) {
+        struct json_object *o, *arr;
+        _cleanup_free_ const struct task **v = NULL;
+        size_t n = m->snap ? m->snap->n_tasks : 0;
+
+        if (limit == 0)
+                limit = 20;
+        v = calloc(n + 1, sizeof(*v));
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+                v[i] = &m->snap->tasks[i];
+        qsort_safe(v, n, sizeof(*v), cmp_util_desc);
+
+        o = json_object_new_object();
+        arr = json_object_new_array();
+        for (size_t i = 0; i < n && i < limit; i++)
+                json_object_array_add(arr, task_json(v[i]));
+        JADD(o, "tasks", arr);
+        JADD(o, "total", json_object_new_int64((int64_t) n));
+        *ret = o;
+        return 0;
+}
+
+/* What the last pass would have done (dry-run: nothing is in force), at most max (0: all). */
+static struct json_object *would_do_json(const struct manager *m, size_t max) {
+        struct json_object *w = json_object_new_array();
+
+        for (size_t i = 0; i < m->actions.n && (max == 0 || i < max); i++) {
+                const struct action *a = &m->actions.items[i];
+                struct json_object *e = json_object_new_object();
+                char key[160], mask[128] = "";
+
+                action_target_key(a, key, sizeof(key));
+                if (a->type == ACT_AFFINITY)
+                        cpumask_format_list(&a->mask, mask, sizeof(mask));
+                JADD(e, "verb", json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
+                JADD(e, "type", json_object_new_string(action_type_to_string(a->type)));
+                JADD(e, "target", json_object_new_string(key));
+                JADD(e, "value", json_object_new_string(mask[0] ? mask : a->value));
+                JADD(e, "policy", json_object_new_string(a->policy));
+                JADD(e, "reason", json_object_new_string(a->reason));
+                json_object_array_add(w, e);
+        }
+        return w;
+}
+
+int manager_actions_json(struct manager *m, struct json_object **ret) {
+        struct json_object *o = json_object_new_object(), *x = NULL;
+        int r = applier_to_json(m->applier, util_now_usec(), &x);
+
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        JADD(o, "actions", x);
+        JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
+        if (m->dry_run)
+                JADD(o, "would_do", would_do_json(m, 0));
+        *ret = o;
+        return 0;
+}
+
+static const enum detector explain_detectors[] = { DETECT_HOG, DETECT_PAIR, DETECT_SPREAD };
+
+/* "server of sysbench 9709/9712 (client: sysbench --db-driver=...); ": who
+ * the thread t is paired with, for people reading explain. */
+static void pair_partner_text(const struct snapshot *s, const struct task *t, const struct task_id *other,
+                              char *buf, size_t size) {
+        const struct task *o = snapshot_find_id(s, other);
+        enum pair_role role[2];
+
+        if (!o)
+                return;
+        detect_pair_roles(t, o, role);
+        snprintf(buf, size, "%s of %s %d/%d (%s: %.80s); ", pair_role_to_string(role[0]), o->comm,
+                 (int) o->id.pid, (int) o->id.tid, pair_role_to_string(role[1]),
+                 o->proc && o->proc->cmdline ? o->proc->cmdline : "?");
+}
+
+/* explain "coexistence": why another placer's claim keeps affinityd off this thread. */
+static struct json_object *coexist_task_json(struct manager *m, const struct task *t) {
+        struct json_object *a = json_object_new_array();
+        const struct coexist *c = &m->snap->coexist;
+        char key[128], b[320], cpus[256];
+        const struct plan_target_state *ts;
+
+        if (c->sched_ext) {
+                snprintf(b, sizeof(b), "%s (%s): affinityd changes no affinity", COEXIST_SCHED_EXT_WHY,
+                         c->sched_ext_ops[0] ? c->sched_ext_ops : "scheduler name unknown");
+                json_object_array_add(a, json_object_new_string(b));
+        }
+        if (!cpumask_empty(&c->kubelet_exclusive) && !cpumask_empty(&t->allowed) &&
+            cpumask_subset(&t->allowed, &c->kubelet_exclusive)) {
+                snprintf(b, sizeof(b), "on CPUs the kubelet gave a container (%s): never touched",
+                         cpumask_format_list(&t->allowed, cpus, sizeof(cpus)) ?: "?");
+                json_object_array_add(a, json_object_new_string(b));
+        }
+        snprintf(key, sizeof(key), "task:%d:%" PRIu64, (int) t->id.tid, t->id.start_time);
+        ts = plan_state_find(m->plan, key);
+        if (ts && ts->foreign_changes >= PLAN_FOREIGN_MAX)
+                json_object_array_add(a, json_object_new_string(PLAN_FOREIGN_WHY));
+        else if (ts && ts->foreign_changes > 0) {
+                snprintf(b, sizeof(b), "its affinity was changed by someone else %u time(s); at %d it is left "
+                         "alone for good", ts->foreign_changes, PLAN_FOREIGN_MAX);
+                json_object_array_add(a, json_object_new_string(b));
+        }
+        return a;
+}
+
+int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret) {
+        struct json_object *o, *threads;
+        const struct managed *mg;
+        size_t n_managed = 0;
+        bool any = false;
+
+        if (!m->snap)
+                return -ESRCH;
+        (void) applier_list(m->applier, &mg, &n_managed);
+        o = json_object_new_object();
+        threads = json_object_new_array();
+        for (size_t i = 0; i < m->snap->n_tasks; i++) {
+                const struct task *t = &m->snap->tasks[i];
+                struct json_object *e, *pol, *done, *fnd;
+
+                if (t->id.pid != pid)
+                        continue;
+                any = true;
+                e = task_json(t);
+
+                /* Which policy would govern it for each detector, and if none, why not. */
+                pol = json_object_new_object();
+                for (size_t d = 0; d < ELEMENTSOF(explain_detectors); d++) {
+                        const char *why = NULL;
+                        const struct policy *p = detect_policy_for(m->config, m->snap, t, explain_detectors[d],
+                                                                   getpid(), &why);
+                        char b[256];
+                        snprintf(b, sizeof(b), "%s", p ? p->name : why ? why : "no policy matches");
+                        JADD(pol, detector_to_string(explain_detectors[d]), json_object_new_string(b));
+                }
+                JADD(e, "policies", pol);
+
+                fnd = json_object_new_array();
+                for (size_t f = 0; f < m->findings.n; f++)
+                        for (size_t k = 0; k < m->findings.items[f].n_members; k++)
+                                if (m->findings.items[f].members[k].tid == t->id.tid) {
+                                        const struct finding *fi = &m->findings.items[f];
+                                        char b[320], with[200] = "";
+
+                                        if (fi->kind == DETECT_PAIR && fi->n_members == 2)
+                                                pair_partner_text(m->snap, t, &fi->members[1 - k], with, sizeof(with));
+                                        snprintf(b, sizeof(b), "%s (policy %s): %sutil %.0f%%, %.2f migrations/s, wake %.0f/s%s%s",
+                                                 detector_to_string(fi->kind), fi->policy ? fi->policy->name : "-",
+                                                 with, fi->util * 100, fi->migrations_per_s, fi->wake_rate_per_s,
+                                                 fi->note[0] ? "; " : "", fi->note);
+                                        json_object_array_add(fnd, json_object_new_string(b));
+                                }
+                JADD(e, "findings", fnd);
+
+                done = json_object_new_array();
+                for (size_t k = 0; k < n_managed; k++)
+                        if (mg[k].type == ACT_AFFINITY && mg[k].task.tid == t->id.tid) {
+                                char b[400];
+                                snprintf(b, sizeof(b), "%s %s (was %s) by policy %s: %s",
+                                         m->dry_run ? "would set" : "set", mg[k].current, mg[k].original,
+                                         mg[k].policy, mg[k].reason);
+                                json_object_array_add(done, json_object_new_string(b));
+                        }
+                for (size_t k = 0; m->dry_run && k < m->actions.n; k++)
+                        if (m->actions.items[k].type == ACT_AFFINITY &&
+                            m->actions.items[k].task.tid == t->id.tid) {
+                                char b[400];
+                                snprintf(b, sizeof(b), "would %s: %s",
+                                         m->actions.items[k].verb == VERB_SET ? "set" : "release",
+                                         m->actions.items[k].reason);
+                                json_object_array_add(done, json_object_new_string(b));
+                        }
+                JADD(e, "actions", done);
+                JADD(e, "coexistence", coexist_task_json(m, t));
+
+                /* The planner's last word on any target involving this thread. */
+                for (size_t k = 0; m->plan && k < m->plan->n_targets; k++) {
+                        const struct plan_target_state *ts = m->plan->targets[k];
+                        if (plan_target_involves(ts, t->id.tid)) {
+                                char b[400];
+                                snprintf(b, sizeof(b), "%s: %s%s%s", ts->key, ts->state,
+                                         ts->why[0] ? " — " : "", ts->why);
+                                JADD(e, "planner", json_object_new_string(b));
+                        }
+                }
+                json_object_array_add(threads, e);
+        }
+        if (!any) {
+                json_object_put(threads);
+                json_object_put(o);
+                return -ESRCH;
+        }
+        JADD(o, "pid", json_object_new_int(pid));
+        JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
+        JADD(o, "threads", threads);
+        *ret = o;
+        return 0;
+}
+
+int manager_pairs_json(struct manager *m, struct json_object **ret) {
+        return pairs_to_json(m->plan, &m->findings, m->snap, m->wake, ret);
+}
+
+int manager_hogs_json(struct manager *m, struct json_object **ret) {
+        return hogs_to_json(m->plan, &m->findings, ret);
+}
+

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The manager's state, for the two files that hold it: core/manager.c
+ * (setup, the pass, effect tracking, the loop) and control/reports.c
+ * (the JSON reports of the control interface, read-only). Nothing else
+ * includes this; the rest of the daemon sees core/manager.h.
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "apply/apply.h"
+#include "config/config.h"
+#include "control/bus.h"
+#include "core/log.h"
+#include "core/manager.h"
+#include "detect/detect.h"
+#include "plan/effect.h"
+#include "plan/plan.h"
+#include "sample/memnode.h"
+#include "sample/proc-connector.h"
+#include "sample/sample.h"
+#include "sample/wake.h"
+
+struct pending_effect {
+        struct action action;        /* the SET that was applied; action.kind says what the proxy is */
+        unsigned intervals;          /* passes since it was applied */
+        struct effect_state state;
+};
+
+struct manager {
+        int instance_fd;               /* the machine-wide lock (instance.h), held for our life */
+        char prev_runtime_dir[4096];
+        int metrics_error;             /* last MetricsTextfile= write error (logged once), 0: fine */   /* the last instance's, if not ours: its journal is restored too */
+        sd_event *event;
+        sd_event_source *timer;
+        sd_event_source *sig_term, *sig_int, *sig_hup;
+        sd_event_source *pc_source;
+
+        struct log_target log;
+        char *root;
+        char *runtime_dir;
+        char **config_dirs;
+        struct manager_options opts;
+
+        struct config *config;
+        char idle_warning[512];       /* "" or why the configuration gives the daemon nothing to do */
+        struct topology *topo;
+        char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
+        struct sampler *sampler;
+        struct memnode_memo *memnodes; /* pairs' memory by node, read on >1-node machines only */
+        struct proc_connector *pc;
+        char pc_status[160];
+        struct wake_sampler *wake;
+        char wake_status[160];
+        char tracefs_status[160];     /* what mount_tracefs() did, for status */
+        struct levers *levers;
+        struct lever_caps caps;
+        struct apply_system sys;
+        struct applier *applier;
+        struct plan_state *plan;
+        struct bus_server *bus;
+        char bus_status[160];
+
+        struct snapshot *snap;        /* owned by the sampler, valid until the next pass */
+        struct coexist coexist_seen;  /* other placers as last logged (coexist.h) */
+        struct findings findings;
+        struct action_list actions;
+        struct pending_effect *effects;
+        size_t n_effects;
+
+        bool dry_run;
+        uint64_t interval_usec;
+        bool in_pass;                 /* events drained by the pass itself start no early pass */
+        uint64_t early_tat;           /* early passes: rate limiter state (see early_next_allowed()) */
+        sd_event_source *pc_rearm;    /* listens to the proc connector again when one is allowed */
+        bool early_armed;             /* the dispatch in progress brought a pass forward */
+        uint64_t pc_idle_tat;         /* wake-ups for events that brought nothing forward: limiter state */
+        uint64_t start_usec;
+        uint64_t passes;
+        uint64_t actions_applied, actions_failed, actions_undone;
+        uint64_t last_pass_cost_usec;
+
+        /* own cost, from getrusage between passes */
+        uint64_t self_cpu_prev_usec, self_wall_prev_usec;
+        double self_cpu_frac;
+};
+
+#define JADD(o, k, v) json_object_object_add((o), (k), (v))
+
+/* The daemon's own CPU time so far (getrusage), for status and the metrics textfile. */
+uint64_t manager_rusage_cpu_usec(void);

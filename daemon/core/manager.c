@@ -1,0 +1,1137 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <systemd/sd-daemon.h>
+
+#include "apply/apply.h"
+#include "control/bus.h"
+#include "common/protocol.h"
+#include "common/util.h"
+#include "config/config.h"
+#include "detect/detect.h"
+#include "plan/effect.h"
+#include "core/instance.h"
+#include "apply/journal.h"
+#include "common/metrics.h"
+#include "apply/levers.h"
+#include "core/log.h"
+#include "core/manager.h"
+#include "core/manager-internal.h"
+#include "plan/plan.h"
+#include "sample/proc-connector.h"
+#include "sample/sample.h"
+#include "sample/wake.h"
+
+
+const struct log_target *manager_log(const struct manager *m) {
+        return &m->log;
+}
+
+sd_event *manager_event(struct manager *m) {
+        return m->event;
+}
+
+uint64_t manager_rusage_cpu_usec(void) {
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        return (uint64_t) ru.ru_utime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_utime.tv_usec +
+               (uint64_t) ru.ru_stime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_stime.tv_usec;
+}
+
+/*
+ * A configuration without one enabled policy that acts (exclusions only
+ * narrow the others) leaves the daemon running and doing nothing, which
+ * looked exactly like "nothing to correct here": a build with another
+ * prefix reads other directories. So it is a warning that names every
+ * directory searched, at start and after each reload, and it is in status.
+ */
+static void check_nothing_to_do(struct manager *m) {
+        struct config_paths p;
+        size_t n_acting = 0, n_enabled = 0, off = 0;
+        char dirs[384] = "";
+
+        for (size_t i = 0; i < m->config->n_policies; i++) {
+                const struct policy *pol = &m->config->policies[i];
+                if (!pol->enabled)
+                        continue;
+                n_enabled++;
+                if (pol->action != ACTION_EXCLUDE)
+                        n_acting++;
+        }
+        m->idle_warning[0] = '\0';
+        if (n_acting > 0)
+                return;
+        config_paths_from(m->config_dirs, &p);
+        for (size_t i = 0; p.dirs[i] && off < sizeof(dirs); i++) {
+                int w = snprintf(dirs + off, sizeof(dirs) - off, "%s%s/policies.d", i ? ", " : "", p.dirs[i]);
+                if (w < 0)
+                        break;
+                off += (size_t) w;
+        }
+        if (m->config->n_policies == 0)
+                snprintf(m->idle_warning, sizeof(m->idle_warning),
+                         "no policies found in %s: nothing to do", dirs);
+        else
+                snprintf(m->idle_warning, sizeof(m->idle_warning),
+                         "no enabled policy acts (%zu found, %zu enabled, exclusions only) in %s: nothing to do",
+                         m->config->n_policies, n_enabled, dirs);
+        log_fields(&m->log, LOG_WARNING, NULL, "%s", m->idle_warning);
+}
+
+static void log_config_errors(struct manager *m, const struct config_errors *e) {
+        for (size_t i = 0; i < e->n; i++) {
+                char f1[300], f2[32];
+                const char *fields[] = { f1, f2, NULL };
+
+                snprintf(f1, sizeof(f1), "CONFIG_FILE=%s", e->items[i].file ? e->items[i].file : "");
+                snprintf(f2, sizeof(f2), "CONFIG_LINE=%u", e->items[i].line);
+                log_fields(&m->log, LOG_ERR, fields, "%s", e->items[i].message);
+        }
+}
+
+/*
+ * The parser checks syntax only; whether a sched feature or tunable exists
+ * on this kernel is known here. Such problems make the configuration
+ * invalid like any other error. Returns the number of problems.
+ */
+static int check_levers(struct manager *m, const struct config *c, struct config_errors *errs) {
+        _cleanup_strv_free_ char **msgs = NULL;
+        int n = 0;
+
+        if (!m->levers)
+                return 0;
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (c->policies[i].enabled)
+                        n += MAX(levers_check_policy(m->levers, &c->policies[i], &msgs), 0);
+        for (char **s = msgs; s && *s; s++) {
+                struct config_error *e = realloc(errs->items, (errs->n + 1) * sizeof(*e));
+                if (!e)
+                        break;
+                errs->items = e;
+                errs->items[errs->n++] = (struct config_error) { .message = strdup(*s) };
+        }
+        return n;
+}
+
+/* Settings that command line options override. */
+static void apply_settings(struct manager *m) {
+        const struct daemon_settings *d = &m->config->daemon;
+
+        m->interval_usec = m->opts.interval_usec ? m->opts.interval_usec : d->interval_usec;
+        m->dry_run = m->opts.dry_run || d->dry_run;
+        m->log.max_level = m->opts.log_level >= 0 ? m->opts.log_level : d->log_level;
+}
+
+/* ---- the pipeline ---------------------------------------------------- */
+
+static void log_action(struct manager *m, const struct action *a, int r, const char *what) {
+        char key[160], mask[128] = "", f[6][200];
+        const char *fields[7];
+        size_t n = 0;
+
+        action_target_key(a, key, sizeof(key));
+        if (a->type == ACT_AFFINITY)
+                cpumask_format_list(&a->mask, mask, sizeof(mask));
+        snprintf(f[n], sizeof(f[n]), "ACTION=%s-%s", a->verb == VERB_SET ? "set" : "release",
+                 action_type_to_string(a->type));
+        fields[n] = f[n], n++;
+        snprintf(f[n], sizeof(f[n]), "TARGET=%s", key);
+        fields[n] = f[n], n++;
+        snprintf(f[n], sizeof(f[n]), "POLICY=%s", a->policy);
+        fields[n] = f[n], n++;
+        snprintf(f[n], sizeof(f[n]), "REASON=%s", a->reason);
+        fields[n] = f[n], n++;
+        if (a->type == ACT_AFFINITY) {
+                snprintf(f[n], sizeof(f[n]), "PID=%d", (int) a->task.pid);
+                fields[n] = f[n], n++;
+                snprintf(f[n], sizeof(f[n]), "TID=%d", (int) a->task.tid);
+                fields[n] = f[n], n++;
+        }
+        fields[n] = NULL;
+
+        if (r < 0)
+                log_fields(&m->log, LOG_WARNING, fields, "%s %s %s%s%s failed: %s (%s)", what,
+                           action_type_to_string(a->type), key, mask[0] ? " → " : "", mask,
+                           strerror(-r), a->reason);
+        else
+                log_fields(&m->log, LOG_INFO, fields, "%s %s %s%s%s: %s [policy %s]", what,
+                           action_type_to_string(a->type), key, mask[0] ? " → " : "", mask,
+                           a->reason, a->policy);
+}
+
+static void effect_track(struct manager *m, const struct action *a) {
+        struct pending_effect *n;
+
+        if (!m->config->daemon.effect_check || a->verb != VERB_SET || a->type != ACT_AFFINITY ||
+            a->evidence_before <= 0)
+                return;
+        n = realloc(m->effects, (m->n_effects + 1) * sizeof(*n));
+        if (!n)
+                return; /* the effect check is a safety net; running without it beats failing */
+        m->effects = n;
+        n = &m->effects[m->n_effects++];
+        *n = (struct pending_effect) { .action = *a };
+        effect_state_init_full(&n->state, a->evidence_before, effect_direction_for(a->kind));
+}
+
+static void effect_forget(struct manager *m, size_t i) {
+        m->effects[i] = m->effects[--m->n_effects];
+}
+
+/* The task an action was about, if it is still the same task. */
+static const struct task *effect_task(const struct manager *m, const struct task_id *id) {
+        const struct task *t = snapshot_find_task(m->snap, id->tid);
+
+        return t && t->id.start_time == id->start_time ? t : NULL;
+}
+
+/* After an action has settled, compare the target's throughput proxy with
+ * before; if it got worse beyond noise, undo and tell the planner not to
+ * retry for a while (DESIGN.md: never make things worse). */
+static void effect_check(struct manager *m) {
+        for (size_t i = 0; i < m->n_effects;) {
+                struct pending_effect *p = &m->effects[i];
+                const struct task *t = effect_task(m, &p->action.task), *partner = NULL;
+                enum effect_verdict v;
+
+                if (p->action.kind == DETECT_PAIR)
+                        partner = effect_task(m, &p->action.partner);
+                /* Gone, or its pair broke up (a client disconnected): that is
+                 * no verdict on the change, and nothing is blocked for it. */
+                if (!t || (p->action.kind == DETECT_PAIR && !partner)) {
+                        effect_forget(m, i);
+                        continue;
+                }
+                v = effect_observe(&p->state, effect_proxy_for(p->action.kind, t, partner), ++p->intervals, 0,
+                                   m->config->daemon.effect_tolerance);
+                if (v == EFFECT_PENDING) {
+                        i++;
+                        continue;
+                }
+                if (v == EFFECT_UNDO) {
+                        struct action undo = p->action;
+                        char key[160];
+                        int r;
+
+                        undo.verb = VERB_RELEASE;
+                        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", p->state.last.why);
+                        r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
+                        log_action(m, &undo, r, "undo");
+                        if (r >= 0)
+                                m->actions_undone++;
+                        action_target_key(&p->action, key, sizeof(key));
+                        (void) plan_state_block(m->plan, key,
+                                                util_now_usec() + m->config->daemon.retry_after_usec,
+                                                undo.reason);
+                }
+                effect_forget(m, i);
+        }
+}
+
+/* A policy that was removed or disabled by a reload leaves no change behind. */
+static void release_orphans(struct manager *m) {
+        const struct managed *mg;
+        size_t n;
+
+        if (applier_list(m->applier, &mg, &n) < 0)
+                return;
+        for (size_t i = n; i > 0; i--) {
+                const struct managed *e = &mg[i - 1];
+                bool found = false;
+
+                for (size_t j = 0; j < m->config->n_policies; j++)
+                        if (m->config->policies[j].enabled && streq(m->config->policies[j].name, e->policy))
+                                found = true;
+                if (found)
+                        continue;
+                if (e->type == ACT_AFFINITY) {
+                        (void) applier_restore_pid(m->applier, e->task.pid);
+                        log_fields(&m->log, LOG_INFO, NULL,
+                                   "policy %s is gone: released %s", e->policy, e->key);
+                        /* the list changed under us; start over on the next pass */
+                        return;
+                }
+        }
+}
+
+/* The applier never logs; what it saw happen reaches the journal here. */
+static void on_applier_event(const struct applier_event *ev, void *userdata) {
+        struct manager *m = userdata;
+        char f[4][200];
+        const char *fields[5] = {};
+        size_t n = 0;
+        int level;
+
+        switch (ev->kind) {
+        case APPLIER_EVENT_FOREIGN:
+        case APPLIER_EVENT_JOURNAL:
+                level = LOG_NOTICE;
+                break;
+        case APPLIER_EVENT_FAILED:
+                level = LOG_WARNING;
+                break;
+        case APPLIER_EVENT_RESTORED:
+                /* On stop, revert and crash replay nothing else says what came
+                 * back (and which systemd drop-in was removed); a release in a
+                 * pass is said twice, once as the plan's action. */
+                level = LOG_INFO;
+                break;
+        default:
+                level = LOG_DEBUG; /* set/gone: log_action() already said it */
+                break;
+        }
+        /* Counted for the planner, which leaves a thread alone for good after
+         * the second (plan_state_foreign()). m->plan is NULL during the crash
+         * replay at start: those changes were made before this run. */
+        if (ev->kind == APPLIER_EVENT_FOREIGN && ev->target && ev->target->type == ACT_AFFINITY && m->plan &&
+            plan_state_foreign(m->plan, &ev->target->task) == PLAN_FOREIGN_MAX)
+                log_fields(&m->log, LOG_NOTICE, NULL, "tid %d: %s", (int) ev->target->task.tid, PLAN_FOREIGN_WHY);
+
+        snprintf(f[n], sizeof(f[n]), "EVENT=%s", applier_event_kind_to_string(ev->kind));
+        fields[n] = f[n], n++;
+        if (ev->target) {
+                snprintf(f[n], sizeof(f[n]), "TARGET=%s", ev->target->key);
+                fields[n] = f[n], n++;
+                snprintf(f[n], sizeof(f[n]), "POLICY=%s", ev->target->policy);
+                fields[n] = f[n], n++;
+                if (ev->target->type == ACT_AFFINITY) {
+                        snprintf(f[n], sizeof(f[n]), "PID=%d", (int) ev->target->task.pid);
+                        fields[n] = f[n], n++;
+                }
+        }
+        log_fields(&m->log, level, fields, "%s", ev->message ? ev->message : applier_event_kind_to_string(ev->kind));
+}
+
+/* What the topology could not read, at each (re)load: the daemon runs on what it has. */
+static void log_topology_notes(struct manager *m, const struct topology *t) {
+        for (int i = 0; i < t->n_notes; i++)
+                log_fields(&m->log, LOG_WARNING, NULL, "topology: %s", t->notes[i]);
+        if (t->n_notes_dropped > 0)
+                log_fields(&m->log, LOG_WARNING, NULL, "topology: %d more file(s) not read", t->n_notes_dropped);
+}
+
+static void check_hotplug(struct manager *m) {
+        char online[sizeof(m->topo_online)];
+        struct topology *t = NULL;
+        int r;
+
+        if (util_read_file_at(m->root, "/sys/devices/system/cpu/online", online, sizeof(online)) < 0)
+                return;
+        util_strip(online);
+        if (streq(online, m->topo_online))
+                return;
+        r = topology_load(m->root, &t);
+        if (r < 0) {
+                log_errno(&m->log, LOG_WARNING, r, "CPU hotplug seen, re-reading topology failed");
+                return;
+        }
+        log_fields(&m->log, LOG_NOTICE, NULL, "online CPUs changed: %s → %s", m->topo_online, online);
+        log_topology_notes(m, t);
+        snprintf(m->topo_online, sizeof(m->topo_online), "%s", online);
+        sampler_set_topology(m->sampler, t);
+        if (m->wake)
+                (void) wake_sampler_set_topology(m->wake, t);
+        topology_free(m->topo);
+        m->topo = t;
+}
+
+/* Say when another placer comes or goes, and a file it cannot use, once each. */
+static void log_coexist(struct manager *m, const struct coexist *now) {
+        struct coexist *was = &m->coexist_seen;
+        char a[256], b[256];
+
+        if (now->sched_ext != was->sched_ext)
+                log_fields(&m->log, LOG_NOTICE, NULL, now->sched_ext ?
+                           "sched_ext scheduler %s enabled: affinity changes stop and ours are released" :
+                           "sched_ext scheduler %s no longer enabled: affinity planning resumes",
+                           now->sched_ext ? (now->sched_ext_ops[0] ? now->sched_ext_ops : "?") :
+                                            (was->sched_ext_ops[0] ? was->sched_ext_ops : "?"));
+        if (!cpumask_equal(&now->kubelet_exclusive, &was->kubelet_exclusive))
+                log_fields(&m->log, LOG_INFO, NULL, "kubelet exclusive CPUs: %s → %s (never a target)",
+                           cpumask_format_list(&was->kubelet_exclusive, a, sizeof(a)) ?: "?",
+                           cpumask_format_list(&now->kubelet_exclusive, b, sizeof(b)) ?: "?");
+        if (now->note[0] && !streq(now->note, was->note))
+                log_fields(&m->log, LOG_WARNING, NULL, "coexistence: %s", now->note);
+        *was = *now;
+}
+
+static void drain_proc_connector(struct manager *m);
+
+static uint64_t early_next_allowed(const struct manager *m);
+
+/*
+ * MetricsTextfile=: the metrics (metrics.c) for node_exporter's textfile
+ * collector, replaced atomically (a temp file in the same directory, then
+ * rename) so that a scrape never reads half a file. A failure is logged
+ * once per cause, not each pass, and never stops the daemon.
+ */
+static void write_metrics(struct manager *m) {
+        const char *path = m->config->daemon.metrics_textfile;
+        _cleanup_free_ char *tmp = NULL;
+        struct json_object *st = NULL, *pairs = NULL, *hogs = NULL;
+        FILE *f = NULL;
+        int r;
+
+        if (!path[0])
+                return;
+        if (asprintf(&tmp, "%s.tmp", path) < 0)
+                return;
+        r = manager_status_json(m, &st);
+        if (r >= 0)
+                (void) manager_pairs_json(m, &pairs);
+        if (r >= 0)
+                (void) manager_hogs_json(m, &hogs);
+        if (r >= 0) {
+                int fd;
+
+                (void) unlink(tmp);   /* a leftover, or anything else put there: never followed */
+                fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+                f = fd >= 0 ? fdopen(fd, "w") : NULL;
+                if (!f) {
+                        r = -errno;
+                        if (fd >= 0)
+                                close(fd);
+                }
+        }
+        if (f) {
+                r = metrics_render(st, pairs, hogs, f);
+                if (fclose(f) != 0 && r >= 0)
+                        r = -errno;
+                if (r >= 0 && rename(tmp, path) < 0)
+                        r = -errno;
+                if (r < 0)
+                        (void) unlink(tmp);
+        }
+        json_object_put(st);
+        json_object_put(pairs);
+        json_object_put(hogs);
+        if (r < 0 && r != m->metrics_error)
+                log_errno(&m->log, LOG_WARNING, r, "cannot write the metrics to %s", path);
+        else if (r >= 0 && m->metrics_error)
+                log_fields(&m->log, LOG_INFO, NULL, "metrics written to %s again", path);
+        m->metrics_error = r < 0 ? r : 0;
+}
+
+static int manager_pass(struct manager *m) {
+        uint64_t t0 = util_now_usec(), cpu_now;
+        const struct managed *managed;
+        size_t n_managed;
+        struct plan_input in;
+        int r;
+
+        check_hotplug(m);
+        drain_proc_connector(m);
+        /* Listen between passes again once an early pass may come: a fresh
+         * event then, not one that waited in the socket. */
+        if (m->pc_source && t0 >= early_next_allowed(m))
+                (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_ON);
+
+        r = sampler_sample(m->sampler, t0, &m->snap);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "sampling failed");
+        if (m->wake) {
+                wake_sampler_set_tasks(m->wake, m->snap->tasks, m->snap->n_tasks);
+                (void) wake_sampler_edges(m->wake, t0, &m->snap->edges, &m->snap->n_edges);
+                m->snap->wake_source = wake_sampler_source(m->wake);
+        } else
+                m->snap->wake_source = m->wake_status;
+        log_coexist(m, &m->snap->coexist);
+
+        /* Someone else changed what we set, or the target exited: stop managing it. */
+        r = applier_reconcile(m->applier);
+        if (r > 0)
+                log_fields(&m->log, LOG_NOTICE, NULL,
+                           "%d managed target(s) exited or were changed by someone else; no longer managed", r);
+
+        /* The releases of this pass end every affinity change; a verdict
+         * measured under the BPF scheduler would judge it, not the change. */
+        if (m->snap->coexist.sched_ext)
+                for (size_t i = m->n_effects; i > 0; i--)
+                        if (m->effects[i - 1].action.type == ACT_AFFINITY)
+                                effect_forget(m, i - 1);
+        effect_check(m);
+
+        /* Tasks whose mask we set are not "narrowed by someone else". */
+        if (applier_list(m->applier, &managed, &n_managed) >= 0)
+                for (size_t i = 0; i < n_managed; i++) {
+                        struct task *t;
+                        if (managed[i].type != ACT_AFFINITY)
+                                continue;
+                        t = (struct task *) snapshot_find_task(m->snap, managed[i].task.tid);
+                        if (t && t->id.start_time == managed[i].task.start_time)
+                                t->affinity_ours = true;
+                }
+
+        findings_clear(&m->findings);
+        r = detect_all(m->snap, m->config, getpid(), &m->findings);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "detection failed");
+
+        /* Where the memory of pairs about to be placed is (NUMA machines only; bounded, memnode.h). */
+        {
+                const struct task *want[64];
+                size_t n_want = detect_pair_tasks_to_place(&m->findings, m->snap, want, ELEMENTSOF(want));
+
+                r = memnode_sample_tasks(m->memnodes, m->root, want, n_want, m->snap, t0);
+                if (r < 0)
+                        return log_errno(&m->log, LOG_ERR, r, "sampling the pairs' memory nodes failed");
+        }
+
+        r = applier_list(m->applier, &managed, &n_managed);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "listing managed targets failed");
+        in = (struct plan_input) {
+                .snap = m->snap,
+                .config = m->config,
+                .findings = &m->findings,
+                .managed = managed,
+                .n_managed = n_managed,
+                .now_usec = t0,
+        };
+        action_list_clear(&m->actions);
+        r = plan_run(m->plan, &in, &m->actions);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "planning failed");
+
+        for (size_t i = 0; i < m->actions.n; i++) {
+                const struct action *a = &m->actions.items[i];
+
+                r = applier_apply(m->applier, a, t0, m->dry_run);
+                log_action(m, a, r, m->dry_run ? "would" : a->verb == VERB_SET ? "set" : "released");
+                if (r < 0) {
+                        char key[160];
+                        if (a->type != ACT_AFFINITY && m->levers && levers_last_error(m->levers))
+                                log_fields(&m->log, LOG_WARNING, NULL, "%s", levers_last_error(m->levers));
+                        m->actions_failed++;
+                        /* A target we cannot change is not retried every interval. */
+                        action_target_key(a, key, sizeof(key));
+                        (void) plan_state_block(m->plan, key, t0 + m->config->daemon.cooldown_usec,
+                                                strerror(-r));
+                        continue;
+                }
+                if (r > 0) {
+                        m->actions_applied++;
+                        effect_track(m, a);
+                }
+        }
+
+        m->passes++;
+        m->last_pass_cost_usec = util_now_usec() - t0;
+        /* With --log-level debug, one line a pass: when passes ran is what
+         * an early pass or a slow fix is debugged with. */
+        if (m->log.max_level >= LOG_DEBUG)
+                log_fields(&m->log, LOG_DEBUG, NULL, "pass %" PRIu64 " at %.3f s (boot): %zu tasks, %zu edges, "
+                           "%zu findings, %zu actions, %" PRIu64 " µs",
+                           m->passes, (double) util_boottime_usec() / USEC_PER_SEC, m->snap->n_tasks,
+                           m->snap->n_edges, m->findings.n, m->actions.n, m->last_pass_cost_usec);
+
+        cpu_now = manager_rusage_cpu_usec();
+        if (m->self_wall_prev_usec && t0 > m->self_wall_prev_usec)
+                m->self_cpu_frac = (double) (cpu_now - m->self_cpu_prev_usec) /
+                                   (double) (t0 - m->self_wall_prev_usec);
+        m->self_cpu_prev_usec = cpu_now;
+        m->self_wall_prev_usec = t0;
+
+        (void) applier_list(m->applier, &managed, &n_managed);
+        sd_notifyf(false, "STATUS=%zu tasks, %zu findings, %zu actions in force%s",
+                   m->snap->n_tasks, m->findings.n, n_managed, m->dry_run ? " (dry-run)" : "");
+        write_metrics(m);
+        return 0;
+}
+
+static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+
+        m->in_pass = true;
+        (void) manager_pass(m);
+        m->in_pass = false;
+        /* Next pass relative to now: a slow pass must not cause a burst of catch-up passes. */
+        (void) sd_event_source_set_time(s, util_now_usec() + m->interval_usec);
+        (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
+        return 0;
+}
+
+/* Listen between passes again (what came meanwhile is dispatched at once). */
+static int on_pc_rearm(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+
+        if (m->pc_source)
+                (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_ON);
+        return 0;
+}
+
+static void pc_rearm_at(struct manager *m, uint64_t when) {
+        if (!m->pc_rearm)
+                (void) sd_event_add_time(m->event, &m->pc_rearm, CLOCK_MONOTONIC, when, 100 * USEC_PER_MSEC,
+                                         on_pc_rearm, m);
+        else if (sd_event_source_set_time(m->pc_rearm, when) >= 0)
+                (void) sd_event_source_set_enabled(m->pc_rearm, SD_EVENT_ONESHOT);
+}
+
+#define EARLY_PASS_DELAY_USEC (300 * USEC_PER_MSEC)
+#define EARLY_PASS_MIN_GAP_USEC (10 * USEC_PER_SEC)
+/* A burst of 3 (then one per gap): the commands that start a workload
+ * (a shell, `affctl status` to see the daemon is up) are new processes too
+ * and must not use up the one the workload needs. */
+#define EARLY_PASS_BURST 3
+
+/* Generic cell rate algorithm: early_tat advances by the gap per early pass
+ * (from now at the latest); one is allowed while it is at most BURST - 1
+ * gaps ahead. */
+static uint64_t early_next_allowed(const struct manager *m) {
+        uint64_t ahead = (EARLY_PASS_BURST - 1) * EARLY_PASS_MIN_GAP_USEC;
+        return m->early_tat > ahead ? m->early_tat - ahead : 0;
+}
+
+/*
+ * A new process may be half of a ping-pong pair: at a 1 s interval a pair
+ * started just after a pass was seen at the next pass and, when the kernel
+ * held it together in that pass's wake-up burst, fixed only at the one after
+ * (`perf bench sched pipe` 0.925x hand-pinned over a 21 s run, the
+ * fix 2 s in). So the next pass is brought forward to EARLY_PASS_DELAY after
+ * the first new process of an interval (its threads have rates over their
+ * life from 100 ms on, and the wake sampler bursts just before), at most
+ * EARLY_PASS_BURST at once and then one per EARLY_PASS_MIN_GAP: on a machine
+ * that forks all the time that is one extra pass every 10 s. The delay runs
+ * from the event's kernel time stamp (CLOCK_MONOTONIC): an event read late,
+ * after listening was off for a while, is not delayed twice; the burst
+ * before the pass is then shortened to fit (EARLY_PASS_LEAD_MIN).
+ */
+#define EARLY_PASS_LEAD_MIN_USEC (100 * USEC_PER_MSEC)
+
+static void new_process_seen(struct manager *m, uint64_t event_usec) {
+        uint64_t now, at, next, allowed;
+
+        if (m->in_pass || !m->timer)
+                return;
+        now = util_now_usec();
+        if (event_usec > now || event_usec + EARLY_PASS_DELAY_USEC < now)
+                event_usec = now;       /* not a time stamp we can use, or old news */
+        at = MAX(event_usec + EARLY_PASS_DELAY_USEC, now + EARLY_PASS_LEAD_MIN_USEC);
+        if (now < early_next_allowed(m) || sd_event_source_get_time(m->timer, &next) < 0 ||
+            next <= at + EARLY_PASS_DELAY_USEC)
+                return;   /* too many lately, or the pass is due anyway */
+        if (sd_event_source_set_time(m->timer, at) < 0)
+                return;
+        m->early_tat = MAX(m->early_tat, now) + EARLY_PASS_MIN_GAP_USEC;
+        m->early_armed = true;
+        /* listened to again at the early pass if another one is allowed by
+         * then, else when it is */
+        allowed = MAX(early_next_allowed(m), at);
+        pc_rearm_at(m, allowed);
+        if (m->wake)
+                wake_sampler_expect_call(m->wake, at);
+        log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass brought forward by %" PRIu64 " ms",
+                   (next - at) / USEC_PER_MSEC);
+}
+
+static int on_proc_event(const struct proc_event *ev, void *userdata) {
+        struct manager *m = userdata;
+        uint64_t at = ev->timestamp_ns / NSEC_PER_USEC;
+
+        switch (ev->what) {
+        case PROC_EVENT_FORK_:
+                sampler_note_fork(m->sampler, ev->pid, ev->tid);
+                if (ev->pid == ev->tid)
+                        new_process_seen(m, at);
+                break;
+        case PROC_EVENT_EXEC_:
+                sampler_note_exec(m->sampler, ev->pid);
+                new_process_seen(m, at);
+                break;
+        case PROC_EVENT_EXIT_:
+                sampler_note_exit(m->sampler, ev->pid, ev->tid);
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+/*
+ * The sampler acts on process events only at the next pass, so they are
+ * drained at the start of each pass; between passes the fd is watched only
+ * while an early pass may come (new_process_seen()): one wake-up, then off
+ * until an early pass is allowed again.
+ * Waking on every event cost a context switch per batch: on this shared
+ * machine (~35 forks/s from builds) that was about 11 wake-ups a second, a
+ * fifth of the daemon's CPU with 10,000 idle threads.
+ */
+static void drain_proc_connector(struct manager *m) {
+        int r;
+
+        if (!m->pc_source)
+                return;
+        r = proc_connector_dispatch(m->pc, on_proc_event, m);
+
+        if (r == -ENOBUFS)
+                sampler_note_lost(m->sampler);   /* events dropped: list /proc next pass */
+
+        if (r < 0 && r != -EAGAIN && r != -ENOBUFS) {
+                /* Keep running on the periodic scan alone (fallback). */
+                snprintf(m->pc_status, sizeof(m->pc_status), "failed: %s; periodic scan only", strerror(-r));
+                log_errno(&m->log, LOG_WARNING, r, "proc connector failed, using periodic scans only");
+                m->pc_source = sd_event_source_disable_unref(m->pc_source);
+                sampler_set_process_events(m->sampler, false);
+        }
+}
+
+/*
+ * Events that bring no pass forward (exits, threads, new processes when no
+ * early pass is allowed) turn listening off for PC_IDLE_OFF, and for longer
+ * once such wake-ups come more often than PC_IDLE_BURST per second (GCRA,
+ * one per PC_IDLE_GAP). A flat second off after each one missed the
+ * workload a benchmark started just after `affctl status` exited: its pair
+ * waited for the regular pass (scenario 2: co-located 0.65-0.77 s in,
+ * instead of ~0.35 s).
+ */
+#define PC_IDLE_OFF_USEC (50 * USEC_PER_MSEC)
+#define PC_IDLE_GAP_USEC (500 * USEC_PER_MSEC)
+#define PC_IDLE_BURST 2
+
+static uint64_t pc_idle_next_listen(struct manager *m, uint64_t now) {
+        uint64_t ahead = PC_IDLE_BURST * PC_IDLE_GAP_USEC;
+
+        m->pc_idle_tat = MAX(m->pc_idle_tat, now) + PC_IDLE_GAP_USEC;
+        return MAX(now + PC_IDLE_OFF_USEC, m->pc_idle_tat > ahead ? m->pc_idle_tat - ahead : 0);
+}
+
+static int on_proc_connector(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct manager *m = userdata;
+
+        m->early_armed = false;
+        drain_proc_connector(m);
+        if (!m->pc_source)
+                return 0;
+        /* Off until the early pass (new_process_seen() set the time), or
+         * briefly (above) when nothing was brought forward. Passes drain
+         * meanwhile. */
+        (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_OFF);
+        if (!m->early_armed)
+                pc_rearm_at(m, MAX(early_next_allowed(m), pc_idle_next_listen(m, util_now_usec())));
+        return 0;
+}
+
+static int on_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        struct manager *m = userdata;
+
+        if (si->ssi_signo == SIGHUP) {
+                struct json_object *o = NULL;
+                (void) manager_reload(m, &o);
+                json_object_put(o);
+                return 0;
+        }
+        log_fields(&m->log, LOG_INFO, NULL, "%s received, restoring and exiting",
+                   strsignal((int) si->ssi_signo));
+        return sd_event_exit(sd_event_source_get_event(s), 0);
+}
+
+/* ---- setup ----------------------------------------------------------- */
+
+/*
+ * The perf wake-up source needs tracefs (the tracepoint's id and format).
+ * systemd mounts it at boot (sys-kernel-tracing.mount); outside systemd (a
+ * container, a minimal init) nothing may have, and the daemon would fall
+ * back to the weaker signal on a machine where perf works. So as root,
+ * outside systemd, on the real root, it is mounted the way systemd would,
+ * said in the log, and left mounted on stop: other tools may use it by then,
+ * as they would after boot. Under systemd a missing tracefs is someone's
+ * choice (a masked unit) and is left alone.
+ */
+static void mount_tracefs(struct manager *m) {
+        const char *target = "/sys/kernel/tracing";
+        int r;
+
+        if (m->opts.no_perf || !m->levers || !streq(m->root, "/") || geteuid() != 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "not mounted by affinityd");
+                return;
+        }
+        if (sd_booted() > 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "left to systemd");
+                return;
+        }
+        r = levers_mount(m->levers, "tracefs", target);
+        if (r > 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status),
+                         "mounted by affinityd on %s (not booted with systemd)", target);
+                log_fields(&m->log, LOG_NOTICE, NULL,
+                           "mounted tracefs on %s, as systemd does at boot (not booted with systemd; "
+                           "the perf wake-up source needs it); it stays mounted on stop", target);
+        } else if (r < 0) {
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "cannot mount on %s: %s", target,
+                         strerror(-r));
+                log_errno(&m->log, LOG_WARNING, r, "cannot mount tracefs on %s; wake-ups from the fallback",
+                          target);
+        } else
+                snprintf(m->tracefs_status, sizeof(m->tracefs_status), "mounted");
+}
+
+static int setup_runtime_dir(struct manager *m) {
+        if (mkdir(m->runtime_dir, 0755) < 0 && errno != EEXIST)
+                return log_errno(&m->log, LOG_ERR, errno, "cannot create %s", m->runtime_dir);
+        return 0;
+}
+
+/*
+ * The instance before us ran with another runtime dir and did not stop
+ * cleanly (its journal is still there): restore from that journal too, or
+ * its changes would stay in force with nobody knowing their originals.
+ */
+static void recover_previous(struct manager *m) {
+        _cleanup_free_ char *path = NULL;
+        struct applier *old = NULL;
+        int r;
+
+        if (!m->prev_runtime_dir[0] || asprintf(&path, "%s/" JOURNAL_FILE, m->prev_runtime_dir) < 0 ||
+            access(path, F_OK) < 0)
+                return;
+        r = applier_new(m->prev_runtime_dir, &apply_ops_system, &m->sys, &old);
+        if (r < 0) {
+                log_errno(&m->log, LOG_WARNING, r, "the previous instance's journal %s cannot be opened; its changes "
+                          "may still be in force", path);
+                return;
+        }
+        applier_set_event_handler(old, on_applier_event, m);
+        r = applier_recover(old);
+        if (r < 0)
+                log_errno(&m->log, LOG_WARNING, r, "cannot recover the previous instance's journal %s", path);
+        else
+                log_fields(&m->log, LOG_NOTICE, NULL, "the previous instance ran with runtime dir %s: %s",
+                           m->prev_runtime_dir, applier_get_recover_report(old)->message);
+        applier_free(old);
+}
+
+int manager_new(const struct manager_options *o, struct manager **ret) {
+        struct config_errors errs = {};
+        struct config_paths paths;
+        struct manager *m;
+        sigset_t ss;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        m->opts = *o;
+        m->instance_fd = -1;
+        log_target_init(&m->log, o->log_level >= 0 ? o->log_level : LOG_INFO);
+        m->root = strdup(o->root ? o->root : "/");
+        m->runtime_dir = strdup(o->runtime_dir ? o->runtime_dir : AFF_RUNTIME_DIR);
+        m->config_dirs = o->config_dirs ? strv_copy(o->config_dirs) : NULL;
+        if (!m->root || !m->runtime_dir || (o->config_dirs && !m->config_dirs)) {
+                r = -ENOMEM;
+                goto fail;
+        }
+        m->opts.root = m->root;
+        m->opts.runtime_dir = m->runtime_dir;
+        m->opts.config_dirs = m->config_dirs;
+        m->start_usec = util_now_usec();
+
+        config_paths_from(m->config_dirs, &paths);
+        r = config_load(&paths, &m->config, &errs);
+        if (r < 0) {
+                log_config_errors(m, &errs);
+                config_errors_clear(&errs);
+                log_errno(&m->log, LOG_ERR, r, "configuration is not valid, not starting");
+                goto fail;
+        }
+        apply_settings(m);
+        check_nothing_to_do(m);
+
+        /* Before the runtime dir and its journal: a second instance must not
+         * restore, or even tidy, anything. */
+        {
+                char msg[512];
+
+                r = instance_lock(m->root, m->runtime_dir, INSTANCE_WAIT_USEC, msg, sizeof(msg), m->prev_runtime_dir,
+                                  sizeof(m->prev_runtime_dir));
+                if (r == -ENOENT)
+                        /* no <root>/run: a fixture tree, or a very bare container */
+                        log_fields(&m->log, streq(m->root, "/") ? LOG_WARNING : LOG_DEBUG, NULL,
+                                   "%s: not guarding against a second instance", msg);
+                else if (r < 0) {
+                        log_fields(&m->log, LOG_ERR, NULL, "%s; not starting", msg);
+                        goto fail;
+                } else
+                        m->instance_fd = r;
+        }
+
+        r = setup_runtime_dir(m);
+        if (r < 0)
+                goto fail;
+
+        r = sd_event_default(&m->event);
+        if (r < 0)
+                goto fail;
+
+        /* sd-event wants the signals blocked before it takes them. */
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
+        if ((r = sd_event_add_signal(m->event, &m->sig_term, SIGTERM, on_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, &m->sig_int, SIGINT, on_signal, m)) < 0 ||
+            (r = sd_event_add_signal(m->event, &m->sig_hup, SIGHUP, on_signal, m)) < 0)
+                goto fail;
+        /* WATCHDOG=1 at half of WatchdogSec=, when systemd asked for it. */
+        (void) sd_event_set_watchdog(m->event, true);
+
+        r = topology_load(m->root, &m->topo);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot read the CPU topology below %s", m->root);
+                goto fail;
+        }
+        log_topology_notes(m, m->topo);
+        (void) util_read_file_at(m->root, "/sys/devices/system/cpu/online", m->topo_online,
+                                 sizeof(m->topo_online));
+        util_strip(m->topo_online);
+
+        r = sampler_new(m->root, m->topo, m->config->daemon.max_tracked_threads, &m->sampler);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
+                goto fail;
+        }
+        r = memnode_memo_new(&m->memnodes);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
+                goto fail;
+        }
+
+        r = levers_new(m->root, &m->levers);
+        if (r < 0)
+                log_errno(&m->log, LOG_WARNING, r, "system levers unavailable");
+        else {
+                /* The levers never mount debugfs or securityfs for us: a mount is a
+                 * change to the system that nothing would undo. Where they are
+                 * missing, `affctl status` says so (systemd mounts both at boot). */
+                levers_set_allow_mount(m->levers, false);
+                (void) levers_probe(m->levers, &m->caps);
+                if (check_levers(m, m->config, &errs) > 0) {
+                        log_config_errors(m, &errs);
+                        config_errors_clear(&errs);
+                        r = log_errno(&m->log, LOG_ERR, EINVAL, "configuration does not fit this kernel, not starting");
+                        goto fail;
+                }
+        }
+        m->sys = (struct apply_system) { .root = m->root, .levers = m->levers };
+
+        r = applier_new(m->runtime_dir, &apply_ops_system, &m->sys, &m->applier);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot open the journal in %s", m->runtime_dir);
+                goto fail;
+        }
+        applier_set_event_handler(m->applier, on_applier_event, m);
+        recover_previous(m);
+        /* A journal left by a crash: put everything back before doing anything new. */
+        r = applier_recover(m->applier);
+        if (r == -EPROTONOSUPPORT || r == -EBADMSG)
+                /* Moved aside, a fresh journal started: nothing was touched. */
+                log_fields(&m->log, LOG_ERR, NULL, "%s", applier_get_recover_report(m->applier)->message);
+        else if (r < 0) {
+                /* Without a writable journal nothing could be undone safely: do not start. */
+                log_errno(&m->log, LOG_ERR, r, "cannot recover the journal in %s", m->runtime_dir);
+                goto fail;
+        } else if (applier_get_recover_report(m->applier)->entries > 0)
+                log_fields(&m->log, LOG_NOTICE, NULL, "%s", applier_get_recover_report(m->applier)->message);
+
+        m->plan = plan_state_new();
+        if (!m->plan) {
+                r = -ENOMEM;
+                goto fail;
+        }
+
+        /* New processes are seen at once; without the connector the periodic scan finds them. */
+        r = proc_connector_new(&m->pc);
+        if (r >= 0)
+                r = sd_event_add_io(m->event, &m->pc_source, proc_connector_fd(m->pc), EPOLLIN,
+                                    on_proc_connector, m);
+
+        if (r < 0) {
+                snprintf(m->pc_status, sizeof(m->pc_status), "unavailable: %s; periodic scan only",
+                         strerror(-r));
+                log_errno(&m->log, LOG_NOTICE, r, "proc connector unavailable, using periodic scans only");
+        } else {
+                snprintf(m->pc_status, sizeof(m->pc_status), "listening");
+                /* fork notes find new processes: /proc is listed only every DEFAULT_LIST_PROC_EVERY
+                 * (60) passes (sample.c) */
+                sampler_set_process_events(m->sampler, true);
+        }
+
+        mount_tracefs(m);
+        /* Never fails for lack of perf: it falls back and says why in its status. */
+        r = wake_sampler_new(m->root, m->topo, m->config->daemon.wake_sample_period,
+                             m->config->daemon.max_wake_events_per_s, &m->wake);
+        if (r >= 0 && o->no_perf)
+                r = wake_sampler_disable_perf(m->wake, "disabled by --no-perf");
+        if (r >= 0) {
+                wake_sampler_set_floor(m->wake, detect_pair_rate_floor(m->config));
+                r = wake_sampler_attach(m->wake, m->event);
+        }
+        if (r < 0) {
+                snprintf(m->wake_status, sizeof(m->wake_status), "none: %s", strerror(-r));
+                log_errno(&m->log, LOG_WARNING, r, "wake-up sampling unavailable");
+                m->wake = wake_sampler_free(m->wake);
+        } else if (strncmp(wake_sampler_source(m->wake), "perf", 4) != 0)
+                log_fields(&m->log, LOG_NOTICE, NULL, "wake-up source: %s", wake_sampler_source(m->wake));
+
+        r = bus_server_new(m, m->runtime_dir, &m->bus);
+        if (r < 0) {
+                log_errno(&m->log, LOG_ERR, r, "cannot listen on %s/%s", m->runtime_dir, AFF_BUS_SOCKET);
+                goto fail;
+        }
+        r = bus_server_attach_system(m->bus);
+        if (r < 0)
+                snprintf(m->bus_status, sizeof(m->bus_status), "private socket only (system bus: %s)",
+                         strerror(-r));
+        else
+                snprintf(m->bus_status, sizeof(m->bus_status), "private socket + system bus name %s",
+                         AFF_BUS_NAME);
+
+        /* First pass right away so status has data; then every interval. */
+        r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC, util_now_usec(), 10 * USEC_PER_MSEC,
+                              on_timer, m);
+        if (r < 0)
+                goto fail;
+        (void) sd_event_source_set_enabled(m->timer, SD_EVENT_ON);
+
+        *ret = m;
+        return 0;
+fail:
+        manager_free(m);
+        return r;
+}
+
+int manager_run(struct manager *m) {
+        int r;
+
+        sd_notifyf(false, "READY=1\nSTATUS=running, interval %" PRIu64 " ms%s",
+                   m->interval_usec / USEC_PER_MSEC, m->dry_run ? ", dry-run" : "");
+        log_fields(&m->log, LOG_INFO, NULL, "running: interval %" PRIu64 " ms, %zu policies%s",
+                   m->interval_usec / USEC_PER_MSEC, m->config->n_policies,
+                   m->dry_run ? ", dry-run" : "");
+        r = sd_event_loop(m->event);
+        sd_notify(false, "STOPPING=1\nSTATUS=restoring");
+        int k = applier_restore_all(m->applier);
+        if (k < 0)
+                log_errno(&m->log, LOG_ERR, k, "restoring changes on stop failed");
+        else
+                log_fields(&m->log, LOG_INFO, NULL, "restored %d change(s) on stop", k);
+        return r;
+}
+
+struct manager *manager_free(struct manager *m) {
+        if (!m)
+                return NULL;
+        bus_server_free(m->bus);
+        sd_event_source_disable_unref(m->timer);
+        sd_event_source_disable_unref(m->pc_rearm);
+        sd_event_source_disable_unref(m->sig_term);
+        sd_event_source_disable_unref(m->sig_int);
+        sd_event_source_disable_unref(m->sig_hup);
+        sd_event_source_disable_unref(m->pc_source);
+        wake_sampler_free(m->wake);
+        proc_connector_free(m->pc);
+        applier_free(m->applier);
+        levers_free(m->levers);
+        plan_state_free(m->plan);
+        sampler_free(m->sampler);
+        memnode_memo_free(m->memnodes);
+        topology_free(m->topo);
+        findings_clear(&m->findings);
+        action_list_clear(&m->actions);
+        free(m->effects);
+        config_free(m->config);
+        sd_event_unref(m->event);
+        strv_free(m->config_dirs);
+        free(m->root);
+        free(m->runtime_dir);
+        /* last: the next instance may start once everything of ours is put back */
+        if (m->instance_fd >= 0)
+                close(m->instance_fd);
+        free(m);
+        return NULL;
+}
+
+int manager_reload(struct manager *m, struct json_object **ret) {
+        struct config_errors errs = {};
+        struct config_paths paths;
+        struct config *c = NULL;
+        struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
+        int r;
+
+        config_paths_from(m->config_dirs, &paths);
+        r = config_load(&paths, &c, &errs);
+        if (r >= 0 && m->levers) {
+                (void) levers_probe(m->levers, &m->caps);
+                if (check_levers(m, c, &errs) > 0) {
+                        c = config_free(c);
+                        r = -EINVAL;
+                }
+        }
+        for (size_t i = 0; i < errs.n; i++)
+                json_object_array_add(arr, json_object_new_string(errs.items[i].message));
+        if (r < 0) {
+                /* Keep running on the last good configuration. */
+                log_config_errors(m, &errs);
+                log_fields(&m->log, LOG_ERR, NULL, "reload failed (%zu error(s)); keeping the running configuration",
+                           errs.n);
+                if (errs.n == 0)
+                        json_object_array_add(arr, json_object_new_string(strerror(-r)));
+        } else {
+                config_free(m->config);
+                m->config = c;
+                apply_settings(m);
+                if (m->wake) {
+                        (void) wake_sampler_set_limits(m->wake, c->daemon.wake_sample_period,
+                                                       c->daemon.max_wake_events_per_s);
+                        wake_sampler_set_floor(m->wake, detect_pair_rate_floor(c));
+                }
+                log_fields(&m->log, LOG_INFO, NULL, "configuration reloaded: %zu policies", c->n_policies);
+                check_nothing_to_do(m);
+                release_orphans(m);
+        }
+        config_errors_clear(&errs);
+        JADD(o, "ok", json_object_new_boolean(r >= 0));
+        JADD(o, "errors", arr);
+        if (r >= 0)
+                JADD(o, "policies", json_object_new_int((int) m->config->n_policies));
+        *ret = o;
+        return 0;
+}
+
+int manager_revert(struct manager *m, pid_t pid, struct json_object **ret) {
+        struct json_object *o = json_object_new_object();
+        int r = pid == 0 ? applier_restore_all(m->applier) : applier_restore_pid(m->applier, pid);
+
+        JADD(o, "ok", json_object_new_boolean(r >= 0));
+        JADD(o, "reverted", json_object_new_int(r >= 0 ? r : 0));
+        if (r < 0)
+                JADD(o, "error", json_object_new_string(strerror(-r)));
+        log_fields(&m->log, LOG_NOTICE, NULL, "revert %s requested: %d change(s) undone",
+                   pid == 0 ? "of everything" : "of one process", r >= 0 ? r : 0);
+        *ret = o;
+        return 0;
+}
+
+int manager_set_dry_run(struct manager *m, bool on, struct json_object **ret) {
+        struct json_object *o = json_object_new_object();
+
+        /* Entering dry-run keeps what is in force; it only stops new changes.
+         * `affctl revert --all` is the way to undo. */
+        m->dry_run = on;
+        m->opts.dry_run = on;
+        log_fields(&m->log, LOG_NOTICE, NULL, "dry-run %s", on ? "on" : "off");
+        JADD(o, "ok", json_object_new_boolean(true));
+        JADD(o, "dry_run", json_object_new_boolean(on));
+        *ret = o;
+        return 0;
+}

@@ -1,0 +1,447 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Pair detector ([wake-affine]): two threads that wake
+ * each other at a high rate in both directions, an RPC ping-pong. Such a
+ * pair runs far better on one CPU: a pipe ping-pong here does ~260k round
+ * trips/s on one CPU and ~90k split across two, and the kernel often
+ * leaves it split ("will stay that way instead of recovering", [wake-affine]).
+ *
+ * One finding per pair whose wake rate reaches the policy's WakeRate= in
+ * both directions (one, for a pair we hold on one CPU: pair_rate()),
+ * whether it is split or not: split_fraction says how
+ * much of the window the two spent on different CPUs, and the planner
+ * co-locates only pairs split for most of the window. A pair we pinned
+ * together is no longer split but must stay visible, or the planner would
+ * release it and the kernel would split it again.
+ *
+ * A pair whose members are both busy (combined util above
+ * MaxCombinedUtil=, default 120 %) is a pipelined stream, not a ping-pong:
+ * co-locating one costs ~25 % here. Its finding's shape is PAIR_STREAM and
+ * the planner leaves it alone. So it does a hub (PAIR_HUB): a thread that
+ * serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates (one
+ * Redis thread, several clients). Pinned to one client's CPU it would be
+ * co-located with one and moved away from the others.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "detect/detect.h"
+#include "detect/match.h"
+
+/*
+ * Defaults when a policy leaves WakeRate= / MaxCombinedUtil= unset.
+ * 2000 wake-ups/s each way: the ping-pong pairs of [wake-affine] and the pipe
+ * ping-pong here run at 45k-260k/s; a chatty but ordinary client/server
+ * (a few hundred requests/s) does not gain from sharing a CPU.
+ * 1.2 CPUs: a ping-pong pair alternates, so together it uses at most about
+ * one CPU (split pair here: 0.5-0.7 each, ~1.1 at most); a stream keeps
+ * both busy (1.7-2.0 here).
+ */
+#ifndef DETECT_PAIR_WAKE_RATE_MIN_DEFAULT
+#define DETECT_PAIR_WAKE_RATE_MIN_DEFAULT 2000.0
+#define DETECT_PAIR_GROUP_UTIL_MAX_DEFAULT 1.2
+#endif
+
+
+struct pair_item {
+        pid_t lo, hi;
+        double lo_to_hi, hi_to_lo;       /* wake-ups/s */
+        double split_weighted;           /* Σ rate × split_fraction over edges with a known split */
+        double split_rate;               /* Σ rate of those edges */
+};
+
+static int pair_item_cmp(const void *a, const void *b) {
+        const struct pair_item *x = a, *y = b;
+
+        if (x->lo != y->lo)
+                return x->lo < y->lo ? -1 : 1;
+        return x->hi < y->hi ? -1 : x->hi > y->hi;
+}
+
+static double edge_split(const struct wake_edge *e) {
+#ifdef WAKE_EDGE_HAVE_SPLIT
+        return e->have_split ? e->split_fraction : -1;
+#else
+        (void) e;
+        return -1;
+#endif
+}
+
+static double pair_wake_rate_min(const struct policy *p) {
+        return p && p->wake_rate_min_per_s >= 0 ? p->wake_rate_min_per_s : DETECT_PAIR_WAKE_RATE_MIN_DEFAULT;
+}
+
+static double pair_group_util_max(const struct policy *p) {
+        return p && p->group_util_max >= 0 ? p->group_util_max : DETECT_PAIR_GROUP_UTIL_MAX_DEFAULT;
+}
+
+/* The lowest WakeRate= of any enabled pair policy: pairs below it need no
+ * policy lookup, and the wake sampler's quiet gate keys on it. -1: none. */
+double detect_pair_rate_floor(const struct config *c) {
+        double floor = -1;
+
+        for (size_t i = 0; i < c->n_policies; i++) {
+                const struct policy *p = &c->policies[i];
+                double r;
+
+                if (!p->enabled || p->detector != DETECT_PAIR)
+                        continue;
+                r = pair_wake_rate_min(p);
+                if (floor < 0 || r < floor)
+                        floor = r;
+        }
+        return floor;
+}
+
+void detect_pair_roles(const struct task *a, const struct task *b, enum pair_role ret[2]) {
+        uint64_t sa = a->proc ? a->proc->start_time : a->id.start_time;
+        uint64_t sb = b->proc ? b->proc->start_time : b->id.start_time;
+
+        ret[0] = ret[1] = PAIR_ROLE_PEER;
+        if (a->id.pid == b->id.pid || sa == sb)
+                return;
+        ret[0] = sa < sb ? PAIR_ROLE_SERVER : PAIR_ROLE_CLIENT;
+        ret[1] = sa < sb ? PAIR_ROLE_CLIENT : PAIR_ROLE_SERVER;
+}
+
+size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapshot *snap,
+                                  const struct task **ret, size_t max) {
+        size_t n = 0;
+
+        for (size_t i = 0; f && i < f->n && n + 2 <= max; i++) {
+                const struct finding *x = &f->items[i];
+                const struct task *a, *b;
+
+                if (x->kind != DETECT_PAIR || x->shape != PAIR_PINGPONG || x->n_members < 2)
+                        continue;
+                a = snapshot_find_id(snap, &x->members[0]);
+                b = snapshot_find_id(snap, &x->members[1]);
+                if (!a || !b || (a->affinity_ours && b->affinity_ours))
+                        continue;    /* gone, or co-located already: nothing to place */
+                ret[n++] = a;
+                ret[n++] = b;
+        }
+        return n;
+}
+
+const char *pair_role_to_string(enum pair_role r) {
+        switch (r) {
+        case PAIR_ROLE_SERVER: return "server";
+        case PAIR_ROLE_CLIENT: return "client";
+        default: return "peer";
+        }
+}
+
+/*
+ * Both members must be ours to touch; if their policies differ, the one
+ * that wins overlaps does. Two members pinned to the same one CPU are not
+ * "narrowed by someone else" for this purpose: that is what a pair we
+ * co-located looks like, and it must stay visible or the planner would
+ * release it (and the kernel split it again). Should someone else have
+ * pinned them together, the finding only says "together" and the planner,
+ * which holds no pin on them, leaves them be.
+ */
+static const struct policy *pair_policy(const struct config *c, const struct snapshot *s, const struct task *a,
+                                        const struct task *b, pid_t self_pid) {
+        const struct policy *pa, *pb;
+        int cpu = cpumask_single(&a->allowed);
+        unsigned flags = cpu >= 0 && cpu == cpumask_single(&b->allowed) ? MATCH_AFFINITY_OURS : 0;
+
+        pa = match_policy_for(c, s, a, DETECT_PAIR, self_pid, flags, NULL);
+        if (!pa || pa->detector != DETECT_PAIR)
+                return NULL;
+        pb = match_policy_for(c, s, b, DETECT_PAIR, self_pid, flags, NULL);
+        if (!pb || pb->detector != DETECT_PAIR)
+                return NULL;
+        return pb->priority < pa->priority ? pb : pa;
+}
+
+/*
+ * Owners= (affinityd(8), THREAT MODEL): co-locating changes both members,
+ * each for the other's sake. Any local user can make a pair with another
+ * user's task (a FIFO and an echo loop are enough), so by default a task is
+ * changed for a partner of another user only when both are root or system
+ * accounts (a database and its root-run client); an unprivileged user's
+ * tasks pair only with their own. Unknown owners (no /proc status read)
+ * count as different users.
+ */
+static bool owners_allow(const struct policy *p, const struct task *a, const struct task *b) {
+        int o = p->pair_owners >= 0 ? p->pair_owners : PAIR_OWNERS_TRUSTED;
+
+        if (o == PAIR_OWNERS_ANY)
+                return true;
+        if (!a->proc || !b->proc)
+                return false;
+        if (a->proc->uid == b->proc->uid)
+                return true;
+        return o == PAIR_OWNERS_TRUSTED && a->proc->uid <= PAIR_OWNERS_SYSTEM_UID_MAX &&
+               b->proc->uid <= PAIR_OWNERS_SYSTEM_UID_MAX;
+}
+
+/*
+ * The pair's wake rate, held against WakeRate=. Split, a ping-pong wakes
+ * both ways once a round trip, and the weaker direction is the test that
+ * it is a ping-pong, not one thread notifying another. On one CPU only
+ * one direction is left: the waker is preempted by the wakee it woke, so
+ * the reply finds it runnable and wakes nobody. Measured here on MariaDB +
+ * sysbench co-located at 53k queries/s: 48,230/1,510, 44,090/2,372 and
+ * 26,349/5,855 wake-ups/s. With the minimum a pair we co-located read
+ * "quiet" and was released into the split it had been taken out of, so
+ * a pair that we hold on one CPU is measured by its stronger direction.
+ */
+static double pair_rate(const struct task *a, const struct task *b, const struct pair_item *it) {
+        int cpu = cpumask_single(&a->allowed);
+        bool held = a->affinity_ours && b->affinity_ours && cpu >= 0 && cpu == cpumask_single(&b->allowed);
+
+        return held ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);
+}
+
+const char *split_basis_to_string(enum split_basis b) {
+        switch (b) {
+        case SPLIT_BASIS_WAKEUPS: return "wakeups";
+        case SPLIT_BASIS_MIGRATIONS: return "migrations";
+        case SPLIT_BASIS_LOOK: return "look";
+        default: return "unknown";
+        }
+}
+
+/*
+ * Without the tracepoint's split (fallback source): the verdict of
+ * DETECT_PAIR_FALLBACK_* from the members' migration rates and last CPUs.
+ * Returns 1 split, 0 together, -1 unknown; never 0 without evidence.
+ */
+static double fallback_split(const struct task *a, const struct task *b, enum split_basis *ret_basis) {
+        bool apart = a->last_cpu >= 0 && b->last_cpu >= 0 && a->last_cpu != b->last_cpu;
+        double mig = a->migrations_per_s + b->migrations_per_s;
+
+        if (a->have_migrations && b->have_migrations) {
+                if (mig >= DETECT_PAIR_FALLBACK_MIGRATING_PER_S) {
+                        *ret_basis = SPLIT_BASIS_MIGRATIONS;
+                        return 1.0;
+                }
+                if (mig <= DETECT_PAIR_FALLBACK_STILL_PER_S && a->last_cpu >= 0 && b->last_cpu >= 0) {
+                        *ret_basis = SPLIT_BASIS_MIGRATIONS;
+                        return apart ? 1.0 : 0.0;
+                }
+        }
+        *ret_basis = apart ? SPLIT_BASIS_LOOK : SPLIT_BASIS_UNKNOWN;
+        return apart ? 1.0 : -1.0;
+}
+
+char *detect_pair_split_text(const struct finding *f, char *buf, size_t size) {
+        bool split = f->split_fraction >= DETECT_PAIR_SPLIT_MIN;
+
+        switch (f->split_basis) {
+        case SPLIT_BASIS_WAKEUPS:
+                snprintf(buf, size, "%s %.0f%%", split ? "split" : "together, split", f->split_fraction * 100);
+                break;
+        case SPLIT_BASIS_MIGRATIONS:
+                if (f->migrations_per_s >= DETECT_PAIR_FALLBACK_MIGRATING_PER_S)
+                        snprintf(buf, size, "split: migrating %.0f/s", f->migrations_per_s);
+                else
+                        snprintf(buf, size, "%s, not migrating", split ? "split: apart" : "together: on one CPU");
+                break;
+        case SPLIT_BASIS_LOOK:
+                snprintf(buf, size, "split: apart at the last look, migrating %.1f/s", f->migrations_per_s);
+                break;
+        default:
+                snprintf(buf, size, "split unknown: on one CPU at the last look, migrating %.1f/s",
+                         f->migrations_per_s);
+                break;
+        }
+        return buf;
+}
+
+static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
+                       const struct task *b, const struct pair_item *it, double rate, unsigned partners,
+                       struct findings *out) {
+        double split, combined = a->util + b->util, umax = pair_group_util_max(p);
+        enum split_basis basis = SPLIT_BASIS_WAKEUPS;
+        struct finding f;
+        char cpus[64], split_text[96];
+
+        /* The tracepoint's split is over the whole decayed window; without
+         * it (fallback source), fallback_split()'s verdict. */
+        split = it->split_rate > 0 ? it->split_weighted / it->split_rate : fallback_split(a, b, &basis);
+
+        f = (struct finding) {
+                .kind = DETECT_PAIR,
+                .policy = p,
+                .members = { a->id, b->id },
+                .n_members = 2,
+                .util = combined / 2,
+                .combined_util = combined,
+                .wake_rate_per_s = rate,
+                .split_fraction = split < 0 ? -1.0 : MIN(split, 1.0),
+                .split_basis = basis,
+                .migrations_per_s = a->migrations_per_s + b->migrations_per_s,
+                .cpus_seen = cpumask_or(&a->cpus_seen, &b->cpus_seen),
+                .last_cpu = -1,
+        };
+        cpumask_set(&f.cpus_seen, a->last_cpu);
+        cpumask_set(&f.cpus_seen, b->last_cpu);
+        memcpy(f.comm, a->comm, sizeof(f.comm));
+        f.comm[sizeof(f.comm) - 1] = 0;
+        if (!cpumask_format_list(&f.cpus_seen, cpus, sizeof(cpus)))
+                strcpy(cpus, "...");
+
+        f.shape = partners >= DETECT_PAIR_HUB_PARTNERS ? PAIR_HUB : combined > umax ? PAIR_STREAM : PAIR_PINGPONG;
+        if (f.shape == PAIR_HUB)
+                snprintf(f.note, sizeof(f.note),
+                         "hub: a member exchanges with %u threads at pair rates (%.0f/%.0f wake-ups/s with this one)",
+                         partners, it->lo_to_hi, it->hi_to_lo);
+        else if (f.shape == PAIR_STREAM)
+                snprintf(f.note, sizeof(f.note),
+                         "stream: combined util %.2f > %.2f (%.0f/%.0f wake-ups/s)",
+                         combined, umax, it->lo_to_hi, it->hi_to_lo);
+        else
+                snprintf(f.note, sizeof(f.note),
+                         "%s: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d (seen %s), util %.2f+%.2f",
+                         f.split_fraction < 0 ? "pair" : f.split_fraction >= DETECT_PAIR_SPLIT_MIN ? "split pair"
+                                                                                                   : "pair together",
+                         it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, split_text, sizeof(split_text)),
+                         a->last_cpu, b->last_cpu, cpus[0] ? cpus : "?", a->util, b->util);
+        return findings_add(out, &f);
+}
+
+/* Threads on a pair-rate edge, one entry per edge end, sorted: a run of
+ * k entries is a thread with k partners. */
+struct tid_list {
+        pid_t *tids;
+        size_t n;
+};
+
+static void tid_list_free(struct tid_list *l) {
+        free(l->tids);
+}
+
+static int pid_cmp(const void *a, const void *b) {
+        pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+/*
+ * Partners count only while both ends live: the decayed edges of a client
+ * that exited stay above WakeRate= for a few passes, and a thread-cached
+ * server thread serving its next client then read as a hub of three and
+ * its new pair was released (seen in CI: MariaDB, client 2).
+ */
+static int count_partners(const struct snapshot *s, const struct pair_item *items, size_t n, double floor,
+                          struct tid_list *ret) {
+        ret->tids = calloc(2 * n + 1, sizeof(*ret->tids));
+        if (!ret->tids)
+                return -ENOMEM;
+        ret->n = 0;
+        for (size_t i = 0; i < n; i++)
+                if (MAX(items[i].lo_to_hi, items[i].hi_to_lo) >= floor &&
+                    snapshot_find_task(s, items[i].lo) && snapshot_find_task(s, items[i].hi)) {
+                        ret->tids[ret->n++] = items[i].lo;
+                        ret->tids[ret->n++] = items[i].hi;
+                }
+        qsort_safe(ret->tids, ret->n, sizeof(*ret->tids), pid_cmp);
+        return 0;
+}
+
+static unsigned partners_of(const pid_t *tids, size_t n, pid_t tid) {
+        const pid_t *hit = bsearch(&tid, tids, n, sizeof(*tids), pid_cmp);
+        const pid_t *lo, *hi;
+
+        if (!hit)
+                return 0;
+        for (lo = hit; lo > tids && lo[-1] == tid; lo--)
+                ;
+        for (hi = hit; hi < tids + n && *hi == tid; hi++)
+                ;
+        return (unsigned) (hi - lo);
+}
+
+int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
+        _cleanup_free_ struct pair_item *items = NULL;
+        _cleanup_(tid_list_free) struct tid_list busy = {};
+        size_t n = 0, m = 0;
+        double floor;
+        int r;
+
+        if (!s || !c || !out)
+                return -EINVAL;
+        if (!s->edges || s->n_edges == 0 || s->n_tasks == 0)
+                return 0;
+        floor = detect_pair_rate_floor(c);
+        if (floor < 0)
+                return 0;        /* no pair policy */
+
+        /* Fold the directed edges into unordered pairs. */
+        items = calloc(s->n_edges, sizeof(*items));
+        if (!items)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_edges; i++) {
+                const struct wake_edge *e = &s->edges[i];
+                double sp = edge_split(e);
+
+                if (e->waker_tid == e->wakee_tid || e->waker_tid <= 0 || e->wakee_tid <= 0)
+                        continue;
+                items[n] = (struct pair_item) {
+                        .lo = MIN(e->waker_tid, e->wakee_tid),
+                        .hi = MAX(e->waker_tid, e->wakee_tid),
+                };
+                if (e->waker_tid < e->wakee_tid)
+                        items[n].lo_to_hi = e->wakeups_per_s;
+                else
+                        items[n].hi_to_lo = e->wakeups_per_s;
+                if (sp >= 0) {
+                        items[n].split_weighted = e->wakeups_per_s * sp;
+                        items[n].split_rate = e->wakeups_per_s;
+                }
+                n++;
+        }
+        qsort_safe(items, n, sizeof(*items), pair_item_cmp);
+
+        /* Both directions of a pair, and repeats, into one item each. */
+        for (size_t i = 0; i < n;) {
+                struct pair_item it = items[i];
+                size_t j = i + 1;
+
+                for (; j < n && items[j].lo == it.lo && items[j].hi == it.hi; j++) {
+                        it.lo_to_hi += items[j].lo_to_hi;
+                        it.hi_to_lo += items[j].hi_to_lo;
+                        it.split_weighted += items[j].split_weighted;
+                        it.split_rate += items[j].split_rate;
+                }
+                items[m++] = it;
+                i = j;
+        }
+        r = count_partners(s, items, m, floor, &busy);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < m; i++) {
+                const struct pair_item it = items[i];
+                const struct task *a, *b;
+                const struct policy *p;
+                double rate;
+                unsigned partners;
+
+                if (MAX(it.lo_to_hi, it.hi_to_lo) < floor)
+                        continue;
+                /* the sampler's hash: sorting every task each pass cost ~ms at 10k threads */
+                a = snapshot_find_task(s, it.lo);
+                b = snapshot_find_task(s, it.hi);
+                /* exited (or not sampled): nothing to place; no rates yet: no evidence */
+                if (!a || !b || !a->have_rates || !b->have_rates)
+                        continue;
+                rate = pair_rate(a, b, &it);
+                if (rate < floor)
+                        continue;
+                p = pair_policy(c, s, a, b, self_pid);
+                if (!p || rate < pair_wake_rate_min(p) || !owners_allow(p, a, b))
+                        continue;
+                partners = MAX(partners_of(busy.tids, busy.n, it.lo), partners_of(busy.tids, busy.n, it.hi));
+                r = add_finding(s, p, a, b, &it, rate, partners, out);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}

@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "common/util.h"
+#include "plan/effect.h"
+
+struct effect_params effect_params_default(void) {
+        return (struct effect_params) {
+                .tolerance = EFFECT_TOLERANCE_DEFAULT,
+                .min_samples = EFFECT_MIN_SAMPLES_DEFAULT,
+                .direction = EFFECT_HIGHER_IS_BETTER,
+                .min_abs = 0.0,
+        };
+}
+
+const char *effect_verdict_to_string(enum effect_verdict v) {
+        switch (v) {
+        case EFFECT_PENDING: return "pending";
+        case EFFECT_KEEP: return "keep";
+        case EFFECT_UNDO: return "undo";
+        }
+        return "unknown";
+}
+
+static int cmp_double(const void *x, const void *y) {
+        double a = *(const double *) x, b = *(const double *) y;
+        return a < b ? -1 : a > b ? 1 : 0;
+}
+
+int effect_judge(double before, const double *after, size_t n_after, const struct effect_params *p,
+                 struct effect_result *ret) {
+        double v[EFFECT_MAX_SAMPLES], median, change, diff;
+        unsigned min_samples, n = 0;
+        size_t start;
+
+        if (!p || !ret || !isfinite(p->tolerance) || p->tolerance < 0)
+                return -EINVAL;
+        min_samples = p->min_samples > 0 ? p->min_samples : 1;
+        if (min_samples > EFFECT_MAX_SAMPLES)
+                min_samples = EFFECT_MAX_SAMPLES;
+
+        *ret = (struct effect_result) { .verdict = EFFECT_PENDING, .before = before };
+
+        /* the newest EFFECT_MAX_SAMPLES finite samples */
+        start = n_after;
+        while (start > 0 && n < EFFECT_MAX_SAMPLES) {
+                start--;
+                if (isfinite(after[start]))
+                        v[n++] = after[start];
+        }
+        ret->n = n;
+
+        if (!isfinite(before) || before <= 0) {
+                ret->verdict = EFFECT_KEEP;
+                snprintf(ret->why, sizeof(ret->why), "no baseline (before %g): keep", before);
+                return 0;
+        }
+        if (n < min_samples) {
+                snprintf(ret->why, sizeof(ret->why), "%u of %u samples: wait", n, min_samples);
+                return 0;
+        }
+
+        qsort_safe(v, n, sizeof(double), cmp_double);
+        median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+        diff = median - before;
+        change = (p->direction == EFFECT_HIGHER_IS_BETTER ? diff : -diff) / before;
+        ret->after = median;
+        ret->change = change;
+
+        if (change < -p->tolerance && fabs(diff) > p->min_abs) {
+                ret->verdict = EFFECT_UNDO;
+                snprintf(ret->why, sizeof(ret->why), "%g -> %g (%+.0f %%, median of %u) worse than %.0f %%: undo",
+                         before, median, change * 100, n, p->tolerance * 100);
+        } else {
+                ret->verdict = EFFECT_KEEP;
+                snprintf(ret->why, sizeof(ret->why), "%g -> %g (%+.0f %%, median of %u) within %.0f %%: keep",
+                         before, median, change * 100, n, p->tolerance * 100);
+        }
+        return 0;
+}
+
+void effect_samples_add(struct effect_samples *s, double v) {
+        s->v[s->next] = v;
+        s->next = (s->next + 1) % EFFECT_MAX_SAMPLES;
+        if (s->n < EFFECT_MAX_SAMPLES)
+                s->n++;
+}
+
+size_t effect_samples_get(const struct effect_samples *s, double *ret, size_t size) {
+        size_t k = 0;
+        unsigned first = (s->next + EFFECT_MAX_SAMPLES - s->n) % EFFECT_MAX_SAMPLES;
+
+        for (unsigned i = 0; i < s->n && k < size; i++)
+                ret[k++] = s->v[(first + i) % EFFECT_MAX_SAMPLES];
+        return k;
+}
+
+static double switches_per_s(const struct task *t) {
+        return t->nvcsw_per_s + t->nivcsw_per_s;
+}
+
+double effect_proxy_for(enum detector kind, const struct task *t, const struct task *partner) {
+        if (!t || !t->have_rates)
+                return NAN;
+        switch (kind) {
+        case DETECT_PAIR:
+                if (!partner || !partner->have_rates)
+                        return NAN;
+                return (switches_per_s(t) + switches_per_s(partner)) / 2;
+        case DETECT_RUNDELAY:
+                return t->run_delay_ms_per_s;
+        default:
+                return t->util;
+        }
+}
+
+enum effect_direction effect_direction_for(enum detector kind) {
+        return kind == DETECT_RUNDELAY ? EFFECT_LOWER_IS_BETTER : EFFECT_HIGHER_IS_BETTER;
+}
+
+void effect_state_init_full(struct effect_state *s, double before, enum effect_direction direction) {
+        *s = (struct effect_state) {
+                .before = before,
+                .after_median = NAN,
+                .min_samples = EFFECT_MIN_SAMPLES_DEFAULT,
+                .direction = direction,
+        };
+}
+
+void effect_state_init(struct effect_state *s, double before) {
+        effect_state_init_full(s, before, EFFECT_HIGHER_IS_BETTER);
+}
+
+enum effect_verdict effect_observe(struct effect_state *s, double value, unsigned intervals, unsigned settle,
+                                   double tolerance) {
+        double v[EFFECT_MAX_SAMPLES];
+        size_t n;
+        struct effect_params p = {
+                .tolerance = tolerance,
+                .min_samples = s->min_samples,
+                .direction = s->direction,
+        };
+
+        /* the first window after the change still holds time from before it */
+        if (intervals > 1 && isfinite(value))
+                effect_samples_add(&s->samples, value);
+        if (intervals < settle)
+                return EFFECT_PENDING;
+        n = effect_samples_get(&s->samples, v, EFFECT_MAX_SAMPLES);
+        if (effect_judge(s->before, v, n, &p, &s->last) < 0)
+                return EFFECT_KEEP;   /* a bad tolerance must not undo anything */
+        if (s->last.verdict != EFFECT_PENDING)
+                s->after_median = s->last.after;
+        return s->last.verdict;
+}

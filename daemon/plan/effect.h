@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The effect check: after a change, did the target get slower? Pure: no
+ * I/O, no clock; the manager feeds it numbers.
+ *
+ * The planner puts a throughput proxy into action.evidence_before
+ * (effect_proxy_for() below: a hog's useful CPU, a pair's round trips, a
+ * run-delay victim's run delay). After the change the manager keeps an
+ * effect_state per action, feeds it the same proxy once per interval
+ * (effect_observe() drops the first: its window straddles the change) and
+ * on EFFECT_UNDO releases the change (applier_apply VERB_RELEASE) and
+ * calls plan_state_block(key, now + RetryAfter) so the planner does not
+ * retry.
+ *
+ * Noise guard: no verdict before min_samples samples, and the verdict
+ * uses their median, so one disturbed interval neither undoes a good
+ * change nor keeps a bad one. The effects this guards against are large
+ * (DESIGN.md: a ping-pong pair 230k round trips/s on one CPU vs 45k/s
+ * split, 5x; [conservative-smp]: naive pinning 1373 s vs 1019 s, -26 %), beyond
+ * the default 10 % tolerance. Single samples are not: a shell busy loop
+ * on this 2-CPU machine under load (loadavg 40, other builds running),
+ * sampled over 1 s intervals, read util .41 .49 .36 .35 .40 .51 .44 .22.
+ * Medians of 3 consecutive samples still swing -11..+9 % around the
+ * overall 0.405; medians of 5 stay at 0.40 (±1 %). Hence 5 by default.
+ * The planner's evidence_before should be a median over a window too.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config/config.h"
+#include "sample/snapshot.h"
+
+#define EFFECT_TOLERANCE_DEFAULT 0.10   /* EffectTolerance=10% */
+#define EFFECT_MIN_SAMPLES_DEFAULT 5    /* intervals after the change before a verdict */
+#define EFFECT_MAX_SAMPLES 16
+
+enum effect_verdict {
+        EFFECT_PENDING, /* not enough samples yet */
+        EFFECT_KEEP,   /* not worse beyond tolerance (or nothing to compare with) */
+        EFFECT_UNDO,   /* worse beyond tolerance: roll back */
+};
+
+enum effect_direction {
+        EFFECT_HIGHER_IS_BETTER,   /* util, wake rate, switch rate */
+        EFFECT_LOWER_IS_BETTER,    /* run delay */
+};
+
+struct effect_params {
+        double tolerance;              /* fraction, 0.10 = 10 % */
+        unsigned min_samples;          /* noise guard; 0 counts as 1 */
+        enum effect_direction direction;
+        double min_abs;                /* ignore changes smaller than this in absolute units (0: none) */
+};
+
+/* Defaults: 10 %, 5 samples, higher is better, no absolute floor. */
+struct effect_params effect_params_default(void);
+
+struct effect_result {
+        enum effect_verdict verdict;
+        double before;
+        double after;                  /* median of the samples used */
+        double change;                 /* relative, signed so that > 0 is better, < 0 worse */
+        unsigned n;                    /* samples used */
+        char why[160];                 /* "util 0.98 -> 0.71 (-28 %, 3 samples) worse than 10 %: undo" */
+};
+
+/*
+ * Judge samples taken after the change against before. NaN samples are
+ * ignored; at most the newest EFFECT_MAX_SAMPLES are used. before <= 0
+ * (no baseline) gives EFFECT_KEEP. Returns 0, or -EINVAL for a negative
+ * or non-finite tolerance.
+ */
+int effect_judge(double before, const double *after, size_t n_after, const struct effect_params *p,
+                 struct effect_result *ret);
+
+/* A small ring of the newest samples, for the manager to keep per action. */
+struct effect_samples {
+        double v[EFFECT_MAX_SAMPLES];
+        unsigned n;                    /* valid samples, <= EFFECT_MAX_SAMPLES */
+        unsigned next;                 /* write position */
+};
+
+void effect_samples_add(struct effect_samples *s, double v);
+/* Copy out oldest first; returns the count. */
+size_t effect_samples_get(const struct effect_samples *s, double *ret, size_t size);
+
+const char *effect_verdict_to_string(enum effect_verdict v);
+
+/*
+ * The proxy: what the planners put into evidence_before and what the
+ * manager measures after the change, one function for both so the live
+ * check is the tested one. NAN when it cannot be measured (no rates yet,
+ * the partner is gone): a NAN sample is ignored.
+ *
+ *  - hog, spread group: util, the CPU the thread got to use;
+ *  - pair: its round trips/s, read as the mean of both members' context
+ *    switches/s, voluntary plus involuntary. Each member switches once a
+ *    round trip wherever it runs, but on one CPU the wake-up preempts the
+ *    waker, so its voluntary switch becomes an involuntary one. Measured
+ *    here, MariaDB + sysbench point selects: the server thread's voluntary
+ *    switches read 11,260/s split and 317/s co-located while the queries
+ *    went from 10k/s to 55k/s; its util went 0.72 -> 0.52 (a co-located
+ *    ping-pong needs less CPU per request). Neither is a rate of work;
+ *    the sum of both kinds is;
+ *  - run-delay victim: run delay in ms/s (lower is better).
+ */
+double effect_proxy_for(enum detector kind, const struct task *t, const struct task *partner);
+enum effect_direction effect_direction_for(enum detector kind);
+
+/*
+ * Per-action state for the manager: one sample per interval after the
+ * change. effect_observe(s, value, intervals, settle, tolerance):
+ * intervals counts the intervals since the change (1 = the first sample
+ * after it). That first sample's window straddles the change and is
+ * dropped; there is no verdict before `settle` intervals nor before
+ * s->min_samples kept samples (EFFECT_MIN_SAMPLES_DEFAULT unless the
+ * caller changes it after init). Returns EFFECT_PENDING until then, and
+ * from then on the verdict of effect_judge() on the newest samples
+ * (s->last says why; s->after_median is its median).
+ */
+struct effect_state {
+        double before;
+        double after_median;
+        unsigned min_samples;
+        enum effect_direction direction;
+        struct effect_samples samples;
+        struct effect_result last;
+};
+
+void effect_state_init(struct effect_state *s, double before);
+/* The same with the proxy's direction known (effect_direction_for()). */
+void effect_state_init_full(struct effect_state *s, double before, enum effect_direction direction);
+enum effect_verdict effect_observe(struct effect_state *s, double value, unsigned intervals, unsigned settle,
+                                   double tolerance);

@@ -1,0 +1,1043 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Hog planner ([conservative-smp]): pin each CPU hog that keeps hopping to
+ * a CPU of its own, and undo that as soon as it would be unfair.
+ *
+ * The seed in numbers: a finite-element job took 1019 s stock, 842 s with
+ * one taskset per process, and 1373 s with a naive "never migrate" patch,
+ * whose author named the drawback himself: n+1 hogs on n CPUs leaves one
+ * with 100 % and two with 50 %. So the invariants, in order:
+ *
+ *  1. never two of our pinned hogs on one CPU;
+ *  2. when the busy threads that could run on the hogs' CPUs outnumber
+ *     those CPUs, pin nothing, and release every hog pin once that has
+ *     held for Hysteresis= intervals (the kernel's rotation is the fair
+ *     thing then);
+ *  3. only onto usable CPUs (snapshot_usable(): online, not isolated, not
+ *     nohz_full, not a kubelet container's exclusive CPU) within
+ *     the task's own allowed set and the policy's CPUs=;
+ *  4. prefer the CPU the hog is already on, but first: never put two hogs
+ *     on SMT siblings while a core has none, then the highest-capacity
+ *     CPUs (a hybrid part's P cores before its E cores, big before
+ *     little), then spread over nodes and LLCs;
+ *  5. a pinned hog stays pinned while it still wants a CPU (its demand:
+ *     util + run delay; a pinned hog no longer migrates, so migrations
+ *     cannot be the test), and is released after Hysteresis= intervals
+ *     without;
+ *  6. a pin whose CPU went offline or left the task's cpuset is released
+ *     at once and, if a CPU is free, the hog is placed again in the same
+ *     pass: a task is never left stuck.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+#include "common/json-util.h"
+#include "common/util.h"
+#include "plan/effect.h"
+#include "plan/plan.h"
+
+struct hog_item {
+        struct plan_target_state *st;
+        struct task_id id;
+        const struct task *t;          /* NULL: exited */
+        const struct managed *m;       /* our pin in force, if any */
+        const struct finding *f;       /* this interval's finding, if any */
+        const struct policy *p;        /* NULL: policy gone */
+        cpumask_t base;                /* allowed set before our pin (now, if not pinned) */
+        cpumask_t cand;                /* base ∩ usable ∩ CPUs= */
+        double demand, util_min, mig_rate, mig_min;
+        bool busy, migrating, present;
+        bool keep, move, placed;
+        bool paired;                   /* a member of a pair (in_pair()): never a hog */
+        int pin_cpu;
+};
+
+struct hog_plan {
+        struct plan_ctx *ctx;
+        const struct snapshot *snap;
+        const struct topology *topo;
+        cpumask_t usable;
+        unsigned K;
+        struct hog_item *items;
+        size_t n_items;
+        int *hard;                     /* CPUs a busy thread someone else pinned occupies */
+        int *soft;                     /* busy threads (not our pins) last seen per CPU */
+        /* scratch for pick_cpu(), per core / node / LLC id (domain_counts()) */
+        int *core_taken, *node_claimed, *node_total, *llc_claimed, *llc_total;
+        double floor;                  /* lowest Util= of any hog policy: "busy" for counting */
+        unsigned overcommit_hogs, overcommit_cpus;
+        bool overcommit_now, overcommit_release;
+};
+
+static bool pinnable(const struct policy *p) {
+        return p && p->enabled && p->detector == DETECT_HOG && p->action == ACTION_PIN;
+}
+
+static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, size_t cap) {
+        for (size_t i = 0; i < hp->n_items; i++)
+                if (task_id_equal(&hp->items[i].id, id))
+                        return &hp->items[i];
+        if (hp->n_items >= cap)
+                return NULL;
+        hp->items[hp->n_items] = (struct hog_item) { .id = *id, .pin_cpu = -1 };
+        return &hp->items[hp->n_items++];
+}
+
+/*
+ * A member of a ping-pong pair is no hog, whatever its demand says: its
+ * run delay is its partner's turn on the CPU they share. Measured here:
+ * MariaDB's connection thread co-located with its sysbench client reads
+ * util 0.52 and demand 1.00; pinned as a hog away from the pair's CPU it
+ * and the pair planner moved it between the two CPUs every pass.
+ * Nor is a thread that wakes, or is woken by, another at pair rates
+ * (WakeRate=): a busy client of a server (redis-benchmark with 50
+ * connections, util 0.96) is half of an exchange whose two ends the
+ * kernel's wake-up placement moves together; pinned, it is the server
+ * that gets moved onto its CPU.
+ */
+static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
+        const struct plan_input *in = hp->ctx->in;
+        double floor = detect_pair_rate_floor(in->config);
+        const struct snapshot *s = in->snap;
+
+        for (size_t i = 0; floor >= 0 && i < s->n_edges; i++)
+                if ((s->edges[i].waker_tid == id->tid || s->edges[i].wakee_tid == id->tid) &&
+                    s->edges[i].waker_tid != s->edges[i].wakee_tid && s->edges[i].wakeups_per_s >= floor)
+                        return true;
+
+        for (size_t i = 0; in->findings && i < in->findings->n; i++) {
+                const struct finding *f = &in->findings->items[i];
+
+                if (f->kind != DETECT_PAIR)
+                        continue;
+                for (size_t k = 0; k < f->n_members; k++)
+                        if (task_id_equal(&f->members[k], id))
+                                return true;
+        }
+        for (size_t i = 0; i < in->n_managed; i++)
+                if (in->managed[i].type == ACT_AFFINITY && in->managed[i].kind == DETECT_PAIR &&
+                    task_id_equal(&in->managed[i].task, id))
+                        return true;
+        return false;
+}
+
+static int collect(struct hog_plan *hp) {
+        const struct plan_input *in = hp->ctx->in;
+        struct plan_state *state = hp->ctx->state;
+        size_t cap = 0;
+
+        if (in->findings)
+                cap += in->findings->n;
+        cap += in->n_managed + state->n_targets;
+        if (cap == 0)
+                return 0;
+        hp->items = calloc(cap, sizeof(*hp->items));
+        if (!hp->items)
+                return -ENOMEM;
+
+        for (size_t i = 0; in->findings && i < in->findings->n; i++) {
+                const struct finding *f = &in->findings->items[i];
+                struct hog_item *it;
+
+                if (f->kind != DETECT_HOG || f->n_members < 1)
+                        continue;
+                it = item_get(hp, &f->members[0], cap);
+                if (it)
+                        it->f = f;
+        }
+        for (size_t i = 0; i < in->n_managed; i++) {
+                const struct managed *m = &in->managed[i];
+                struct hog_item *it;
+
+                if (m->type != ACT_AFFINITY || m->kind != DETECT_HOG)
+                        continue;
+                it = item_get(hp, &m->task, cap);
+                if (it)
+                        it->m = m;
+        }
+        for (size_t i = 0; i < state->n_targets; i++) {
+                struct plan_target_state *st = state->targets[i];
+
+                if (st->kind != DETECT_HOG || st->last.n_members < 1)
+                        continue;
+                (void) item_get(hp, &st->last.members[0], cap);
+        }
+
+        for (size_t i = 0; i < hp->n_items; i++) {
+                struct hog_item *it = &hp->items[i];
+                char key[128];
+
+                if (!hog_key(&it->id, key, sizeof(key)))
+                        return -ENAMETOOLONG;
+                it->t = snapshot_find_id(hp->snap, &it->id);
+                it->paired = !it->m && in_pair(hp, &it->id);
+                /* plan_state_get marks it as looked at; exited, unmanaged ones are left to age out */
+                it->st = it->f || it->m || it->t ? plan_state_get(state, key) : plan_state_find(state, key);
+                if (!it->st)
+                        return -ENOMEM;
+                it->st->last.members[0] = it->id;
+                it->st->last.n_members = 1;
+                it->st->last.kind = DETECT_HOG;
+
+                if (it->f)
+                        it->p = it->f->policy;
+                else if (it->m)
+                        it->p = plan_policy_by_name(in->config, it->m->policy);
+                else
+                        it->p = plan_policy_by_name(in->config, it->st->policy);
+                if (it->p && (!it->p->enabled || it->p->detector != DETECT_HOG))
+                        it->p = NULL;
+                if (it->p && it->p->name)
+                        snprintf(it->st->policy, sizeof(it->st->policy), "%s", it->p->name);
+                else if (it->m)
+                        snprintf(it->st->policy, sizeof(it->st->policy), "%s", it->m->policy);
+        }
+        return 0;
+}
+
+/* Update the evidence, the decayed migration rate and the hysteresis counters. */
+static void judge(struct hog_plan *hp, struct hog_item *it) {
+        const struct plan_input *in = hp->ctx->in;
+        struct plan_target_state *st = it->st;
+        const struct task *t = it->t;
+        cpumask_t pcpus;
+
+        it->util_min = detect_util_min(it->p, DETECT_HOG);
+        it->mig_min = detect_migrations_min_per_s(it->p, DETECT_HOG);
+
+        if (it->m) {
+                it->pin_cpu = cpumask_single(&it->m->mask);
+                if (!plan_managed_original(it->m, &it->base))
+                        it->base = hp->topo->online;
+        } else if (t)
+                it->base = t->allowed;
+        pcpus = plan_policy_cpus(it->p);
+        it->cand = cpumask_and(&it->base, &hp->usable);
+        it->cand = cpumask_and(&it->cand, &pcpus);
+
+        if (!t)
+                return;
+
+        it->demand = task_demand(t);
+        it->busy = it->demand >= it->util_min;
+
+        if (t->have_rates) {
+                uint64_t win = t->window_usec ?: hp->snap->window_usec ?: in->config->daemon.interval_usec;
+                double win_s = (double) win / USEC_PER_SEC;
+                double W = (double) detect_window_usec(it->p, DETECT_HOG) / USEC_PER_SEC;
+                double hops;
+
+                if (t->have_migrations)
+                        hops = t->migrations_per_s * win_s;
+                else    /* no se.nr_migrations: count the CPU changes we can see */
+                        hops = st->last.last_cpu >= 0 && t->last_cpu != st->last.last_cpu;
+                if (W <= 0)
+                        W = 1;
+                st->migrations_decayed = st->migrations_decayed * exp(-win_s / W) + hops;
+                {
+                        double u = effect_proxy_for(DETECT_HOG, t, NULL), k = exp(-win_s / W);
+
+                        if (isfinite(u)) {
+                                st->util_avg = st->util_avg_n == 0 ? u : st->util_avg * k + u * (1 - k);
+                                st->util_avg_n = MIN(st->util_avg_n + 1, 1000000u);
+                        }
+                }
+                it->mig_rate = st->migrations_decayed / W;
+                st->migrations_window_per_s = it->mig_rate;
+        }
+        it->migrating = it->mig_rate > it->mig_min;
+
+        /* A pinned hog cannot migrate; it stays ours as long as it still wants a CPU. */
+        it->present = it->busy && (it->m || it->migrating);
+
+        /* evidence for affctl hogs / explain, fresh every interval */
+        if (it->f)
+                st->last = *it->f;
+        else {
+                st->last = (struct finding) {
+                        .kind = DETECT_HOG,
+                        .members[0] = it->id,
+                        .n_members = 1,
+                        .util = t->util,
+                        .migrations_per_s = t->have_migrations ? t->migrations_per_s : 0,
+                        .run_delay_ms_per_s = t->have_schedstat ? t->run_delay_ms_per_s : 0,
+                        .cpus_seen = t->cpus_seen,
+                };
+                memcpy(st->last.comm, t->comm, sizeof(st->last.comm));
+                st->last.comm[sizeof(st->last.comm) - 1] = 0;
+        }
+        st->last.policy = NULL;
+        st->last.demand = it->demand;
+        st->last.last_cpu = t->last_cpu;
+}
+
+/*
+ * A hog set is handled as a whole: once one hog of a policy hops and is (or
+ * is being) pinned, its busy siblings that happen to sit still are pinned
+ * too. Left alone, a sibling can be moved onto the pinned hog's CPU by the
+ * balancer whenever noise arrives, which is the stacking the pins exist to
+ * prevent. Seen in tests/hogs-integration.sh here: with one of two hogs
+ * pinned to CPU 0, the other sat on CPU 1 without migrating and was never
+ * managed, so the set was half placed.
+ */
+static void companions(struct hog_plan *hp) {
+        for (size_t i = 0; i < hp->n_items; i++) {
+                struct hog_item *it = &hp->items[i];
+
+                if (!it->t || !it->busy || it->present || !it->p)
+                        continue;
+                for (size_t j = 0; j < hp->n_items; j++)
+                        if (j != i && hp->items[j].p == it->p && hp->items[j].present &&
+                            (hp->items[j].m || hp->items[j].migrating)) {
+                                it->present = true;
+                                break;
+                        }
+        }
+}
+
+/* Hysteresis counters, once presence is final for this interval. */
+static void count(struct hog_item *it) {
+        struct plan_target_state *st = it->st;
+
+        if (!it->t)
+                return;
+        if (it->present) {
+                st->seen = MIN(st->seen + 1, 1000000u);
+                st->absent = 0;
+        } else {
+                st->absent = MIN(st->absent + 1, 1000000u);
+                st->seen = 0;
+        }
+}
+
+static bool is_busy_thread(const struct hog_plan *hp, const struct task *t) {
+        return t->have_rates && task_demand(t) >= hp->floor;
+}
+
+/*
+ * Invariant 2: count the busy threads that could run on the CPUs the hogs
+ * could be pinned to. Every busy thread counts, not only the ones a hog
+ * policy covers: an excluded or report-only hog still takes its share of a
+ * CPU, and pinning around it is exactly the n+1 unfairness of [conservative-smp].
+ */
+static void overcommit(struct hog_plan *hp) {
+        struct plan_state *state = hp->ctx->state;
+        cpumask_t U;
+        unsigned n = 0;
+
+        cpumask_zero(&U);
+        for (size_t i = 0; i < hp->n_items; i++) {
+                const struct hog_item *it = &hp->items[i];
+
+                if (it->t && it->busy && pinnable(it->p))
+                        U = cpumask_or(&U, &it->cand);
+        }
+
+        if (!cpumask_empty(&U))
+                for (size_t i = 0; i < snapshot_n_active(hp->snap); i++) {
+                        const struct task *t = snapshot_active(hp->snap, i);
+                        cpumask_t a;
+
+                        if (!is_busy_thread(hp, t))
+                                continue;
+                        a = cpumask_and(&t->allowed, &U);
+                        if (!cpumask_empty(&a))
+                                n++;
+                }
+
+        hp->overcommit_hogs = n;
+        hp->overcommit_cpus = cpumask_weight(&U);
+        hp->overcommit_now = !cpumask_empty(&U) && n > hp->overcommit_cpus;
+        if (hp->overcommit_now) {
+                state->hog_overcommit_seen = MIN(state->hog_overcommit_seen + 1, 1000000u);
+                state->hog_overcommit_absent = 0;
+        } else {
+                state->hog_overcommit_absent = MIN(state->hog_overcommit_absent + 1, 1000000u);
+                state->hog_overcommit_seen = 0;
+        }
+        state->hog_overcommit_hogs = hp->overcommit_hogs;
+        state->hog_overcommit_cpus = hp->overcommit_cpus;
+        hp->overcommit_release = hp->overcommit_now && state->hog_overcommit_seen >= hp->K;
+}
+
+/* Where other busy threads sit: to be avoided (soft) or never used (hard). */
+static void occupancy(struct hog_plan *hp) {
+        const struct plan_input *in = hp->ctx->in;
+        int n = hp->topo->n_cpus;
+
+        /* a busy thread has non-zero rates, so it is in the active list (when
+         * the floor is 0 every thread would count: walk them all) */
+        bool all = !(hp->floor > 0);
+        size_t n_walk = all ? hp->snap->n_tasks : snapshot_n_active(hp->snap);
+
+        for (size_t i = 0; i < n_walk; i++) {
+                const struct task *t = all ? &hp->snap->tasks[i] : snapshot_active(hp->snap, i);
+                cpumask_t a;
+                bool managed = false;
+                int c;
+
+                if (!is_busy_thread(hp, t))
+                        continue;
+                for (size_t j = 0; j < in->n_managed && !managed; j++)
+                        managed = task_id_equal(&in->managed[j].task, &t->id);
+                if (managed)
+                        continue; /* our hog pins are claimed by review_pins(), other pins counted below */
+
+                a = cpumask_and(&t->allowed, &hp->usable);
+                c = cpumask_single(&a);
+                if (c >= 0 && c < n) {
+                        /* pinned by someone else (or a cpuset of one CPU): that CPU is taken */
+                        hp->hard[c]++;
+                        continue;
+                }
+                if (t->last_cpu >= 0 && t->last_cpu < n)
+                        hp->soft[t->last_cpu]++;
+        }
+
+        /* pair and spread pins in force: a hog there would push them away */
+        for (size_t j = 0; j < in->n_managed; j++) {
+                const struct managed *m = &in->managed[j];
+                int c;
+
+                if (m->type != ACT_AFFINITY || m->kind == DETECT_HOG)
+                        continue;
+                c = cpumask_single(&m->mask);
+                if (c >= 0 && c < n)
+                        hp->soft[c]++;
+        }
+}
+
+static int dom_index(int id, int n) {
+        return id >= 0 && id < n ? id : 0;
+}
+
+static bool cpu_taken(const struct hog_plan *hp, int c) {
+        return hp->ctx->cpu_claim[c] || hp->hard[c];
+}
+
+/*
+ * Taken CPUs per core, and claimed and usable CPUs per node and per LLC,
+ * counted once per pick over the usable CPUs. Each candidate CPU used to
+ * scan the usable CPUs itself (for its SMT siblings, its node, its LLC):
+ * O(CPUs²) a pick and, with hogs growing with the machine, O(CPUs³) a
+ * pass. bench/scale measured 3.5-3.8 ms of planning a pass on the 256-CPU
+ * fixture with 64 hogs and 127 ms on the 1,024-CPU one with 256 hogs.
+ */
+static void domain_counts(struct hog_plan *hp) {
+        int n = hp->topo->n_cpus;
+        int *arrays[] = { hp->core_taken, hp->node_claimed, hp->node_total, hp->llc_claimed, hp->llc_total };
+
+        for (size_t k = 0; k < ELEMENTSOF(arrays); k++)
+                memset(arrays[k], 0, (size_t) n * sizeof(int));
+        CPUMASK_FOREACH(x, &hp->usable) {
+                const struct topo_cpu *tc;
+                bool taken;
+
+                if (x >= n)
+                        break;
+                tc = &hp->topo->cpus[x];
+                taken = cpu_taken(hp, x);
+                hp->node_total[dom_index(tc->node, n)]++;
+                hp->llc_total[dom_index(tc->llc_id, n)]++;
+                if (taken) {
+                        hp->core_taken[dom_index(tc->core_id, n)]++;
+                        hp->node_claimed[dom_index(tc->node, n)]++;
+                        hp->llc_claimed[dom_index(tc->llc_id, n)]++;
+                }
+        }
+}
+
+struct cpu_score {
+        int smt;                  /* taken SMT siblings */
+        int capacity;             /* topo_cpu.capacity: higher is better */
+        int soft;                 /* other busy threads there */
+        unsigned node_c, node_t;  /* node load as claimed/total */
+        unsigned llc_c, llc_t;
+        int distance;             /* 0 same CPU as last, 1 same core, 2 same LLC, 3 same node, 4 else */
+        int cpu;
+};
+
+/* <0 if a is better */
+static int score_cmp(const struct cpu_score *a, const struct cpu_score *b) {
+        uint64_t x, y;
+
+        /* two hogs on SMT siblings share a core for good; a busy thread that is
+         * not pinned will be moved off by the kernel's balancer */
+        if (a->smt != b->smt)
+                return a->smt < b->smt ? -1 : 1;
+        /* A pin is for good too: a hog pinned to an E core (or a little
+         * one) stays on the slower core for as long as it is pinned. After
+         * smt, so that a free E core comes before a P core's second thread,
+         * the order Linux's ITMT priorities give busy tasks. */
+        if (a->capacity != b->capacity)
+                return a->capacity > b->capacity ? -1 : 1;
+        if (a->soft != b->soft)
+                return a->soft < b->soft ? -1 : 1;
+        x = (uint64_t) a->node_c * b->node_t;
+        y = (uint64_t) b->node_c * a->node_t;
+        if (x != y)
+                return x < y ? -1 : 1;
+        x = (uint64_t) a->llc_c * b->llc_t;
+        y = (uint64_t) b->llc_c * a->llc_t;
+        if (x != y)
+                return x < y ? -1 : 1;
+        if (a->distance != b->distance)
+                return a->distance < b->distance ? -1 : 1;
+        return a->cpu < b->cpu ? -1 : a->cpu > b->cpu;
+}
+
+static int pick_cpu(struct hog_plan *hp, const struct hog_item *it) {
+        const struct topology *topo = hp->topo;
+        int n = topo->n_cpus, last = it->t ? it->t->last_cpu : -1;
+        struct cpu_score best = { .cpu = -1 };
+
+        if (last >= n)
+                last = -1;
+
+        domain_counts(hp);
+        CPUMASK_FOREACH(c, &it->cand) {
+                struct cpu_score s = { .cpu = c };
+
+                if (c >= n)
+                        break;
+                s.capacity = topo->cpus[c].capacity;
+                if (cpu_taken(hp, c))
+                        continue;
+
+                /* the hog itself was counted where it last ran */
+                s.soft = hp->soft[c] - (c == last && !it->m ? 1 : 0);
+                if (s.soft < 0)
+                        s.soft = 0;
+                /* c itself is not taken: the core's taken CPUs are its siblings */
+                s.smt = hp->core_taken[dom_index(topo->cpus[c].core_id, n)];
+                s.node_c = (unsigned) hp->node_claimed[dom_index(topo->cpus[c].node, n)];
+                s.node_t = (unsigned) MAX(hp->node_total[dom_index(topo->cpus[c].node, n)], 1);
+                s.llc_c = (unsigned) hp->llc_claimed[dom_index(topo->cpus[c].llc_id, n)];
+                s.llc_t = (unsigned) MAX(hp->llc_total[dom_index(topo->cpus[c].llc_id, n)], 1);
+                if (last < 0)
+                        s.distance = 4;
+                else if (c == last)
+                        s.distance = 0;
+                else if (topo->cpus[c].core_id == topo->cpus[last].core_id)
+                        s.distance = 1;
+                else if (topo->cpus[c].llc_id == topo->cpus[last].llc_id)
+                        s.distance = 2;
+                else if (topo->cpus[c].node == topo->cpus[last].node)
+                        s.distance = 3;
+                else
+                        s.distance = 4;
+
+                if (best.cpu < 0 || score_cmp(&s, &best) < 0)
+                        best = s;
+        }
+        return best.cpu;
+}
+
+static void fill_action(struct action *a, const struct hog_item *it, enum action_verb verb,
+                        const cpumask_t *mask, const char *policy, const char *reason) {
+        *a = (struct action) {
+                .type = ACT_AFFINITY,
+                .verb = verb,
+                .task = it->id,
+                .mask = *mask,
+                .evidence_before = it->st->util_avg_n > 0 ? it->st->util_avg
+                                   : it->t && it->t->have_rates ? effect_proxy_for(DETECT_HOG, it->t, NULL) : 0,
+        };
+        snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
+        snprintf(a->reason, sizeof(a->reason), "%s", reason);
+}
+
+static int release(struct hog_plan *hp, struct hog_item *it, bool move, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static int release(struct hog_plan *hp, struct hog_item *it, bool move, const char *fmt, ...) {
+        struct plan_ctx *ctx = hp->ctx;
+        char reason[160];
+        struct action a;
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        vsnprintf(reason, sizeof(reason), fmt, ap);
+        va_end(ap);
+
+        fill_action(&a, it, VERB_RELEASE, &it->m->mask, it->m->policy, reason);
+        r = plan_emit(ctx, &a);
+        if (r < 0)
+                return r;
+
+        it->keep = false;
+        it->move = move;
+        it->st->cpu = -1;
+        if (!move)
+                /* no re-pin right after a release: that is how flapping starts */
+                it->st->cooldown_until_usec = ctx->in->now_usec + ctx->in->config->daemon.cooldown_usec;
+        plan_set_state(it->st, "released", "%s", reason);
+        return 0;
+}
+
+static int cmp_managed_age(const void *a, const void *b) {
+        const struct hog_item *x = *(const struct hog_item * const *) a, *y = *(const struct hog_item * const *) b;
+
+        if (x->m->since_usec != y->m->since_usec)
+                return x->m->since_usec < y->m->since_usec ? -1 : 1;
+        return x->id.tid < y->id.tid ? -1 : x->id.tid > y->id.tid;
+}
+
+/* Pins in force: keep, release, or release-and-move. Oldest first, so the older pin keeps a contested CPU. */
+static int review_pins(struct hog_plan *hp) {
+        _cleanup_free_ struct hog_item **order = NULL;
+        size_t n = 0;
+        int r;
+
+        order = calloc(hp->n_items ?: 1, sizeof(*order));
+        if (!order)
+                return -ENOMEM;
+        for (size_t i = 0; i < hp->n_items; i++)
+                if (hp->items[i].m)
+                        order[n++] = &hp->items[i];
+        qsort_safe(order, n, sizeof(*order), cmp_managed_age);
+
+        for (size_t i = 0; i < n; i++) {
+                struct hog_item *it = order[i];
+                const struct task *t = it->t;
+                int c = it->pin_cpu;
+                char buf[64];
+
+                if (!t) {
+                        r = release(hp, it, false, "hog exited");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (!pinnable(it->p)) {
+                        r = release(hp, it, false, "policy %s no longer pins hogs", it->m->policy);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (!cpumask_equal(&t->allowed, &it->m->mask)) {
+                        if (c < 0 || !cpumask_test(&t->allowed, c)) {
+                                /* cpuset change or hotplug fallback: the kernel reset the mask */
+                                it->base = t->allowed;
+                                it->cand = cpumask_and(&it->base, &hp->usable);
+                                {
+                                        cpumask_t pc = plan_policy_cpus(it->p);
+                                        it->cand = cpumask_and(&it->cand, &pc);
+                                }
+                                r = release(hp, it, true, "CPU %d left the task's allowed CPUs (now %s)", c,
+                                            cpumask_format_list(&t->allowed, buf, sizeof(buf)) ?: "?");
+                        } else
+                                /* someone ran taskset: theirs now (the applier leaves it as they set it) */
+                                r = release(hp, it, false, "affinity changed by someone else (now %s)",
+                                            cpumask_format_list(&t->allowed, buf, sizeof(buf)) ?: "?");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (c < 0 || c >= hp->topo->n_cpus || !cpumask_test(&hp->usable, c)) {
+                        r = release(hp, it, true, "CPU %d is no longer usable (offline, isolated, nohz_full or a container's)", c);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (!cpumask_test(&it->cand, c)) {
+                        r = release(hp, it, true, "CPU %d is outside the policy's CPUs now", c);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (hp->overcommit_release) {
+                        r = release(hp, it, false, "left alone: %u hogs > %u usable CPUs", hp->overcommit_hogs,
+                                    hp->overcommit_cpus);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (it->st->absent >= hp->K) {
+                        r = release(hp, it, false, "no longer a hog: demand %.0f%% < %.0f%% for %u intervals",
+                                    it->demand * 100, it->util_min * 100, it->st->absent);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                if (cpu_taken(hp, c)) {
+                        r = release(hp, it, true, "CPU %d is taken by another hog", c);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+
+                it->keep = true;
+                it->st->cpu = c;
+                hp->ctx->cpu_claim[c] = 1;
+                if (it->st->absent > 0)
+                        plan_set_state(it->st, "pinned", "pinned to %d (not a hog for %u/%u intervals)", c,
+                                  it->st->absent, hp->K);
+                else
+                        plan_set_state(it->st, "pinned", "pinned to %d", c);
+        }
+        return 0;
+}
+
+static int cmp_place_order(const void *a, const void *b) {
+        const struct hog_item *x = *(const struct hog_item * const *) a, *y = *(const struct hog_item * const *) b;
+
+        /* moves first: they were placed before and must not be stranded */
+        if (x->move != y->move)
+                return x->move ? -1 : 1;
+        if (x->st->seen != y->st->seen)
+                return x->st->seen > y->st->seen ? -1 : 1;
+        return x->id.tid < y->id.tid ? -1 : x->id.tid > y->id.tid;
+}
+
+static void explain_idle(struct hog_plan *hp, struct hog_item *it) {
+        uint64_t W = detect_window_usec(it->p, DETECT_HOG);
+
+        if (!it->t)
+                plan_set_state(it->st, "gone", "exited");
+        else if (!it->busy)
+                plan_set_state(it->st, "watching", "not a hog: demand %.0f%% < %.0f%%", it->demand * 100,
+                          it->util_min * 100);
+        else if (!it->migrating)
+                plan_set_state(it->st, "watching", "not migrating: %.2f/s <= %.2f/s over %" PRIu64 "s",
+                          it->mig_rate, it->mig_min, W / USEC_PER_SEC);
+}
+
+static int place(struct hog_plan *hp) {
+        struct plan_ctx *ctx = hp->ctx;
+        const struct plan_input *in = ctx->in;
+        _cleanup_free_ struct hog_item **order = NULL;
+        size_t n = 0;
+        int r;
+
+        order = calloc(hp->n_items ?: 1, sizeof(*order));
+        if (!order)
+                return -ENOMEM;
+
+        for (size_t i = 0; i < hp->n_items; i++) {
+                struct hog_item *it = &hp->items[i];
+
+                if (it->keep)
+                        continue;
+                if ((it->move && it->busy) || (it->present && !it->m)) {
+                        order[n++] = it;
+                        continue;
+                }
+                if (!it->m)
+                        explain_idle(hp, it);
+        }
+        qsort_safe(order, n, sizeof(*order), cmp_place_order);
+
+        for (size_t i = 0; i < n; i++) {
+                struct hog_item *it = order[i];
+                struct plan_target_state *st = it->st;
+                char akey[128], reason[160], cpus[64];
+                const char *why = NULL;
+                struct action a;
+                int c;
+
+                if (!it->t)
+                        continue;
+                if (it->paired) {
+                        plan_set_state(st, "left alone: pair", "wakes or is woken at pair rates (a pair "
+                                       "member or a busy client): not an independent hog");
+                        continue;
+                }
+                if (!pinnable(it->p)) {
+                        plan_set_state(st, "report", "report only (policy %s)", st->policy[0] ? st->policy : "?");
+                        continue;
+                }
+                if (hp->overcommit_now) {
+                        plan_set_state(st, "left alone", "left alone: %u hogs > %u usable CPUs", hp->overcommit_hogs,
+                                  hp->overcommit_cpus);
+                        continue;
+                }
+                if (!it->move && st->seen < hp->K) {
+                        plan_set_state(st, "watching", "watching %u/%u", st->seen, hp->K);
+                        continue;
+                }
+                snprintf(akey, sizeof(akey), "task:%d:%" PRIu64, (int) it->id.tid, it->id.start_time);
+                if (plan_state_blocked(ctx->state, st->key, akey, in->now_usec, &why)) {
+                        char w[sizeof(st->why)];
+
+                        snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
+                        plan_set_state(st, "blocked", "%s", w);
+                        continue;
+                }
+                if (!it->move && st->cooldown_until_usec > in->now_usec) {
+                        plan_set_state(st, "cooldown", "cooldown: %" PRIu64 "s left",
+                                  (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
+                        continue;
+                }
+                if (ctx->actions_left == 0) {
+                        plan_set_state(st, "watching", "action budget used up (MaxActionsPerInterval=%u)",
+                                  in->config->daemon.max_actions_per_interval);
+                        continue;
+                }
+
+                c = pick_cpu(hp, it);
+                if (c < 0) {
+                        plan_set_state(st, "left alone", "no free CPU in %s",
+                                  cpumask_format_list(&it->cand, cpus, sizeof(cpus)) ?: "?");
+                        continue;
+                }
+
+                snprintf(reason, sizeof(reason),
+                         "hog: util %.0f%% demand %.0f%% migrations %.2f/s on %s -> CPU %d",
+                         it->t->util * 100, it->demand * 100, it->mig_rate,
+                         cpumask_format_list(&st->last.cpus_seen, cpus, sizeof(cpus)) ?: "?", c);
+                {
+                        cpumask_t one = cpumask_of(c);
+                        fill_action(&a, it, VERB_SET, &one, st->policy, reason);
+                }
+                r = plan_emit(ctx, &a);
+                if (r < 0)
+                        return r;
+
+                ctx->cpu_claim[c] = 1;
+                it->placed = true;
+                st->cpu = c;
+                st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+                if (it->t->last_cpu >= 0 && it->t->last_cpu < hp->topo->n_cpus && hp->soft[it->t->last_cpu] > 0)
+                        hp->soft[it->t->last_cpu]--;
+                plan_set_state(st, "pinning", "pinning to %d", c);
+        }
+        return 0;
+}
+
+int plan_hogs(struct plan_ctx *ctx) {
+        const struct plan_input *in;
+        struct hog_plan hp = {};
+        int n, r;
+
+        if (!ctx || !ctx->in || !ctx->in->snap || !ctx->in->snap->topo || !ctx->cpu_claim)
+                return -EINVAL;
+        in = ctx->in;
+
+        hp.ctx = ctx;
+        hp.snap = in->snap;
+        hp.topo = in->snap->topo;
+        hp.usable = snapshot_usable(hp.snap);
+        hp.K = MAX(in->config->daemon.hysteresis_intervals, 1u);
+        n = hp.topo->n_cpus;
+
+        hp.floor = DETECT_HOG_UTIL_MIN_DEFAULT;
+        for (size_t i = 0; i < in->config->n_policies; i++) {
+                const struct policy *p = &in->config->policies[i];
+                if (p->enabled && p->detector == DETECT_HOG)
+                        hp.floor = MIN(hp.floor, detect_util_min(p, DETECT_HOG));
+        }
+
+        r = collect(&hp);
+        if (r < 0)
+                goto finish;
+
+        hp.hard = calloc(n, sizeof(int));
+        hp.soft = calloc(n, sizeof(int));
+        hp.core_taken = calloc(n, sizeof(int));
+        hp.node_claimed = calloc(n, sizeof(int));
+        hp.node_total = calloc(n, sizeof(int));
+        hp.llc_claimed = calloc(n, sizeof(int));
+        hp.llc_total = calloc(n, sizeof(int));
+        if (!hp.hard || !hp.soft || !hp.core_taken || !hp.node_claimed || !hp.node_total || !hp.llc_claimed ||
+            !hp.llc_total) {
+                r = -ENOMEM;
+                goto finish;
+        }
+
+        for (size_t i = 0; i < hp.n_items; i++)
+                judge(&hp, &hp.items[i]);
+        companions(&hp);
+        for (size_t i = 0; i < hp.n_items; i++)
+                count(&hp.items[i]);
+
+        overcommit(&hp);
+        occupancy(&hp);
+
+        r = review_pins(&hp);
+        if (r < 0)
+                goto finish;
+        r = place(&hp);
+        if (r < 0)
+                goto finish;
+
+        /* Hogs we did not pin still use a CPU: pairs and groups must not land there (-45 %). */
+        for (size_t i = 0; i < hp.n_items; i++) {
+                const struct hog_item *it = &hp.items[i];
+                int c;
+
+                if (!it->t || !it->busy || it->keep || it->placed || it->paired)
+                        continue;
+                c = it->t->last_cpu;
+                if (c >= 0 && c < n && !ctx->cpu_claim[c])
+                        ctx->cpu_claim[c] = 1;
+        }
+        r = 0;
+
+finish:
+        free(hp.items);
+        free(hp.hard);
+        free(hp.soft);
+        free(hp.core_taken);
+        free(hp.node_claimed);
+        free(hp.node_total);
+        free(hp.llc_claimed);
+        free(hp.llc_total);
+        return r;
+}
+
+/* ------------------------------------------------------------------ affctl hogs */
+
+static struct json_object *json_cpumask(const cpumask_t *m) {
+        char buf[256];
+
+        return json_object_new_string(cpumask_format_list(m, buf, sizeof(buf)) ?: "");
+}
+
+static int json_finding_evidence(struct json_object *o, const struct finding *f) {
+        int r = 0;
+
+        r = r ?: json_add(o, "comm", json_object_new_string(f->comm));
+        r = r ?: json_add(o, "util", json_object_new_double(f->util));
+        r = r ?: json_add(o, "demand", json_object_new_double(f->demand));
+        r = r ?: json_add(o, "migrations_per_s", json_object_new_double(f->migrations_per_s));
+        r = r ?: json_add(o, "run_delay_ms_per_s", json_object_new_double(f->run_delay_ms_per_s));
+        r = r ?: json_add(o, "cpus_seen", json_cpumask(&f->cpus_seen));
+        r = r ?: json_add(o, "last_cpu", json_object_new_int(f->last_cpu));
+        return r;
+}
+
+static int json_members(struct json_object *o, const struct finding *f) {
+        struct json_object *a = json_object_new_array();
+        int r;
+
+        r = json_add(o, "members", a);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < f->n_members; i++) {
+                struct json_object *m = json_object_new_object();
+
+                if (!m || json_object_array_add(a, m) < 0) {
+                        json_object_put(m);
+                        return -ENOMEM;
+                }
+                r = json_add(m, "pid", json_object_new_int(f->members[i].pid));
+                r = r ?: json_add(m, "tid", json_object_new_int(f->members[i].tid));
+                r = r ?: json_add(m, "start_time", json_object_new_uint64(f->members[i].start_time));
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int json_target(struct json_object *arr, const struct plan_target_state *st) {
+        struct json_object *o = json_object_new_object();
+        int r;
+
+        if (!o || json_object_array_add(arr, o) < 0) {
+                json_object_put(o);
+                return -ENOMEM;
+        }
+        r = json_add(o, "key", json_object_new_string(st->key));
+        r = r ?: json_add(o, "policy", json_object_new_string(st->policy));
+        r = r ?: json_add(o, "state", json_object_new_string(st->state));
+        r = r ?: json_add(o, "why", json_object_new_string(st->why));
+        r = r ?: json_add(o, "seen", json_object_new_int64(st->seen));
+        r = r ?: json_add(o, "absent", json_object_new_int64(st->absent));
+        r = r ?: json_add(o, "cooldown_until_usec", json_object_new_uint64(st->cooldown_until_usec));
+        r = r ?: json_add(o, "no_retry_until_usec", json_object_new_uint64(st->no_retry_until_usec));
+        if (r < 0)
+                return r;
+        if (st->kind == DETECT_HOG) {
+                const struct task_id *id = &st->last.members[0];
+                r = json_add(o, "pid", json_object_new_int(id->pid));
+                r = r ?: json_add(o, "tid", json_object_new_int(id->tid));
+                r = r ?: json_add(o, "start_time", json_object_new_uint64(id->start_time));
+                r = r ?: json_add(o, "cpu", json_object_new_int(st->cpu));
+                r = r ?: json_add(o, "migrations_window_per_s", json_object_new_double(st->migrations_window_per_s));
+        } else {
+                r = json_add(o, "cpus", json_cpumask(&st->last.cpus_seen));
+                r = r ?: json_add(o, "combined_util", json_object_new_double(st->last.combined_util));
+                r = r ?: json_members(o, &st->last);
+        }
+        r = r ?: json_finding_evidence(o, &st->last);
+        return r;
+}
+
+int hogs_to_json(const struct plan_state *state, const struct findings *findings, struct json_object **ret) {
+        struct json_object *root = NULL, *hogs, *groups, *rundelay, *oc;
+        int r;
+
+        if (!ret)
+                return -EINVAL;
+
+        root = json_object_new_object();
+        if (!root)
+                return -ENOMEM;
+        hogs = json_object_new_array();
+        groups = json_object_new_array();
+        rundelay = json_object_new_array();
+        oc = json_object_new_object();
+        r = json_add(root, "hogs", hogs);
+        r = r ?: json_add(root, "groups", groups);
+        r = r ?: json_add(root, "rundelay", rundelay);
+        r = r ?: json_add(root, "overcommit", oc);
+        if (r < 0)
+                goto fail;
+
+        if (state) {
+                r = json_add(oc, "hogs", json_object_new_int64(state->hog_overcommit_hogs));
+                r = r ?: json_add(oc, "cpus", json_object_new_int64(state->hog_overcommit_cpus));
+                r = r ?: json_add(oc, "intervals", json_object_new_int64(state->hog_overcommit_seen));
+                if (r < 0)
+                        goto fail;
+
+                for (size_t i = 0; i < state->n_targets; i++) {
+                        const struct plan_target_state *st = state->targets[i];
+
+                        if (st->kind == DETECT_HOG && st->last.n_members > 0)
+                                r = json_target(hogs, st);
+                        else if (st->kind == DETECT_SPREAD)
+                                r = json_target(groups, st);
+                        else
+                                continue;
+                        if (r < 0)
+                                goto fail;
+                }
+        }
+
+        for (size_t i = 0; findings && i < findings->n; i++) {
+                const struct finding *f = &findings->items[i];
+                struct json_object *o;
+
+                if (f->kind != DETECT_RUNDELAY || f->n_members < 1)
+                        continue;
+                o = json_object_new_object();
+                if (!o || json_object_array_add(rundelay, o) < 0) {
+                        json_object_put(o);
+                        r = -ENOMEM;
+                        goto fail;
+                }
+                r = json_add(o, "pid", json_object_new_int(f->members[0].pid));
+                r = r ?: json_add(o, "tid", json_object_new_int(f->members[0].tid));
+                r = r ?: json_add(o, "policy", json_object_new_string(f->policy && f->policy->name ? f->policy->name : ""));
+                r = r ?: json_add(o, "note", json_object_new_string(f->note));
+                r = r ?: json_finding_evidence(o, f);
+                if (r < 0)
+                        goto fail;
+        }
+
+        *ret = root;
+        return 0;
+
+fail:
+        json_object_put(root);
+        return r;
+}

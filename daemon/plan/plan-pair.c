@@ -1,0 +1,888 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Pair planner ([wake-affine]): co-locate ping-pong pairs
+ * the kernel left split, keep watching them, and let go when they no
+ * longer need it.
+ *
+ * Measured here (2 CPUs, 6.18): a pipe ping-pong does ~260k round trips/s
+ * on one CPU and ~90k split; put next to a CPU hog it drops ~45 %; a
+ * pipelined stream pair co-located loses ~25 %. So:
+ *
+ *  1. co-locate a pair only when its finding (detect-pair.c) says it was
+ *     split for most of the window, for Hysteresis= intervals more than it
+ *     was together; the target state's `seen` counts that;
+ *  2. never a stream nor a hub (the finding's shape, detect-pair.c);
+ *  3. the CPU: in both members' allowed sets (before our change), usable
+ *     (online, not isolated, not nohz_full) and in the policy's CPUs=;
+ *     never one a hog is pinned to (cpu_claim == 1) or where another busy
+ *     thread (util > 0.5) runs; least loaded by the other threads' util,
+ *     preferring a CPU a member already runs on, then one sharing its core,
+ *     LLC or node, so the pair's cache footprint moves as little as
+ *     possible; on a machine with several NUMA nodes, a CPU of the node
+ *     that holds most of the pair's memory (snapshot->memnodes, from
+ *     /proc/PID/numa_maps) before any other, when that is known: a pair is
+ *     one CPU, so never split across nodes, and a remote node would make
+ *     every access of its working set cross the interconnect;
+ *  4. both members or neither: a set is emitted only if the budget has
+ *     room for both;
+ *  5. a co-located pair stays pinned while its finding is present; when
+ *     the finding has been absent Hysteresis= intervals (quiet) or a member
+ *     exited, both are released; a stream or a policy that no longer
+ *     co-locates releases at once;
+ *  6. a pinned pair whose CPU is now a hog's, went offline or left the
+ *     allowed set is moved in the same pass (the applier keeps the
+ *     recorded original on a second SET); if no CPU is left, released;
+ *  7. a pair of which only one member is still ours (the other's pin was
+ *     undone by the effect check or changed by someone else) is released,
+ *     and with a block from the effect check not retried until it expires;
+ *     after a release, Cooldown= passes before it is co-located again.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/util.h"
+#include "plan/effect.h"
+#include "plan/plan.h"
+
+/* A thread busier than this makes its CPU a bad home for a pair (pair next to a hog: -45 %). */
+#define PAIR_BUSY_UTIL 0.5
+
+/*
+ * Cost, in CPUs of load, of placing the pair away from where its members
+ * run. A pair moved to a CPU sharing nothing with its current ones starts
+ * with cold caches; a quarter of a CPU of other load is the point where a
+ * less loaded CPU is worth that.
+ */
+static const double distance_cost[] = { 0.0, 0.05, 0.10, 0.20, 0.25 };
+
+/*
+ * Cost of sharing with what is already placed (distinct pairs on
+ * distinct cores, and LLCs before sharing one). An SMT sibling that holds a
+ * pinned pair or hog halves this CPU's execution units: more than the
+ * farthest move costs. A pair already in the LLC competes for its cache:
+ * less than a move to another LLC, so a free LLC wins over a shared one
+ * only when the pair would move anyway.
+ */
+#define PAIR_SIBLING_TAKEN_COST 0.30
+#define PAIR_LLC_TAKEN_COST 0.08
+
+/*
+ * The pair's memory counts as on one node when that node holds more than
+ * half of the resident memory of the members' processes (interleaved or
+ * evenly spread memory has no home) and there is at least this much of it:
+ * below a few MiB the working set lives in the caches, and where its pages
+ * are does not matter. Not measured here (the development machine has one
+ * node); a remote DRAM access costs ~1.5-2x a local one on two-socket
+ * x86 servers, more than any cache move the distance costs stand for, so a
+ * CPU on that node comes before every other, not only by a cost.
+ */
+#define PAIR_MEM_MIN_KIB (4 * 1024)
+
+
+struct pair_item {
+        struct plan_target_state *st;
+        const struct finding *f;        /* this interval's finding, NULL if absent */
+        const struct policy *p;         /* NULL: the policy is gone */
+        struct task_id id[2];
+        const struct task *t[2];        /* NULL: exited */
+        const struct managed *m[2];     /* our pin in force */
+        const struct managed *other[2]; /* an affinity change of another part (a hog pin) */
+        int pin_cpu;                    /* both ours on this one CPU, else -1 */
+        double rate;                    /* for ordering */
+};
+
+struct pair_plan {
+        struct plan_ctx *ctx;
+        const struct snapshot *snap;
+        const struct topology *topo;
+        int n_cpus;
+        cpumask_t usable;
+        double *load;                   /* per CPU: Σ util of threads last seen there */
+        int *busy;                      /* per CPU: threads with util > PAIR_BUSY_UTIL there */
+        /* scratch for choose_cpu(), per core / LLC id (sharing_counts()) */
+        int *core_claimed, *core_paired, *llc_paired;
+        int n_ids;
+        struct task_id *used;           /* members of pairs kept or placed this pass */
+        size_t n_used, used_allocated;
+        struct pair_item *items;
+        size_t n_items;
+};
+
+/* A pin of the pair planner's (whichever pair it is for). */
+static bool is_pair_pin(const struct managed *m) {
+        return m->kind == DETECT_PAIR;
+}
+
+/*
+ * A pin held for this pair: set for a pair with this partner. A server
+ * thread serves client after client (a thread cache, a pool); the pin it
+ * still holds for the client that just left belongs to that pair, which
+ * releases it, not to the next one, which places its own. A pin with no
+ * partner recorded (replayed from the journal after a restart) counts as
+ * the pair's that finds it.
+ */
+static bool is_ours(const struct managed *m, const struct task_id *partner) {
+        return is_pair_pin(m) && (m->partner.tid == 0 || task_id_equal(&m->partner, partner));
+}
+
+/* "co-located on N": the CPU number is bounded so it always fits state[]. */
+static void set_colocated_state(struct plan_target_state *st, int cpu) {
+        char n[16];
+
+        snprintf(n, sizeof(n), "%d", cpu);
+        snprintf(st->state, sizeof(st->state), "co-located on %.9s", n);
+}
+
+static bool used(const struct pair_plan *pp, const struct task_id *id) {
+        for (size_t i = 0; i < pp->n_used; i++)
+                if (task_id_equal(&pp->used[i], id))
+                        return true;
+        return false;
+}
+
+static int use(struct pair_plan *pp, const struct pair_item *it) {
+        if (pp->n_used + 2 > pp->used_allocated) {
+                size_t na = pp->used_allocated ? pp->used_allocated * 2 : 16;
+                struct task_id *n = reallocarray(pp->used, na, sizeof(*n));
+                if (!n)
+                        return -ENOMEM;
+                pp->used = n;
+                pp->used_allocated = na;
+        }
+        pp->used[pp->n_used++] = it->id[0];
+        pp->used[pp->n_used++] = it->id[1];
+        return 0;
+}
+
+static struct pair_item *item_get(struct pair_plan *pp, const struct task_id *a, const struct task_id *b,
+                                  size_t cap) {
+        for (size_t i = 0; i < pp->n_items; i++) {
+                struct pair_item *it = &pp->items[i];
+                if ((task_id_equal(&it->id[0], a) && task_id_equal(&it->id[1], b)) ||
+                    (task_id_equal(&it->id[0], b) && task_id_equal(&it->id[1], a)))
+                        return it;
+        }
+        if (pp->n_items >= cap)
+                return NULL;
+        /* members ordered by tid, as finding_key() orders them */
+        pp->items[pp->n_items] = (struct pair_item) {
+                .id = { a->tid <= b->tid ? *a : *b, a->tid <= b->tid ? *b : *a },
+                .pin_cpu = -1,
+        };
+        return &pp->items[pp->n_items++];
+}
+
+static int pair_key(const struct task_id *id, char *buf, size_t size) {
+        struct finding f = { .kind = DETECT_PAIR, .members = { id[0], id[1] }, .n_members = 2 };
+
+        return finding_key(&f, buf, size) ? 0 : -ENAMETOOLONG;
+}
+
+static int collect(struct pair_plan *pp) {
+        const struct plan_input *in = pp->ctx->in;
+        struct plan_state *state = pp->ctx->state;
+        size_t cap = state->n_targets + in->n_managed;
+
+        if (in->findings)
+                cap += in->findings->n;
+        if (cap == 0)
+                return 0;
+        pp->items = calloc(cap, sizeof(*pp->items));
+        if (!pp->items)
+                return -ENOMEM;
+
+        for (size_t i = 0; in->findings && i < in->findings->n; i++) {
+                const struct finding *f = &in->findings->items[i];
+                struct pair_item *it;
+
+                if (f->kind != DETECT_PAIR || f->n_members < 2)
+                        continue;
+                it = item_get(pp, &f->members[0], &f->members[1], cap);
+                if (it && (!it->f || f->wake_rate_per_s > it->f->wake_rate_per_s))
+                        it->f = f;
+        }
+        for (size_t i = 0; i < state->n_targets; i++) {
+                const struct plan_target_state *st = state->targets[i];
+
+                if (st->kind == DETECT_PAIR && st->last.n_members >= 2)
+                        (void) item_get(pp, &st->last.members[0], &st->last.members[1], cap);
+        }
+
+        for (size_t i = 0; i < pp->n_items; i++) {
+                struct pair_item *it = &pp->items[i];
+                char key[128];
+                bool pinned;
+
+                for (int k = 0; k < 2; k++) {
+                        it->t[k] = snapshot_find_id(pp->snap, &it->id[k]);
+                        for (size_t j = 0; j < in->n_managed; j++) {
+                                const struct managed *m = &in->managed[j];
+                                if (m->type != ACT_AFFINITY || !task_id_equal(&m->task, &it->id[k]))
+                                        continue;
+                                if (is_ours(m, &it->id[1 - k]))
+                                        it->m[k] = m;
+                                else if (!is_pair_pin(m))
+                                        it->other[k] = m;
+                                /* else another pair's: that pair releases it; placing this one
+                                 * takes it over (the applier keeps the recorded original) */
+                        }
+                }
+                pinned = it->m[0] && it->m[1];
+                if (pinned && cpumask_equal(&it->m[0]->mask, &it->m[1]->mask))
+                        it->pin_cpu = cpumask_single(&it->m[0]->mask);
+                if (it->pin_cpu >= pp->n_cpus)     /* the topology shrank under it */
+                        it->pin_cpu = -1;
+
+                if (pair_key(it->id, key, sizeof(key)) < 0)
+                        return -ENAMETOOLONG;
+                /* Marked as looked at only while there is something to do; the rest ages out. */
+                it->st = it->f || it->m[0] || it->m[1] ? plan_state_get(state, key) : plan_state_find(state, key);
+                if (!it->st)
+                        return -ENOMEM;
+                if (!it->st->first_seen_usec)
+                        it->st->first_seen_usec = in->now_usec;
+                it->st->last.kind = DETECT_PAIR;
+                it->st->last.members[0] = it->id[0];
+                it->st->last.members[1] = it->id[1];
+                it->st->last.n_members = 2;
+
+                if (it->f)
+                        it->p = it->f->policy;
+                else if (it->m[0] || it->m[1])
+                        it->p = plan_policy_by_name(in->config, (it->m[0] ?: it->m[1])->policy);
+                else
+                        it->p = plan_policy_by_name(in->config, it->st->policy);
+                if (it->p && (!it->p->enabled || it->p->detector != DETECT_PAIR))
+                        it->p = NULL;
+                if (it->p && it->p->name)
+                        snprintf(it->st->policy, sizeof(it->st->policy), "%s", it->p->name);
+                it->rate = it->f ? it->f->wake_rate_per_s : it->st->last.wake_rate_per_s;
+        }
+        return 0;
+}
+
+/* Pairs we hold first (they keep their CPU), then the strongest. */
+static int item_cmp(const void *a, const void *b) {
+        const struct pair_item *x = a, *y = b;
+        bool px = x->m[0] || x->m[1], py = y->m[0] || y->m[1];
+
+        if (px != py)
+                return px ? -1 : 1;
+        if (x->rate != y->rate)
+                return x->rate > y->rate ? -1 : 1;
+        return x->id[0].tid < y->id[0].tid ? -1 : x->id[0].tid > y->id[0].tid;
+}
+
+static int load_init(struct pair_plan *pp) {
+        pp->load = calloc(pp->n_cpus, sizeof(*pp->load));
+        pp->busy = calloc(pp->n_cpus, sizeof(*pp->busy));
+        pp->n_ids = pp->topo && pp->topo->cpus ? pp->topo->n_cpus : 0;
+        pp->core_claimed = calloc(MAX(pp->n_ids, 1), sizeof(int));
+        pp->core_paired = calloc(MAX(pp->n_ids, 1), sizeof(int));
+        pp->llc_paired = calloc(MAX(pp->n_ids, 1), sizeof(int));
+        if (!pp->load || !pp->busy || !pp->core_claimed || !pp->core_paired || !pp->llc_paired)
+                return -ENOMEM;
+        for (size_t i = 0; i < snapshot_n_active(pp->snap); i++) {
+                const struct task *t = snapshot_active(pp->snap, i);
+
+                if (!t->have_rates || t->last_cpu < 0 || t->last_cpu >= pp->n_cpus)
+                        continue;
+                pp->load[t->last_cpu] += t->util;
+                if (t->util > PAIR_BUSY_UTIL)
+                        pp->busy[t->last_cpu]++;
+        }
+        return 0;
+}
+
+/* The CPUs the pair may go to before looking at load: allowed ∩ usable ∩ CPUs=. */
+static cpumask_t candidates(const struct pair_plan *pp, const struct pair_item *it) {
+        cpumask_t c = pp->usable, pcpus = plan_policy_cpus(it->p);
+
+        c = cpumask_and(&c, &pcpus);
+        for (int k = 0; k < 2; k++) {
+                cpumask_t base;
+
+                if (it->m[k] && plan_managed_original(it->m[k], &base))
+                        ;
+                else if (it->t[k])
+                        base = it->t[k]->allowed;
+                else
+                        continue;
+                c = cpumask_and(&c, &base);
+        }
+        return c;
+}
+
+static int id_index(int id, int n) {
+        return id >= 0 && id < n ? id : 0;
+}
+
+/*
+ * Claimed CPUs per core, and pair-claimed ones per core and per LLC,
+ * counted once per choice. Each candidate CPU used to scan every CPU for
+ * claimed siblings and LLC neighbours: O(CPUs²) a choice, and with pairs
+ * growing with the machine O(CPUs³) a pass (bench/scale: 79 ms of planning
+ * a pass on the 1,024-CPU fixture with 128 pairs, most of it here).
+ */
+static void sharing_counts(const struct pair_plan *pp) {
+        const struct topology *t = pp->topo;
+        const int *claim = pp->ctx->cpu_claim;
+        int n = pp->n_ids;
+
+        if (n == 0)
+                return;
+        memset(pp->core_claimed, 0, (size_t) n * sizeof(int));
+        memset(pp->core_paired, 0, (size_t) n * sizeof(int));
+        memset(pp->llc_paired, 0, (size_t) n * sizeof(int));
+        for (int d = 0; d < pp->n_cpus && d < n; d++) {
+                int core = id_index(t->cpus[d].core_id, n);
+
+                if (!claim[d])
+                        continue;
+                pp->core_claimed[core]++;
+                if (claim[d] == 2) {
+                        pp->core_paired[core]++;
+                        pp->llc_paired[id_index(t->cpus[d].llc_id, n)]++;
+                }
+        }
+}
+
+/* What sharing a core with a claimed CPU, or an LLC with another pair, costs
+ * a pair on c (a core's CPUs share its LLC: its own pair CPUs are siblings,
+ * not LLC neighbours). */
+static double sharing_cost(const struct pair_plan *pp, int c) {
+        const struct topology *t = pp->topo;
+        const int *claim = pp->ctx->cpu_claim;
+        bool sibling, llc;
+        int core;
+
+        if (!t->cpus || c >= pp->n_ids || c >= pp->n_cpus)
+                return 0;
+        core = id_index(t->cpus[c].core_id, pp->n_ids);
+        sibling = pp->core_claimed[core] - (claim[c] ? 1 : 0) > 0;
+        llc = pp->llc_paired[id_index(t->cpus[c].llc_id, pp->n_ids)] - pp->core_paired[core] > 0;
+        return (sibling ? PAIR_SIBLING_TAKEN_COST : 0) + (llc ? PAIR_LLC_TAKEN_COST : 0);
+}
+
+static int distance(const struct topology *topo, int a, int b) {
+        if (a < 0 || b < 0 || a >= topo->n_cpus || b >= topo->n_cpus || !topo->cpus)
+                return ELEMENTSOF(distance_cost) - 1;
+        if (a == b)
+                return 0;
+        if (topo->cpus[a].core_id == topo->cpus[b].core_id)
+                return 1;
+        if (topo->cpus[a].llc_id == topo->cpus[b].llc_id)
+                return 2;
+        if (topo->cpus[a].node == topo->cpus[b].node)
+                return 3;
+        return 4;
+}
+
+/*
+ * The node that holds the pair's memory (PAIR_MEM_MIN_KIB, a majority), or
+ * -1: not known, one node, or spread out. *ret_share: that node's fraction.
+ */
+static int mem_node(const struct pair_plan *pp, const struct pair_item *it, double *ret_share) {
+        const struct memnode *a, *b;
+
+        if (ret_share)
+                *ret_share = 0;
+        if (pp->topo->n_nodes <= 1 || !it->t[0] || !it->t[1])
+                return -1;
+        a = snapshot_find_memnode(pp->snap, it->t[0]);
+        b = snapshot_find_memnode(pp->snap, it->t[1]);
+        return memnode_majority(a, b, PAIR_MEM_MIN_KIB, ret_share);
+}
+
+enum no_cpu_reason {
+        NO_CPU_NONE_ALLOWED,   /* the allowed/usable/CPUs= intersection is empty */
+        NO_CPU_HOG,            /* the only CPUs left are hogs' */
+        NO_CPU_BUSY,           /* every candidate has a busy thread */
+};
+
+/*
+ * Choose the pair's CPU, or -1 with the reason. The members' own load is
+ * not counted against any CPU: it moves with them.
+ */
+static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, enum no_cpu_reason *ret_why,
+                      char *detail, size_t detail_size) {
+        const int *claim = pp->ctx->cpu_claim;
+        cpumask_t cand = candidates(pp, it);
+        double best_score = 0;
+        int best = -1, n_hog = 0, n_busy = 0, node = mem_node(pp, it, NULL);
+        bool best_home = false;
+        size_t off = 0;
+
+        detail[0] = '\0';
+        sharing_counts(pp);
+        CPUMASK_FOREACH(c, &cand) {
+                double load, score;
+                int busy, d = ELEMENTSOF(distance_cost) - 1;
+                bool home;
+
+                if (c >= pp->n_cpus)
+                        break;
+                if (claim[c] == 1) {
+                        n_hog++;
+                        off += (size_t) MAX(0, snprintf(detail + off, off < detail_size ? detail_size - off : 0,
+                                                         "%sCPU %d: hog", off ? ", " : "", c));
+                        continue;
+                }
+                load = pp->load[c];
+                busy = pp->busy[c];
+                for (int k = 0; k < 2; k++) {
+                        const struct task *t = it->t[k];
+                        if (!t || !t->have_rates || t->last_cpu != c)
+                                continue;
+                        load -= t->util;
+                        if (t->util > PAIR_BUSY_UTIL)
+                                busy--;
+                }
+                if (busy > 0) {
+                        n_busy++;
+                        off += (size_t) MAX(0, snprintf(detail + off, off < detail_size ? detail_size - off : 0,
+                                                         "%sCPU %d: busy thread", off ? ", " : "", c));
+                        continue;
+                }
+                for (int k = 0; k < 2; k++)
+                        if (it->t[k])
+                                d = MIN(d, distance(pp->topo, c, it->t[k]->last_cpu));
+                score = MAX(load, 0.0) + distance_cost[d] + sharing_cost(pp, c);
+                home = node >= 0 && c < pp->topo->n_cpus && pp->topo->cpus[c].node == node;
+                if (best < 0 || (home && !best_home) || (home == best_home && score < best_score - 1e-9)) {
+                        best = c;
+                        best_score = score;
+                        best_home = home;
+                }
+        }
+        if (best < 0)
+                *ret_why = n_hog + n_busy == 0 ? NO_CPU_NONE_ALLOWED : n_busy == 0 ? NO_CPU_HOG : NO_CPU_BUSY;
+        return best;
+}
+
+static void fill_action(struct action *a, const struct pair_item *it, int k, enum action_verb verb,
+                        const cpumask_t *mask, const char *policy, const char *reason) {
+        *a = (struct action) {
+                .type = ACT_AFFINITY,
+                .verb = verb,
+                .task = it->id[k],
+                .mask = *mask,
+                .partner = it->id[1 - k],
+        };
+        double before = effect_proxy_for(DETECT_PAIR, it->t[k], it->t[1 - k]);
+
+        a->evidence_before = isfinite(before) ? before : 0;
+        snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
+        snprintf(a->reason, sizeof(a->reason), "%s", reason);
+}
+
+/* Release whatever of the pair is ours. Releases are never held back by the budget. */
+static int release(struct pair_plan *pp, struct pair_item *it, const char *state, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+static int release(struct pair_plan *pp, struct pair_item *it, const char *state, const char *fmt, ...) {
+        char reason[160];
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        vsnprintf(reason, sizeof(reason), fmt, ap);
+        va_end(ap);
+
+        for (int k = 0; k < 2; k++) {
+                struct action a;
+
+                if (!it->m[k])
+                        continue;
+                fill_action(&a, it, k, VERB_RELEASE, &it->m[k]->mask, it->m[k]->policy, reason);
+                r = plan_emit(pp->ctx, &a);
+                if (r < 0)
+                        return r;
+        }
+        it->st->cpu = -1;
+        it->st->seen = 0;
+        it->st->placed_usec = 0;
+        /* no co-location right after a release: that is how flapping starts */
+        it->st->cooldown_until_usec = pp->ctx->in->now_usec + pp->ctx->in->config->daemon.cooldown_usec;
+        plan_set_state(it->st, state, "%s", reason);
+        return 0;
+}
+
+/* Half a pair is ours (the effect check undid one pin, someone changed it,
+ * or the CPU went away): let go of the rest. */
+static int release_half(struct pair_plan *pp, struct pair_item *it) {
+        if (!it->m[0] || !it->m[1])
+                return release(pp, it, "released", "pair: released: only one member still co-located");
+        return release(pp, it, "released", "pair: released: members no longer on one usable CPU");
+}
+
+static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
+        const struct finding *f = it->f;
+        cpumask_t one = cpumask_of(cpu);
+        char reason[160], split[96], mem[48] = "";
+        double share;
+        int r, node = mem_node(pp, it, &share);
+
+        enum pair_role role[2] = { PAIR_ROLE_PEER, PAIR_ROLE_PEER };
+
+        if (it->t[0] && it->t[1])
+                detect_pair_roles(it->t[0], it->t[1], role);
+        if (node >= 0)
+                snprintf(mem, sizeof(mem), ", memory %.0f%% on node %d", share * 100, node);
+        /* who is who first: what an operator reads the line for */
+        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s) + %s %d (%s) on CPU %d: %.0f wake-ups/s, %s%s",
+                 what, it->t[0] ? it->t[0]->comm : "?", (int) it->id[0].tid, pair_role_to_string(role[0]),
+                 it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]), cpu,
+                 f ? f->wake_rate_per_s : 0, f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem);
+        for (int k = 0; k < 2; k++) {
+                struct action a;
+
+                if (it->m[k] && cpumask_equal(&it->m[k]->mask, &one))
+                        continue;
+                fill_action(&a, it, k, VERB_SET, &one, it->p && it->p->name ? it->p->name : it->st->policy, reason);
+                r = plan_emit(pp->ctx, &a);
+                if (r < 0)
+                        return r;
+        }
+        pp->ctx->cpu_claim[cpu] = 2;
+        pp->load[cpu] += f ? f->combined_util : 1.0;
+        it->st->cpu = cpu;
+        if (!it->st->placed_usec)
+                it->st->placed_usec = pp->ctx->in->now_usec;
+        r = use(pp, it);
+        if (r < 0)
+                return r;
+        plan_set_state(it->st, "co-located", "%s", reason);
+        set_colocated_state(it->st, cpu);
+        return 0;
+}
+
+static unsigned sets_needed(const struct pair_item *it, int cpu) {
+        cpumask_t one = cpumask_of(cpu);
+        unsigned n = 0;
+
+        for (int k = 0; k < 2; k++)
+                if (!it->m[k] || !cpumask_equal(&it->m[k]->mask, &one))
+                        n++;
+        return n;
+}
+
+static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason why, const char *detail) {
+        const char *state = why == NO_CPU_HOG ? "left alone: hog's CPU" : "left alone: no free CPU";
+        const char *text = why == NO_CPU_HOG ? "only CPU free is a hog's"
+                         : why == NO_CPU_BUSY ? "a busy thread on every allowed CPU"
+                         : "no usable CPU in both members' allowed sets";
+
+        /* seen is kept: still split, so it is placed as soon as a CPU frees up */
+        if (it->m[0] || it->m[1])
+                return release(pp, it, state, "pair: released: %s (%s)", text, detail);
+        plan_set_state(it->st, state, "%s (%s)", text, detail[0] ? detail : "-");
+        return 0;
+}
+
+/*
+ * Short connections (a client that connects, runs a few hundred queries
+ * and leaves, many times a minute) are not worth a pin: by the time a pass
+ * sees the pair it is nearly over, and each one costs a SET on each member
+ * and a release. Measured here, MariaDB with one sysbench client after
+ * another of 3,000 point selects each (~0.2 s): 14-16 affinity changes in
+ * 12 s for no gain over stock. So a pair that ends, its client gone, within
+ * PAIR_SHORT_USEC of being co-located counts against the process of the
+ * member that stays (the server); once it has PAIR_SHORT_MIN such pairs within
+ * PAIR_SHORT_MEMORY_USEC, its next pairs are co-located only when they have
+ * lasted PAIR_SHORT_USEC. A long client of that server is still co-located,
+ * 2 s late; a server whose clients all stay is never delayed.
+ */
+#define PAIR_SHORT_USEC (2 * USEC_PER_SEC)
+#define PAIR_SHORT_MIN 2
+#define PAIR_SHORT_MEMORY_USEC (60 * USEC_PER_SEC)
+
+/* Kept per process: a thread cache hands each client one of several threads
+ * (MariaDB here: three in turn for one client after another). */
+static int churn_key(const struct task *t, char *buf, size_t size) {
+        int n = t->proc ? snprintf(buf, size, "churn:%d:%" PRIu64, (int) t->proc->pid, t->proc->start_time)
+                        : snprintf(buf, size, "churn:%d:%" PRIu64, (int) t->id.pid, t->id.start_time);
+        return n < 0 || (size_t) n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* The member that stays had a pair end short: count it (decaying after PAIR_SHORT_MEMORY). */
+static int churn_note(struct pair_plan *pp, const struct task *survivor) {
+        uint64_t now = pp->ctx->in->now_usec;
+        struct plan_target_state *cs;
+        char key[128];
+        int r;
+
+        r = churn_key(survivor, key, sizeof(key));
+        if (r < 0)
+                return r;
+        cs = plan_state_get(pp->ctx->state, key);
+        if (!cs)
+                return -ENOMEM;
+        if (cs->no_retry_until_usec <= now)
+                cs->seen = 0;
+        cs->seen++;
+        /* kept (not aged out) while it matters */
+        cs->no_retry_until_usec = now + PAIR_SHORT_MEMORY_USEC;
+        plan_set_state(cs, "short connections", "%u pair(s) ended within %.0f s of co-location", cs->seen,
+                       (double) PAIR_SHORT_USEC / USEC_PER_SEC);
+        return 0;
+}
+
+/* Short pairs lately of a member's process (0 when none or forgotten). */
+static unsigned churn_count(const struct pair_plan *pp, const struct task *t) {
+        const struct plan_target_state *cs;
+        char key[128];
+
+        if (churn_key(t, key, sizeof(key)) < 0)
+                return 0;
+        cs = plan_state_find(pp->ctx->state, key);
+        return cs && cs->no_retry_until_usec > pp->ctx->in->now_usec ? cs->seen : 0;
+}
+
+static int decide(struct pair_plan *pp, struct pair_item *it) {
+        const struct plan_input *in = pp->ctx->in;
+        struct plan_target_state *st = it->st;
+        unsigned hyst = MAX(in->config->daemon.hysteresis_intervals, 1u);
+        const struct finding *f = it->f;
+        bool ours = it->m[0] || it->m[1];
+        char akey[2][128], detail[160];
+        const char *why = NULL;
+        enum no_cpu_reason ncr;
+        char split[96];
+        int cpu;
+
+        if (f) {
+                st->last = *f;
+                st->last.policy = NULL;
+                st->absent = 0;
+        } else if (st->absent < UINT32_MAX)
+                st->absent++;
+
+        /* Gone: a member exited (or its TID names another task now). */
+        if (!it->t[0] || !it->t[1]) {
+                pid_t gone = !it->t[0] ? it->id[0].tid : it->id[1].tid;
+                st->seen = 0;
+                if (ours && st->placed_usec && in->now_usec - st->placed_usec < PAIR_SHORT_USEC) {
+                        int r = churn_note(pp, it->t[0] ?: it->t[1]);
+                        if (r < 0)
+                                return r;
+                }
+                if (ours)
+                        return release(pp, it, "released", "pair: released: member %d exited", (int) gone);
+                plan_set_state(st, "gone", "member %d exited", (int) gone);
+                return 0;
+        }
+
+        /* Quiet: no finding (wake rate below WakeRate=, or not ours to touch any more). */
+        if (!f) {
+                st->seen = 0;
+                if (!ours) {
+                        plan_set_state(st, "quiet", "wake rate below the policy's WakeRate= (last %.0f/s)",
+                                  st->last.wake_rate_per_s);
+                        return 0;
+                }
+                if (!it->m[0] || !it->m[1] || it->pin_cpu < 0)
+                        return release_half(pp, it);
+                if (st->absent >= hyst || !it->p)
+                        return release(pp, it, "released", "pair: released: quiet for %u intervals%s",
+                                       st->absent, it->p ? "" : " (policy gone)");
+                /* keep it for now: hysteresis */
+                pp->ctx->cpu_claim[it->pin_cpu] = 2;
+                plan_set_state(st, "co-located", "quiet for %u of %u intervals", st->absent, hyst);
+                set_colocated_state(st, it->pin_cpu);
+                return use(pp, it);
+        }
+
+        if (f->shape != PAIR_PINGPONG) {
+                const char *state = f->shape == PAIR_HUB ? "left alone: hub" : "left alone: stream";
+
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, state, "pair: released: %s", f->note);
+                plan_set_state(st, state, "%s", f->note);
+                return 0;
+        }
+        if (!it->p || it->p->action != ACTION_COLOCATE) {
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, "watching", "pair: released: policy %s does not co-locate",
+                                       st->policy);
+                plan_set_state(st, "watching", "policy %s: Action=%s (report only)", st->policy,
+                          it->p ? policy_action_to_string(it->p->action) : "?");
+                return 0;
+        }
+        if (used(pp, &it->id[0]) || used(pp, &it->id[1])) {
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, "left alone: shared", "pair: released: member in a stronger pair");
+                plan_set_state(st, "left alone: shared", "a member is in a stronger pair");
+                return 0;
+        }
+        if (it->other[0] || it->other[1]) {
+                const struct managed *o = it->other[0] ?: it->other[1];
+                st->seen = 0;
+                if (ours)
+                        return release(pp, it, "left alone: pinned", "pair: released: member pinned by %s",
+                                       o->reason);
+                plan_set_state(st, "left alone: pinned", "member %d already pinned: %s", (int) o->task.tid, o->reason);
+                return 0;
+        }
+
+        if (action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[0] }, akey[0], sizeof(akey[0])) == NULL ||
+            action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[1] }, akey[1], sizeof(akey[1])) == NULL)
+                return -ENAMETOOLONG;
+
+        if (ours) {
+                if (!it->m[0] || !it->m[1] || it->pin_cpu < 0)
+                        return release_half(pp, it);
+                cpu = it->pin_cpu;
+                if (cpu < pp->n_cpus && pp->ctx->cpu_claim[cpu] != 1 && cpumask_test(&pp->usable, cpu)) {
+                        cpumask_t cand = candidates(pp, it);
+                        if (cpumask_test(&cand, cpu)) {
+                                /* keep */
+                                pp->ctx->cpu_claim[cpu] = 2;
+                                pp->load[cpu] += f->combined_util;
+                                st->cpu = cpu;
+                                plan_set_state(st, "co-located", "%.0f wake-ups/s each way, util %.2f; %s",
+                                          f->wake_rate_per_s, f->combined_util,
+                                          it->m[0]->reason);
+                                set_colocated_state(st, cpu);
+                                return use(pp, it);
+                        }
+                }
+                /* Our CPU is a hog's now, offline, or outside the allowed set: move. */
+                cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
+                if (cpu < 0)
+                        return no_cpu(pp, it, ncr, detail);
+                if (sets_needed(it, cpu) > pp->ctx->actions_left)
+                        return release(pp, it, "released", "pair: released: CPU %d no longer fit, no budget to move",
+                                       it->pin_cpu);
+                return place(pp, it, cpu, "moved");
+        }
+
+        /*
+         * Not ours: co-locate once it has been split for Hysteresis= intervals
+         * more than it was together: a together interval takes one off
+         * rather than starting over, because with the fallback source the
+         * split may be one look at both members' last CPU, and one unlucky
+         * look must not restart the count of a pair that is split most of
+         * the time. Unknown (the fallback could not tell) counts neither way.
+         */
+        detect_pair_split_text(f, split, sizeof(split));
+        if (f->split_fraction < 0) {
+                plan_set_state(st, "watching", "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
+                return 0;
+        }
+        if (f->split_fraction < DETECT_PAIR_SPLIT_MIN) {
+                if (st->seen > 0)
+                        st->seen--;
+                plan_set_state(st, "watching", "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
+                return 0;
+        }
+        if (st->seen < UINT32_MAX)
+                st->seen++;
+        /*
+         * The tracepoint's split fraction is already an average over every
+         * wake-up of the window (thousands per second for a pair over the
+         * threshold), and the fallback's migration count covers the window
+         * too: that is the persistence Hysteresis= exists to establish; one
+         * look at two last CPUs is not. Acting on the first such interval is
+         * what makes the fix land within two intervals of the pair starting
+         * (the target in BENCHMARKS.md); release still waits Hysteresis= intervals.
+         */
+        if (st->seen < (f->split_basis != SPLIT_BASIS_LOOK ? 1u : hyst)) {
+                plan_set_state(st, "watching", "%s for %u of %u intervals, %.0f wake-ups/s each way",
+                          split, st->seen, hyst, f->wake_rate_per_s);
+                return 0;
+        }
+        if (MAX(churn_count(pp, it->t[0]), churn_count(pp, it->t[1])) >= PAIR_SHORT_MIN &&
+            in->now_usec - st->first_seen_usec < PAIR_SHORT_USEC) {
+                plan_set_state(st, "watching", "split; a member serves short connections: co-located once "
+                               "this pair has lasted %.0f s", (double) PAIR_SHORT_USEC / USEC_PER_SEC);
+                return 0;
+        }
+        if (plan_state_blocked(pp->ctx->state, st->key, akey[0], in->now_usec, &why) ||
+            plan_state_blocked(pp->ctx->state, NULL, akey[1], in->now_usec, &why)) {
+                plan_set_state(st, "left alone: blocked", "%s", why ?: "not retried yet");
+                return 0;
+        }
+        if (st->cooldown_until_usec > in->now_usec) {
+                plan_set_state(st, "watching", "split, cool-down for %.0f s more",
+                          (double) (st->cooldown_until_usec - in->now_usec) / USEC_PER_SEC);
+                return 0;
+        }
+        cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
+        if (cpu < 0)
+                return no_cpu(pp, it, ncr, detail);
+        if (pp->ctx->actions_left < 2) {
+                plan_set_state(st, "watching", "split; no action budget left this interval");
+                return 0;
+        }
+        st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+        return place(pp, it, cpu, "co-locate");
+}
+
+/* Our pins whose pair the planner no longer knows (state forgotten): release. */
+static int release_orphans(struct pair_plan *pp) {
+        const struct plan_input *in = pp->ctx->in;
+
+        for (size_t i = 0; i < in->n_managed; i++) {
+                const struct managed *m = &in->managed[i];
+                bool known = false;
+                struct action a;
+                int r;
+
+                if (m->type != ACT_AFFINITY || !is_pair_pin(m))
+                        continue;
+                for (size_t j = 0; j < pp->n_items && !known; j++)
+                        known = task_id_equal(&pp->items[j].id[0], &m->task) ||
+                                task_id_equal(&pp->items[j].id[1], &m->task);
+                if (known)
+                        continue;
+                a = (struct action) { .type = ACT_AFFINITY, .verb = VERB_RELEASE, .task = m->task, .mask = m->mask };
+                snprintf(a.policy, sizeof(a.policy), "%s", m->policy);
+                snprintf(a.reason, sizeof(a.reason), "pair: released: pair no longer tracked");
+                r = plan_emit(pp->ctx, &a);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int plan_pairs(struct plan_ctx *ctx) {
+        struct pair_plan pp = {};
+        int r;
+
+        if (!ctx || !ctx->in || !ctx->in->snap || !ctx->in->snap->topo || !ctx->cpu_claim)
+                return -EINVAL;
+        pp = (struct pair_plan) {
+                .ctx = ctx,
+                .snap = ctx->in->snap,
+                .topo = ctx->in->snap->topo,
+                .n_cpus = MIN(ctx->in->snap->topo->n_cpus, CPUMASK_MAX),
+                .usable = snapshot_usable(ctx->in->snap),
+        };
+
+        r = collect(&pp);
+        if (r >= 0)
+                r = load_init(&pp);
+        if (r >= 0 && pp.n_items > 1)
+                qsort_safe(pp.items, pp.n_items, sizeof(*pp.items), item_cmp);
+        for (size_t i = 0; r >= 0 && i < pp.n_items; i++)
+                r = decide(&pp, &pp.items[i]);
+        if (r >= 0)
+                r = release_orphans(&pp);
+
+        free(pp.items);
+        free(pp.load);
+        free(pp.busy);
+        free(pp.core_claimed);
+        free(pp.core_paired);
+        free(pp.llc_paired);
+        free(pp.used);
+        return r < 0 ? r : 0;
+}

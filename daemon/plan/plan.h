@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * The plan stage: from findings, the snapshot, the configuration and what
+ * is currently in force, decide which actions to take. Pure: no I/O.
+ *
+ * It holds state across intervals (hysteresis counters, cool-downs, the
+ * "do not retry until" list) in struct plan_state, which the manager owns
+ * and passes in; everything else is a const input.
+ *
+ * Invariants (tested in tests/test-plan*.c):
+ *  - never two pinned hogs on one CPU; never pin when hogs outnumber the
+ *    usable CPUs, and release all hog pins when they come to ([conservative-smp]:
+ *    n+1 hogs on n CPUs must stay fair);
+ *  - never place onto isolated, nohz_full or offline CPUs, or outside the
+ *    task's allowed set;
+ *  - a pair is one CPU, on the node that holds most of its memory when
+ *    snapshot->memnodes says so (memnode.h); spread groups and hogs go
+ *    over cores (SMT siblings last), nodes and LLCs, hogs highest capacity first;
+ *  - never co-locate a pair onto a CPU a hog uses (pair next to a hog:
+ *    -45 % measured here), never co-locate a stream pair (-25 %);
+ *  - a finding must persist hysteresis_intervals before an action, and be
+ *    absent that long before release; at most max_actions_per_interval
+ *    SETs per pass (releases are never held back: restoring cannot break
+ *    an invariant, keeping a pin can); a cool-down per target after each
+ *    change; no retry while plan_state_block() says so;
+ *  - a pin whose CPU became unusable or left the task's allowed set is
+ *    released at once, and placed again in the same pass if a CPU is free
+ *    (RELEASE before SET): a task is never left stuck.
+ *  - while a sched_ext scheduler is enabled (snap->coexist.sched_ext) no
+ *    affinity is set and every affinity change in force is released
+ *    (COEXIST_SCHED_EXT_WHY); hog, pair and spread targets start their
+ *    hysteresis again when it is gone, since what was seen under the BPF
+ *    scheduler says nothing about the stock one; the levers go on;
+ *  - no CPU the kubelet gave a container (snapshot_usable()) and no thread
+ *    left alone for good (plan_state_foreign()) is ever a target.
+ *
+ * Every decision leaves its state and reason in struct plan_target_state
+ * ("pinned to 1", "left alone: 3 hogs > 2 usable CPUs", "watching 2/3"),
+ * which `affctl hogs|pairs|explain` show.
+ *
+ * struct action and struct managed carry the detector (kind) that led to
+ * a change, and the journal records it. plan_run() resolves it from the
+ * policy (Detector=) only for an entry read as DETECT_ALWAYS (a journal
+ * written before the detector was recorded); parts see the resolved kind.
+ */
+
+#include "apply/action.h"
+#include "config/config.h"
+#include "detect/detect.h"
+#include "sample/snapshot.h"
+
+struct plan_target_state {
+        char key[128];               /* finding key: "hog:tid:start", "pair:tidA:tidB", ... */
+        enum detector kind;          /* _DETECT_MAX for keys not tied to a detector ("task:...") */
+        char policy[64];             /* policy name (not a pointer: config may be reloaded) */
+        unsigned seen;               /* consecutive intervals the finding was present */
+        unsigned absent;             /* consecutive intervals it was absent */
+        uint64_t cooldown_until_usec;
+        uint64_t no_retry_until_usec;
+        char state[48];              /* "watching", "pinned", "co-located", "left alone" */
+        char why[160];               /* last decision's reason (affctl hogs/pairs/explain) */
+        struct finding last;         /* last evidence; last.policy is always NULL here */
+
+        /*
+         * Migrations over the policy window, decayed: each interval
+         * migrations_decayed = migrations_decayed * e^(-dt/W) + migrations
+         * in the interval; the rate is migrations_decayed / W. A hop every
+         * 2 s (5-6 per 10 s) settles at 0.5/s; one hop decays
+         * below 0.1/s (with W = 10 s) right away.
+         */
+        double migrations_decayed;
+        double migrations_window_per_s;  /* migrations_decayed / W, as last judged */
+        /*
+         * Hog: its util averaged over the same window (exponentially, the
+         * same decay), the effect check's "before". One interval's util is
+         * a biased "before": the interval that made a hog a hog is one of its
+         * busiest, so the median after the pin looked like a loss and noise
+         * alone undid good pins. util_avg_n counts the samples in it.
+         */
+        double util_avg;
+        unsigned util_avg_n;
+        int cpu;                     /* hog: the CPU it is pinned (or being pinned) to, else -1 */
+        uint64_t first_seen_usec;    /* pair: the pass the planner first knew it */
+        uint64_t placed_usec;        /* pair: when we co-located it (0: not ours) */
+        /* "task:" keys: times someone else changed the affinity we set on this
+         * thread (plan_state_foreign()); kept until the thread exits. */
+        unsigned foreign_changes;
+        struct task_id task;
+        uint64_t generation;         /* plan_run pass that last looked at it (garbage collection) */
+};
+
+struct plan_state {
+        /* Pointers, so a plan_target_state * stays valid while more targets are added. */
+        struct plan_target_state **targets;
+        size_t n_targets, allocated;
+
+        uint64_t generation;         /* plan_run passes so far */
+        /* Hogs outnumbering usable CPUs: consecutive intervals it held / did not. */
+        unsigned hog_overcommit_seen, hog_overcommit_absent;
+        unsigned hog_overcommit_hogs, hog_overcommit_cpus;   /* last counts, for affctl hogs */
+};
+
+struct plan_state *plan_state_new(void);
+struct plan_state *plan_state_free(struct plan_state *s);
+
+/*
+ * Ask the planner not to retry a target until the given time (effect check
+ * failed). key is either a finding key ("hog:TID:START") or the action's
+ * action_target_key() ("task:TID:START"); the planner honours both.
+ */
+int plan_state_block(struct plan_state *s, const char *key, uint64_t until_usec, const char *why);
+
+/*
+ * Someone else changed the affinity affinityd set on thread id (the
+ * applier's APPLIER_EVENT_FOREIGN: taskset, GameMode, TuneD, a cpuset
+ * reset). The first time the planner may place it again once it is back
+ * on its default CPUs and its finding holds; the second time for the same
+ * thread (TID and start time) the two of us would fight: it is blocked for
+ * good ("task:TID:START", which every part checks), until it exits.
+ * Returns the count so far (1, 2, ...), or -EINVAL / -ENOMEM.
+ */
+#define PLAN_FOREIGN_MAX 2
+#define PLAN_FOREIGN_WHY "left alone for good: its affinity was changed by someone else twice"
+int plan_state_foreign(struct plan_state *s, const struct task_id *id);
+
+struct plan_input {
+        const struct snapshot *snap;
+        const struct config *config;
+        const struct findings *findings;
+        const struct managed *managed;
+        size_t n_managed;
+        uint64_t now_usec;
+};
+
+struct action_list {
+        struct action *items;
+        size_t n, allocated;
+};
+
+void action_list_clear(struct action_list *l);
+int action_list_add(struct action_list *l, const struct action *a);
+
+/* Decide. Appends to out (releases first, then sets). Returns 0 or -ENOMEM. */
+int plan_run(struct plan_state *state, const struct plan_input *in, struct action_list *out);
+
+/* Parts, one per concern (plan-hog.c, plan-pair.c, plan-spread.c, plan-levers.c), called
+ * by plan_run() in this order with a shared CPU claim map so pairs never land on a hog's
+ * CPU. plan_hogs() marks 1 on the CPUs of hogs it keeps or pins and on the last CPU of
+ * busy hogs it leaves alone (they still use that CPU). */
+struct plan_ctx {
+        struct plan_state *state;
+        const struct plan_input *in;
+        struct action_list *out;
+        int *cpu_claim;              /* per CPU: 0 free, 1 hog, 2 pair, 3 spread */
+        unsigned actions_left;       /* MaxActionsPerInterval budget */
+};
+
+int plan_hogs(struct plan_ctx *ctx);
+int plan_pairs(struct plan_ctx *ctx);
+int plan_spread(struct plan_ctx *ctx);
+int plan_levers(struct plan_ctx *ctx);
+
+/*
+ * Hysteresis bookkeeping shared by the parts: find or create the target
+ * state (NULL on -ENOMEM). Marks it as looked at in this pass; targets no
+ * part looked at for a while, with no cool-down or block pending, are
+ * forgotten at the end of plan_run(). The pointer stays valid until then.
+ */
+struct plan_target_state *plan_state_get(struct plan_state *s, const char *key);
+/* Record a target's state and why, for affctl hogs/pairs/explain. */
+void plan_set_state(struct plan_target_state *st, const char *state, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+/* Find only; NULL if unknown. Does not mark it. */
+struct plan_target_state *plan_state_find(const struct plan_state *s, const char *key);
+/* Does the target concern thread tid (`affctl explain`)? A hog, run-delay
+ * or "task:" target its thread, a pair either member; groups and steal no
+ * single thread. */
+bool plan_target_involves(const struct plan_target_state *st, pid_t tid);
+
+/* Is the target (by finding key and/or action key, either may be NULL) blocked at now? */
+bool plan_state_blocked(const struct plan_state *s, const char *key, const char *action_key,
+                        uint64_t now_usec, const char **ret_why);
+
+/* Helpers for the parts. */
+const struct policy *plan_policy_by_name(const struct config *c, const char *name);
+/* The policy's CPUs= restriction, or all CPUs if it has none (or it does not parse). */
+cpumask_t plan_policy_cpus(const struct policy *p);
+/* Append an action; a SET spends one unit of ctx->actions_left (releases are never held back). */
+int plan_emit(struct plan_ctx *ctx, const struct action *a);
+/* The mask a managed task had before we changed it (parsed m->original); false if unknown. */
+bool plan_managed_original(const struct managed *m, cpumask_t *ret);
+
+/*
+ * `affctl hogs`: hogs and spread groups the planner tracks, with state, why
+ * and evidence, plus this interval's run-delay findings (report only).
+ * findings may be NULL. Returns 0 or -ENOMEM.
+ */
+struct json_object;
+int hogs_to_json(const struct plan_state *state, const struct findings *findings, struct json_object **ret);

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "sample/sample-internal.h"
+
+/* Policies match Cmdline= globs; 4 KiB is more than any glob needs and bounds
+ * memory with many processes (ps(1) truncates too). */
+#define CMDLINE_MAX 4096
+
+static bool gone(int r) {
+        return r == -ENOENT || r == -ESRCH;
+}
+
+void sample_proc_info_done(struct proc_info *info) {
+        free(info->exe);
+        free(info->cmdline);
+        free(info->cgroup);
+        free(info->unit);
+        *info = (struct proc_info) {};
+}
+
+static int read_exe(const char *root, pid_t pid, char **ret) {
+        char rel[64], path[PATH_MAX], target[PATH_MAX];
+        ssize_t n;
+
+        *ret = NULL;
+        snprintf(rel, sizeof(rel), "/proc/%d/exe", (int) pid);
+        if (!util_path_at(path, sizeof(path), root, rel))
+                return -ENAMETOOLONG;
+        n = readlink(path, target, sizeof(target) - 1);
+        if (n < 0)
+                return -errno;
+        target[n] = '\0';
+        *ret = strdup(target);
+        return *ret ? 0 : -ENOMEM;
+}
+
+static int read_cmdline(const char *root, pid_t pid, char **ret) {
+        char rel[64], buf[CMDLINE_MAX];
+        _cleanup_close_ int fd = -1;
+        ssize_t n;
+
+        *ret = NULL;
+        snprintf(rel, sizeof(rel), "/proc/%d/cmdline", (int) pid);
+        fd = util_open_at(root, rel, O_RDONLY);
+        if (fd < 0)
+                return fd;
+        /* Not util_read_file_at(): a long command line is truncated, not an error. */
+        n = util_read_fd_into(fd, buf, sizeof(buf));
+        if (n < 0)
+                return (int) n;
+        sample_cmdline_to_string(buf, (size_t) n);
+        *ret = strdup(buf);
+        return *ret ? 0 : -ENOMEM;
+}
+
+int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields *leader,
+                          struct proc_info *info, unsigned *files_read) {
+        struct proc_info n = {
+                .pid = pid,
+                .start_time = leader->start_time,
+                .kthread = leader->flags & SAMPLE_PF_KTHREAD,
+        };
+        _cleanup_free_ char *systemd_path = NULL;
+        struct status_fields st;
+        char rel[64], buf[8192];
+        ssize_t k;
+        int r;
+
+        snprintf(n.comm, sizeof(n.comm), "%s", leader->comm);
+
+        if (!n.kthread) {
+                (*files_read)++;
+                r = read_exe(root, pid, &n.exe);
+                if (r == -ENOMEM)
+                        goto fail;
+                /* ENOENT here is also a zombie leader or a process without mm; keep going,
+                 * the cmdline read below tells whether the process is really gone. */
+        }
+
+        (*files_read)++;
+        r = read_cmdline(root, pid, &n.cmdline);
+        if (r < 0)
+                goto fail;
+
+        (*files_read)++;
+        snprintf(rel, sizeof(rel), "/proc/%d/cgroup", (int) pid);
+        k = util_read_file_at(root, rel, buf, sizeof(buf));
+        if (gone((int) k)) {
+                r = (int) k;
+                goto fail;
+        }
+        r = sample_parse_cgroup(k >= 0 ? buf : "", &n.cgroup, &systemd_path);
+        if (r < 0)
+                goto fail;
+        r = sample_cgroup_unit(systemd_path, &n.unit);
+        if (r < 0)
+                goto fail;
+
+        (*files_read)++;
+        snprintf(rel, sizeof(rel), "/proc/%d/status", (int) pid);
+        k = util_read_file_at(root, rel, buf, sizeof(buf));
+        if (gone((int) k)) {
+                r = (int) k;
+                goto fail;
+        }
+        if (k >= 0 && sample_parse_status(buf, &st) >= 0 && st.have_uid)
+                n.uid = st.euid;
+        else
+                n.uid = (uid_t) -1;
+
+        sample_proc_info_done(info);
+        *info = n;
+        return 0;
+fail:
+        sample_proc_info_done(&n);
+        return r;
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#include "sample/sample-table.h"
+#include "sample/snapshot.h"
+
+const struct task *snapshot_find_task(const struct snapshot *s, pid_t tid) {
+        if (!s)
+                return NULL;
+        if (s->task_index) {
+                uint32_t i;
+
+                if (sample_table_get(s->task_index, tid, &i) && i < s->n_tasks && s->tasks[i].id.tid == tid)
+                        return &s->tasks[i];
+                return NULL;
+        }
+        for (size_t i = 0; i < s->n_tasks; i++)
+                if (s->tasks[i].id.tid == tid)
+                        return &s->tasks[i];
+        return NULL;
+}
+
+const struct task *snapshot_find_id(const struct snapshot *s, const struct task_id *id) {
+        const struct task *t = snapshot_find_task(s, id->tid);
+
+        return t && task_id_equal(&t->id, id) ? t : NULL;
+}
+
+cpumask_t snapshot_usable(const struct snapshot *s) {
+        cpumask_t u = topology_usable(s->topo);
+
+        return cpumask_andnot(&u, &s->coexist.kubelet_exclusive);
+}
+
+const struct memnode *snapshot_find_memnode(const struct snapshot *s, const struct task *t) {
+        pid_t pid;
+
+        if (!s || !t)
+                return NULL;
+        pid = t->proc ? t->proc->pid : t->id.pid;
+        for (size_t i = 0; i < s->n_memnodes; i++) {
+                const struct memnode *e = &s->memnodes[i];
+
+                if (e->pid == pid && (!t->proc || e->start_time == t->proc->start_time) && e->total_kib > 0)
+                        return e;
+        }
+        return NULL;
+}

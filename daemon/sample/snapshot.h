@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * What the sampler saw: one record per thread with cumulative counters and
+ * the rates derived from the previous sample, one record per CPU, the
+ * topology and the wake-up graph. The detect and plan stages take a
+ * const struct snapshot * and never do I/O, so tests build snapshots from
+ * struct literals.
+ *
+ * Units are in field names: _ns, _usec, _per_s; "util" is a fraction of one
+ * CPU (1.0 = one CPU fully busy over the window).
+ */
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "sample/coexist.h"
+#include "sample/memnode.h"
+#include "common/cpumask.h"
+#include "sample/topology.h"
+
+struct sample_table;
+
+/*
+ * A thread's identity. PIDs are reused: a (tid, start_time) pair names one
+ * thread for its whole life. start_time is field 22 of /proc/TID/stat
+ * (clock ticks after boot).
+ */
+struct task_id {
+        pid_t pid;   /* thread group leader */
+        pid_t tid;
+        uint64_t start_time;
+};
+
+static inline bool task_id_equal(const struct task_id *a, const struct task_id *b) {
+        return a->tid == b->tid && a->start_time == b->start_time;
+}
+
+/* Per-process attributes used to match policies, read once per process. */
+struct proc_info {
+        pid_t pid;
+        uint64_t start_time;
+        char comm[16];
+        char *exe;      /* readlink of /proc/PID/exe, NULL for kernel threads or unreadable */
+        char *cmdline;  /* NUL separators replaced by spaces */
+        char *cgroup;   /* cgroup v2 path, or v1 "cpu" controller path */
+        char *unit;     /* systemd unit from the cgroup path, NULL if none */
+        uid_t uid;
+        bool kthread;
+};
+
+enum task_policy {
+        TASK_SCHED_OTHER,
+        TASK_SCHED_BATCH,
+        TASK_SCHED_IDLE,
+        TASK_SCHED_FIFO,
+        TASK_SCHED_RR,
+        TASK_SCHED_DEADLINE,
+};
+
+static inline bool task_policy_is_rt(enum task_policy p) {
+        return p == TASK_SCHED_FIFO || p == TASK_SCHED_RR || p == TASK_SCHED_DEADLINE;
+}
+
+struct task {
+        struct task_id id;
+        const struct proc_info *proc; /* owned by the sampler; may be NULL in tests */
+        char comm[16];                /* thread name */
+        bool kthread;
+        enum task_policy policy;
+        int nice;
+        int last_cpu;                 /* field 39 of stat */
+        cpumask_t allowed;            /* Cpus_allowed_list */
+
+        /* cumulative counters, as read */
+        uint64_t utime_ticks, stime_ticks;
+        uint64_t run_ns, wait_ns, slices;   /* /proc/.../schedstat; valid if have_schedstat */
+        uint64_t nvcsw, nivcsw;             /* voluntary / involuntary switches */
+        uint64_t nr_migrations;             /* se.nr_migrations; valid if have_migrations */
+        bool have_schedstat, have_migrations;
+        /* The current mask is one affinityd set (the manager marks it from the
+         * applier's list before detection), so "narrowed" does not mean
+         * "narrowed by someone else" for it. */
+        bool affinity_ours;
+
+        /* rates over the last window, from the previous sample; valid if have_rates */
+        bool have_rates;
+        double util;                /* fraction of one CPU */
+        double run_delay_ms_per_s;  /* ms spent runnable-but-waiting per second */
+        double nvcsw_per_s, nivcsw_per_s;
+        double migrations_per_s;
+        cpumask_t cpus_seen;        /* CPUs seen as last_cpu over the recent windows */
+        uint64_t window_usec;       /* length of the window the rates cover; 0: the snapshot's
+                                     * window_usec (threads carried unchanged, rates 0) */
+};
+
+struct cpu_sample {
+        /* cumulative jiffies from /proc/stat */
+        uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
+        /* fractions over the last window (0..1) */
+        double busy, idle_frac, iowait_frac, steal_frac;
+        /* /proc/schedstat, when the kernel has it (CONFIG_SCHEDSTATS): cumulative
+         * ns all tasks on this CPU waited runnable / ran, and the rate of the former */
+        bool have_schedstat;
+        uint64_t run_delay_ns, rq_cpu_time_ns;
+        double run_delay_ms_per_s;
+};
+
+#define WAKE_EDGE_HAVE_SPLIT 1
+struct wake_edge {
+        pid_t waker_tid, wakee_tid;
+        double wakeups_per_s;        /* decayed rate estimate */
+        bool have_split;             /* false: the source cannot tell (fallback) */
+        double split_fraction;       /* 0..1: waker's CPU != wakee's target_cpu; valid if have_split */
+};
+
+struct snapshot {
+        uint64_t timestamp_usec;      /* CLOCK_MONOTONIC */
+        uint64_t window_usec;
+        const struct topology *topo;
+
+        struct task *tasks;
+        size_t n_tasks;
+
+        struct cpu_sample *cpus;      /* topo->n_cpus entries */
+        double psi_cpu_some_avg10;    /* percent, as /proc/pressure/cpu prints it; -1 if not available */
+
+        /*
+         * The threads that ran in the window (util or run delay above 0), for
+         * the loops that only care about busy threads: with 10,000 idle
+         * threads each walk over every struct task cost ~0.5 ms a pass, and
+         * the detectors and planners made six of them. NULL: every task
+         * counts (struct-literal tests). Built by the manager after sampling.
+         */
+        const struct task **active;
+        size_t n_active;
+
+        struct wake_edge *edges;
+        size_t n_edges;
+        const char *wake_source;      /* "perf", "none", ... for affctl status */
+
+        /* Other CPU placers this pass (coexist.h): sched_ext, the kubelet's exclusive CPUs. */
+        struct coexist coexist;
+
+        /*
+         * Where the memory of the processes of pairs being placed is, by NUMA
+         * node (memnode.h): filled by memnode_sample_tasks() after detection,
+         * only on machines with more than one node; NULL otherwise.
+         */
+        const struct memnode *memnodes;
+        size_t n_memnodes;
+
+        /* Set by the sampler: tid → index into tasks, so snapshot_find_task() is O(1).
+         * NULL in snapshots built from struct literals (linear search). */
+        const struct sample_table *task_index;
+};
+
+static inline size_t snapshot_n_active(const struct snapshot *s) {
+        return s->active ? s->n_active : s->n_tasks;
+}
+static inline const struct task *snapshot_active(const struct snapshot *s, size_t i) {
+        return s->active ? s->active[i] : &s->tasks[i];
+}
+
+/*
+ * The CPUs a plan may place onto: topology_usable() (online, not isolated,
+ * not nohz_full) less the CPUs another placer owns (the kubelet's
+ * exclusive CPUs). The one place that says "usable" for the planners and
+ * the matcher; topology_usable() alone is the hardware's view.
+ */
+cpumask_t snapshot_usable(const struct snapshot *s);
+
+/* The memory-by-node evidence of t's process (t->proc's PID and start time,
+ * or t->id.pid for tasks built without one), or NULL if not known. */
+const struct memnode *snapshot_find_memnode(const struct snapshot *s, const struct task *t);
+
+/* Lookup helpers for the pure stages (linear or hashed; O(n) is fine in tests). */
+const struct task *snapshot_find_task(const struct snapshot *s, pid_t tid);
+/* The same thread, not just the same TID: NULL if the TID now names another one. */
+const struct task *snapshot_find_id(const struct snapshot *s, const struct task_id *id);

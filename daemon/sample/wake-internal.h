@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+#pragma once
+
+/*
+ * Internals of the wake sampler shared by wake.c (perf), wake-edges.c (the
+ * decayed edge table), wake-fallback.c and the unit tests. Not for other
+ * modules: they use wake.h.
+ */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sample/snapshot.h"
+
+/* ---- sched:sched_waking format ---- */
+
+struct wake_tp_format {
+        int id;                  /* tracepoint id (perf_event_attr.config) */
+        int pid_offset;          /* `pid_t pid`: the wakee */
+        int target_cpu_offset;   /* `int target_cpu`: wakee's CPU before placement; -1 if absent */
+        int flags_offset;        /* `unsigned char common_flags`; -1 if absent */
+        size_t min_size;         /* raw records shorter than this are malformed */
+};
+
+/*
+ * Parse the text of events/sched/sched_waking/format. Needs "ID:" and a
+ * 4-byte `pid` field; target_cpu (4 bytes) and common_flags (1 byte) are
+ * used when present. Returns 0 or -EBADMSG.
+ */
+int wake_tp_format_parse(const char *text, struct wake_tp_format *ret);
+
+/*
+ * Find tracefs below root (sys/kernel/tracing, then sys/kernel/debug/tracing)
+ * and parse the format. -ENOENT with why = "tracefs not mounted ..." etc.
+ */
+int wake_tp_format_load(const char *root, struct wake_tp_format *ret, char *why, size_t why_size);
+
+/*
+ * The trace flags the kernel puts in common_flags (enum trace_flag_type,
+ * unchanged since 2.6.x): a wake-up done in hard-irq or NMI context is
+ * charged to whatever task was interrupted, so it says nothing about who
+ * woke whom. Soft-irq wake-ups are kept: loopback networking wakes the
+ * receiver from the sender's own softirq processing.
+ */
+#define WAKE_TRACE_FLAG_HARDIRQ 0x08
+#define WAKE_TRACE_FLAG_NMI     0x40
+
+/* ---- the edge table: one slot per (waker, wakee), decayed rates ---- */
+
+struct wake_edge_slot {
+        uint64_t key;            /* (waker << 32) | wakee; 0 = empty */
+        double count;            /* wake-ups this window (sample weight = period) */
+        double split;            /* of which the waker ran on another CPU than the wakee's */
+        double rate_per_s;       /* decayed */
+        double split_per_s;      /* decayed */
+        bool split_known;        /* target_cpu was available (perf) */
+        bool folded;             /* has been through a fold (its rates are an average) */
+};
+
+struct wake_edge_table {
+        struct wake_edge_slot *slots;
+        size_t capacity;         /* power of two, 0 before the first insert */
+        size_t n;
+        size_t max_edges;        /* hard cap; new edges beyond it are counted and dropped */
+        uint64_t dropped;
+};
+
+/* Time constant of the decay; see wake.h. */
+#define WAKE_EDGE_TAU_USEC (2 * UINT64_C(1000000))
+/* Below this rate an edge is forgotten. */
+#define WAKE_EDGE_PRUNE_PER_S 1.0
+#define WAKE_EDGE_MAX_DEFAULT 65536
+
+void wake_edge_table_init(struct wake_edge_table *t, size_t max_edges);
+void wake_edge_table_done(struct wake_edge_table *t);
+
+/* Count weight wake-ups waker→wakee (split of them across CPUs). -ENOMEM, -ENOSPC (full, counted). */
+int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, double weight,
+                        double split, bool split_known);
+
+/* Close a window of window_usec: fold counts into the decayed rates, prune. */
+int wake_edge_table_fold(struct wake_edge_table *t, uint64_t window_usec, uint64_t tau_usec);
+/*
+ * The same when the counts were taken over only observed_usec of the
+ * window (the duty-cycled sampler: events open during a burst): the rate
+ * of this window is count / observed, the decay runs on window_usec.
+ */
+int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_usec, uint64_t observed_usec,
+                                  uint64_t tau_usec);
+
+/* Export the live edges into a growable array sorted by (waker, wakee). */
+int wake_edge_table_export(const struct wake_edge_table *t, struct wake_edge **buf, size_t *allocated,
+                           size_t *ret_n);
+
+/* ---- fallback: shared pipes / unix-socket peers + matched switch rates ---- */
+
+struct wake_fallback;
+
+int wake_fallback_new(const char *root, struct wake_fallback **ret);
+struct wake_fallback *wake_fallback_free(struct wake_fallback *f);
+
+/* "pipes+unix-sockets", or "pipes" when sock_diag is not available. */
+const char *wake_fallback_what(const struct wake_fallback *f);
+
+/* Tests: answer unix-socket peer queries from a table instead of sock_diag. */
+void wake_fallback_set_peers(struct wake_fallback *f, const uint32_t (*pairs)[2], size_t n);
+
+/*
+ * Look at this window's busy-switching tasks and add estimated edges for
+ * window_usec into t (both directions, split unknown). Returns the number
+ * of pairs found or -ENOMEM.
+ */
+int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t n_tasks,
+                       uint64_t window_usec, struct wake_edge_table *t);
+
+/*
+ * Minimum voluntary switches/s for a thread to be a fallback candidate:
+ * each wake-up of a sleeping task is one voluntary switch of it, so a pair
+ * at the detector's default 2000 wake-ups/s each way switches ≥2000/s;
+ * half of that leaves room for the snapshot's rate noise.
+ */
+#define WAKE_FALLBACK_MIN_SWITCH_PER_S 1000.0
+/* Two threads' switch rates must be within this factor to be paired. */
+#define WAKE_FALLBACK_MATCH_RATIO 0.5
