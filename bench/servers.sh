@@ -15,6 +15,9 @@
 #   redis-50   the same, 50 connections
 #   redis-hub  three redis-benchmark processes of 1 connection each: one
 #              Redis thread serving three clients (a hub, not a pair)
+#   pg-1       PostgreSQL + pgbench -S (select only), 1 client (tps); a
+#              backend process forked per connection
+#   pg-4       the same, 4 clients (-c 4 -j 4)
 #
 #   stock      no daemon; the server's threads may run anywhere
 #   affinityd  a fresh daemon per run, the shipped policies, 1 s interval,
@@ -27,8 +30,8 @@
 # Each server is a private instance started by this script on a unix
 # socket in a temporary folder (no TCP port, not the system's instance,
 # whose data and state are not touched), and stopped and removed at the
-# end. Missing packages (mariadb-server sysbench redis-server redis-tools)
-# are installed with apt-get when run as root.
+# end. Missing packages (mariadb-server sysbench redis-server redis-tools,
+# postgresql for pg-*) are installed with apt-get when run as root.
 #
 # For affinityd the figure covers the whole run from the client's start,
 # so the time until the pair is co-located counts against it; that time is
@@ -50,7 +53,7 @@ RESULTS_DIR=
 REPEATS=3
 DURATION=12
 SETTLE=0
-WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub
+WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4
 VARIANTS=stock,affinityd,hand
 
 usage() {
@@ -96,6 +99,7 @@ die() { echo "servers.sh: $*" >&2; exit 1; }
 
 . "$SRCDIR/tests/servers-lib.sh"
 mapfile -t need < <(servers_missing_packages)
+[[ ,$WORKLOADS, == *,pg-* ]] && need+=($(postgres_missing_package))
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # the chart
 if [[ ${#need[@]} -gt 0 ]]; then
         echo "# installing ${need[*]}"
@@ -122,10 +126,18 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-server_pid() { case $1 in mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; esac; }
+server_pid() { case $1 in mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; pg-*) echo "$PG_PID" ;; esac; }
 
-# Every thread of the server to a CPU list (taskset -a).
-pin_server() { taskset -a -p -c "$2" "$(server_pid "$1")" >/dev/null; }
+# Every thread of the server to a CPU list (taskset -a); for PostgreSQL
+# also its child processes, and the backends forked later inherit the
+# postmaster's mask.
+pin_server() {
+        local p=$(server_pid "$1") c
+        taskset -a -p -c "$2" "$p" >/dev/null
+        if [[ $1 == pg-* ]]; then
+                for c in $(pgrep -P "$p"); do taskset -a -p -c "$2" "$c" >/dev/null 2>&1; done
+        fi
+}
 
 # Builtin-only waiting: the daemon brings a pass forward for a new process
 # (at most 3 at once, then one per 10 s), so the bench must not fork while
@@ -226,6 +238,12 @@ run_client() {
                 # the window also counts our own two INFO calls: negligible
                 awk -v a="$before" -v b="$after" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b - a) / d }'
                 ;;
+        pg-*)
+                c=${w##*-}
+                $pre runuser -u postgres -- "$PG_BIN/pgbench" -h "$PG_SOCKDIR" -S -c "$c" -j "$c" -T "$DURATION" \
+                        postgres >"$log" 2>&1
+                awk '/^tps/ { print $3; exit }' "$log"
+                ;;
         esac
 }
 
@@ -267,11 +285,12 @@ one_run() {
 IFS=, read -r -a WL <<<"$WORKLOADS"
 IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
-        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub) ;;
+        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub|pg-1|pg-4) ;;
         *) die "unknown workload $w" ;; esac
 done
 if [[ " ${WL[*]}" == *" mdb-"* ]]; then mariadb_start "$WORK" "$LOGS" || die "MariaDB did not start"; fi
 if [[ " ${WL[*]}" == *" redis-"* ]]; then redis_start "$WORK" "$LOGS" || die "Redis did not start"; fi
+if [[ " ${WL[*]}" == *" pg-"* ]]; then postgres_start "$WORK" "$LOGS" || die "PostgreSQL did not start"; fi
 
 echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)"
 echo "# $("$AFFINITYD" --version 2>/dev/null | head -1)"

@@ -8,9 +8,14 @@
 # After mariadb_start DIR: MDB_PID, MDB_SOCK, and a database "sbtest"
 # prepared for sysbench ("${SB[@]}" is the sysbench command line).
 # After redis_start DIR: RDS_PID, RDS_SOCK.
+# After postgres_start DIR: PG_PID (the postmaster), PG_SOCKDIR, PG_BIN, and
+# a pgbench database at scale 4; PostgreSQL forks a backend process per
+# connection, so it is the process-per-connection case beside MariaDB's
+# thread per connection and Redis's one thread.
 
 MDB_PID=
 RDS_PID=
+PG_PID=
 
 # The Debian packages a missing server or client comes from, one a line.
 servers_missing_packages() {
@@ -60,6 +65,39 @@ redis_start() {
         redis-cli -s "$RDS_SOCK" set key:__rand_int__ x >/dev/null
 }
 
+# The Debian package PostgreSQL and pgbench come from, if missing.
+postgres_missing_package() {
+        compgen -G '/usr/lib/postgresql/*/bin/pgbench' >/dev/null || echo postgresql
+}
+
+# postgres_start DIR LOGDIR: as the "postgres" user the package made (the
+# server refuses to run as root), unix socket only, data in DIR.
+postgres_start() {
+        local dir=$1 logs=$2 b
+        for b in /usr/lib/postgresql/*/bin; do PG_BIN=$b; done
+        [ -x "${PG_BIN:-}/postgres" ] || { echo "no PostgreSQL below /usr/lib/postgresql" >&2; return 1; }
+        id postgres >/dev/null 2>&1 || { echo "no postgres user" >&2; return 1; }
+        PG_SOCKDIR=$dir/pg
+        mkdir -p "$PG_SOCKDIR/data" && chown -R postgres "$PG_SOCKDIR" && chmod 755 "$dir" || return 1
+        runuser -u postgres -- "$PG_BIN/initdb" -D "$PG_SOCKDIR/data" >"$logs/pg-initdb.log" 2>&1 ||
+                { echo "initdb failed: $logs/pg-initdb.log" >&2; return 1; }
+        runuser -u postgres -- "$PG_BIN/postgres" -D "$PG_SOCKDIR/data" -k "$PG_SOCKDIR" -c listen_addresses= \
+                -c shared_buffers=128MB >"$logs/postgres.log" 2>&1 &
+        PG_PID=$!
+        local deadline=$(( $(date +%s) + 60 ))
+        until runuser -u postgres -- "$PG_BIN/pg_isready" -q -h "$PG_SOCKDIR" 2>/dev/null; do
+                kill -0 "$PG_PID" 2>/dev/null || { echo "postgres exited: $logs/postgres.log" >&2; return 1; }
+                [ "$(date +%s)" -lt "$deadline" ] || { echo "postgres did not answer in 60 s" >&2; return 1; }
+                sleep 0.1
+        done
+        # runuser's child is the postmaster
+        local pm
+        pm=$(head -1 "$PG_SOCKDIR/data/postmaster.pid" 2>/dev/null)
+        [ -n "$pm" ] && PG_PID=$pm
+        runuser -u postgres -- "$PG_BIN/pgbench" -h "$PG_SOCKDIR" -i -s 4 postgres >"$logs/pgbench-init.log" 2>&1 ||
+                { echo "pgbench -i failed: $logs/pgbench-init.log" >&2; return 1; }
+}
+
 # Redis's count of commands processed so far (server side).
 redis_commands() {
         redis-cli -s "$RDS_SOCK" info stats | awk -F: '/^total_commands_processed/ { print $2 + 0 }'
@@ -68,12 +106,12 @@ redis_commands() {
 # Stop both, waiting for each to exit (MariaDB flushes on SIGTERM).
 servers_stop() {
         local p
-        for p in $MDB_PID $RDS_PID; do
+        for p in $MDB_PID $RDS_PID $PG_PID; do
                 kill -TERM "$p" 2>/dev/null || continue
                 local deadline=$(( $(date +%s) + 30 ))
                 while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
                 kill -KILL "$p" 2>/dev/null || true
                 wait "$p" 2>/dev/null || true
         done
-        MDB_PID= RDS_PID=
+        MDB_PID= RDS_PID= PG_PID=
 }

@@ -422,7 +422,39 @@ static void test_owners(void) {
         pair_policy.pair_owners = saved;
 }
 
+/*
+ * Roles: the side whose service started first serves. A PostgreSQL backend
+ * is forked by the postmaster after its client (pgbench) connects, so by
+ * its own start time it would be the "client"; its lineage (the
+ * postmaster's start) makes it the server. Seen mislabelled on a real
+ * pgbench run before lineage_start_time existed.
+ */
+static void test_roles(void) {
+        struct proc_info postmaster_child = { .pid = 4343, .start_time = 9000, .lineage_start_time = 100 },
+                         pgbench = { .pid = 4300, .start_time = 8990, .lineage_start_time = 8990 },
+                         plain_old = { .pid = 10, .start_time = 50 }, plain_new = { .pid = 20, .start_time = 60 };
+        struct task backend = { .id = { .tid = 4343, .pid = 4343, .start_time = 9000 }, .proc = &postmaster_child },
+                    client = { .id = { .tid = 4300, .pid = 4300, .start_time = 8990 }, .proc = &pgbench },
+                    srv = { .id = { .tid = 10, .pid = 10, .start_time = 50 }, .proc = &plain_old },
+                    cli = { .id = { .tid = 20, .pid = 20, .start_time = 60 }, .proc = &plain_new },
+                    sibling = { .id = { .tid = 11, .pid = 10, .start_time = 55 }, .proc = &plain_old };
+        enum pair_role role[2];
+
+        detect_pair_roles(&client, &backend, role);
+        ASSERT_EQ(role[0], PAIR_ROLE_CLIENT);
+        ASSERT_EQ(role[1], PAIR_ROLE_SERVER);
+        /* without lineage (struct literals, 0): each process's own start */
+        detect_pair_roles(&cli, &srv, role);
+        ASSERT_EQ(role[0], PAIR_ROLE_CLIENT);
+        ASSERT_EQ(role[1], PAIR_ROLE_SERVER);
+        /* two threads of one process serve each other: peers */
+        detect_pair_roles(&srv, &sibling, role);
+        ASSERT_EQ(role[0], PAIR_ROLE_PEER);
+        ASSERT_EQ(role[1], PAIR_ROLE_PEER);
+}
+
 int main(void) {
+        test_roles();
         test_split_pair();
         test_owners();
         test_stream();

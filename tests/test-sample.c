@@ -200,6 +200,10 @@ static void test_parse_status(void) {
         ASSERT_EQ(f.nvcsw, 12);
         ASSERT_EQ(f.nivcsw, 3);
         ASSERT_EQ(f.euid, 0);   /* effective, the second column */
+        ASSERT_TRUE(!f.have_ppid);
+        ASSERT_OK(sample_parse_status("Name:\tpostgres\nPid:\t4343\nPPid:\t4200\nUid:\t104\t104\t104\t104\n", &f));
+        ASSERT_TRUE(f.have_ppid);
+        ASSERT_EQ(f.ppid, 4200);
         ASSERT_TRUE(sample_parse_status("Name:\tx\n", &f) < 0);
 
         uint64_t a, b, c;

@@ -96,9 +96,14 @@ double detect_pair_rate_floor(const struct config *c) {
         return floor;
 }
 
+/* Struct-literal proc_infos leave lineage_start_time 0: their own start then. */
+static uint64_t proc_lineage_start(const struct proc_info *p) {
+        return p->lineage_start_time ? MIN(p->lineage_start_time, p->start_time) : p->start_time;
+}
+
 void detect_pair_roles(const struct task *a, const struct task *b, enum pair_role ret[2]) {
-        uint64_t sa = a->proc ? a->proc->start_time : a->id.start_time;
-        uint64_t sb = b->proc ? b->proc->start_time : b->id.start_time;
+        uint64_t sa = a->proc ? proc_lineage_start(a->proc) : a->id.start_time;
+        uint64_t sb = b->proc ? proc_lineage_start(b->proc) : b->id.start_time;
 
         ret[0] = ret[1] = PAIR_ROLE_PEER;
         if (a->id.pid == b->id.pid || sa == sb)

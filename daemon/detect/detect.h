@@ -120,8 +120,10 @@ double detect_pair_rate_floor(const struct config *c);
 
 /*
  * Which member of a pair serves the other, for people (affctl pairs and
- * explain, the logs): of two processes the one started first is the
- * server (a client connects to a server that was already running); two
+ * explain, the logs): of two processes the one whose service started
+ * first is the server (a client connects to a server that was already
+ * running; a per-connection backend forked for it counts from its
+ * parent's start, proc_info.lineage_start_time); two
  * threads of one process, or processes started in the same tick, are
  * peers. A guess from start times only: nothing acts on it.
  */

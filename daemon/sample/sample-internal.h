@@ -34,8 +34,9 @@ struct stat_fields {
 int sample_parse_stat(const char *buf, struct stat_fields *ret);
 
 struct status_fields {
-        bool have_allowed, have_ctxt, have_uid, have_tgid;
+        bool have_allowed, have_ctxt, have_uid, have_tgid, have_ppid;
         pid_t tgid;             /* Tgid: the thread group (process) */
+        pid_t ppid;             /* PPid: the parent process */
         cpumask_t allowed;      /* Cpus_allowed_list */
         uint64_t nvcsw, nivcsw; /* voluntary_ctxt_switches, nonvoluntary_ctxt_switches */
         uid_t euid;             /* Uid: real effective saved fs → the effective one, as ps(1) shows */

@@ -143,6 +143,15 @@ int sample_parse_status(const char *buf, struct status_fields *ret) {
                                 }
                         }
                         break;
+                case 'P':
+                        if ((v = status_value(line, "PPid"))) {
+                                uint64_t pp;
+                                if (next_u64(&v, &pp) >= 0 && pp <= INT32_MAX) {
+                                        f.ppid = (pid_t) pp;
+                                        f.have_ppid = true;
+                                }
+                        }
+                        break;
                 case 'T':
                         if ((v = status_value(line, "Tgid"))) {
                                 uint64_t tg;

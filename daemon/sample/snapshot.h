@@ -48,6 +48,16 @@ struct proc_info {
         char *cgroup;   /* cgroup v2 path, or v1 "cpu" controller path */
         char *unit;     /* systemd unit from the cgroup path, NULL if none */
         uid_t uid;
+        /*
+         * When the service this process belongs to started: the start_time
+         * of its oldest ancestor with the same comm, through parents of the
+         * same comm (a PostgreSQL backend forked by the postmaster for each
+         * connection, Apache or sshd children); start_time for the rest.
+         * A pair's server is the side whose service started first
+         * (detect_pair_roles()), and a per-connection backend starts after
+         * its client.
+         */
+        uint64_t lineage_start_time;
         bool kthread;
 };
 
