@@ -20,10 +20,12 @@ bad() { printf 'FAIL: %s\n' "$1"; failed=1; }
 accepts() { local what=$1 out; shift; out=$("$@"); if [ -z "$out" ]; then ok "accepts $what"; else bad "rejects $what: $out"; fi; }
 rejects() { local what=$1 out; shift; out=$("$@"); if [ -n "$out" ]; then ok "rejects $what: $(paste -sd ';' <<< "$out")"; else bad "accepts $what"; fi; }
 
-counts=$(topo_counts)
-[ "$counts" = "cpus=8 cores=4 packages=2 nodes=2 smt=2" ] && ok "counts: $counts" || bad "counts: $counts"
-[ "$(topo_core 5)" = "1,5" ] && ok "core of CPU 5: 1,5" || bad "core of CPU 5: $(topo_core 5)"
-[ "$(topo_node 6)" = 1 ] && ok "node of CPU 6: 1" || bad "node of CPU 6: $(topo_node 6)"
+# is WHAT WANT HAVE
+is() { if [ "$3" = "$2" ]; then ok "$1: $3"; else bad "$1: $3, want $2"; fi; }
+
+is counts "cpus=8 cores=4 packages=2 nodes=2 smt=2" "$(topo_counts)"
+is "core of CPU 5" "1,5" "$(topo_core 5)"
+is "node of CPU 6" 1 "$(topo_node 6)"
 
 accepts "4 hogs on 4 cores" hog_verdict 0 1 2 3
 accepts "3 hogs on 3 cores" hog_verdict 4 5 2
