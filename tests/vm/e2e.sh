@@ -940,7 +940,7 @@ check_topo_start() {
 }
 
 check_topo_hogs() {
-    local n tids t online cpus bad
+    local n tids t cpus bad
     n=${E2E_TOPO_HOGS:-$(topo_cores | wc -l)}
     [ -x "$E2E_WORKLOAD_DIR/hog" ] || skip "no $E2E_WORKLOAD_DIR/hog (tests/workloads not built)"
     topo_self_test "$n" > "$STATE/self-test" || fail "the rules cannot fail here: $(paste -sd ' ' "$STATE/self-test")"
@@ -949,12 +949,15 @@ check_topo_hogs() {
     install_policy 62-e2e-topo-hog.policy
     reload_daemon || fail "'systemctl reload' failed with 62-e2e-topo-hog.policy"
     rm -f /run/e2e-topo-hog.pids
+    # Dry-run until the masks a stop must restore are recorded: the daemon
+    # may act within a second of a workload's start.
+    run affctl dry-run on > /dev/null || fail "'affctl dry-run on' failed"
     start_workload e2e-topo-hogs "$E2E_WORKLOAD_DIR/hog" -n "$n" -d 0 -p /run/e2e-topo-hog.pids
     wait_until 60 "pid file written" test -s /run/e2e-topo-hog.pids || fail "hog wrote no pid file"
     tids=$(paste -sd ' ' /run/e2e-topo-hog.pids)
-    online=$(online_cpus)
     for t in $tids; do printf '%s %s\n' "$t" "$(cpus_of "$t")" >> "$STATE/topo-masks"; done
     say "$n hogs: $tids (masks before the daemon: $(cpus_of_all $tids))"
+    run affctl dry-run off > /dev/null || fail "'affctl dry-run off' failed"
     # shellcheck disable=SC2016,SC2086
     wait_until "$E2E_PAIR_DEADLINE" "each hog pinned, by the rules" bash -c '
         for t in $0; do c=$(cpus_of "$t"); single_cpu "$c" || exit 1; cpus="$cpus $c"; done
@@ -998,6 +1001,9 @@ check_topo_pairs() {
     # Each pair starts split, one member on each node (the i-th CPU of the
     # first node and of the last), then pingpong widens both masks again:
     # only the kernel's placement keeps them apart.
+    # Dry-run until their masks are recorded (measured: the daemon
+    # co-located a pair within ~1 s of its start, before the pid file was read).
+    run affctl dry-run on > /dev/null || fail "'affctl dry-run on' failed"
     for ((i = 1; i <= n; i++)); do
         a=$(topo_node_cpus "$(topo_nodes | head -n1)" | sed -n "${i}p")
         b=$(topo_node_cpus "$(topo_nodes | tail -n1)" | sed -n "${i}p")
@@ -1012,6 +1018,7 @@ check_topo_pairs() {
         say "pair $i: ${pids[-1]} (masks $(cpus_of_all ${pids[-1]}), last ran on $(for t in ${pids[-1]}; do awk '{ printf "%s ", $39 }' "/proc/$t/stat"; done))"
     done
     printf '%s\n' "${pids[@]}" > "$STATE/topo-pair-pids"
+    run affctl dry-run off > /dev/null || fail "'affctl dry-run off' failed"
     # shellcheck disable=SC2016
     wait_until "$E2E_PAIR_DEADLINE" "every pair on one CPU, by the rules" bash -c '
         pairs=()

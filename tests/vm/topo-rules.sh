@@ -119,12 +119,12 @@ pair_verdict() {
 # accepted (or the machine has no SMT to break the rule with).
 topo_self_test() {
     local nhogs=$1 first second wrong=() k c out rc=0
-    read -r first second < <(cpu_list_expand "$(topo_cores | head -n1)" | paste -sd ' ')
-    [ -n "$second" ] || { echo "self-test: core $(topo_cores | head -n1) has no SMT sibling: no SMT here"; return 1; }
+    read -r first second < <(cpu_list_expand "$(topo_cores | sed -n 1p)" | paste -sd ' ')
+    [ -n "$second" ] || { echo "self-test: core $(topo_cores | sed -n 1p) has no SMT sibling: no SMT here"; return 1; }
     wrong=("$first" "$second")
     while read -r k; do
         [ "${#wrong[@]}" -lt "$nhogs" ] || break
-        wrong+=("$(cpu_list_expand "$k" | head -n1)")
+        wrong+=("$(cpu_list_expand "$k" | sed -n 1p)")
     done < <(topo_cores | tail -n +2)
     out=$(hog_verdict "${wrong[@]}")
     echo "self-test: hogs on ${wrong[*]}: ${out:-ACCEPTED}" | paste -sd ';'
@@ -133,7 +133,7 @@ topo_self_test() {
     echo "self-test: pairs on $first and $second: ${out:-ACCEPTED}" | paste -sd ';'
     [ -n "$out" ] || rc=1
     if [ "$(topo_nodes | wc -l)" -ge 2 ]; then
-        c=$(topo_node_cpus "$(topo_nodes | tail -n1)" | head -n1)
+        c=$(topo_node_cpus "$(topo_nodes | tail -n1)" | sed -n 1p)
         out=$(pair_verdict "$first $c")
         echo "self-test: a pair on $first and $c: ${out:-ACCEPTED}" | paste -sd ';'
         [ -n "$out" ] || rc=1
