@@ -10,9 +10,14 @@
 #     a tree configured otherwise is rebuilt in <builddir>/vm-build)
 #  3. the project's test workloads (tests/workloads/{pingpong,hog}), when
 #     built, go to <stage>/usr/lib/affinityd/tests/
-#  4. run-in-vm.sh: the guest unpacks the stage into /, reloads systemd and
-#     runs e2e.sh; the affinityd journal comes back through the share
-#  5. prints one PASS/FAIL/SKIP line per check and "N passed, N failed, N skipped"
+#  4. run-in-vm.sh, once per suite: the guest unpacks the stage into /,
+#     reloads systemd and runs e2e.sh; the affinityd journal comes back
+#     through the share. Suite "base": 2 vCPUs, every lever and restore.
+#     Suite "topo": a second boot with a QEMU CPU topology (2 sockets x 2
+#     cores x 2 threads, one NUMA node per socket), where real hogs and
+#     ping-pong pairs must be placed by the SMT and NUMA rules
+#  5. prints one PASS/FAIL/SKIP line per check (topo's prefixed "topo:") and
+#     "N passed, N failed, N skipped" over both
 #
 # Exit: 0 only if every check passed (skips allowed); 1 otherwise.
 # On failure: the last 100 journal lines of affinityd.service and the VM
@@ -21,7 +26,9 @@
 # Env knobs: AFFINITYD_VM_CACHE (see build-image.sh), AFFINITYD_VM_KEEP=1 (keep
 # the share dir with stage/, out/journal-*.txt), AFFINITYD_VM_TIMEOUT (VM
 # lifetime, default 720 s), E2E_BUDGET (default 540 s) and the other E2E_*
-# knobs of e2e.sh, which are passed into the guest.
+# knobs of e2e.sh, which are passed into the guest; AFFINITYD_VM_SUITES
+# (default "base topo"), AFFINITYD_VM_TOPO_TIMEOUT (default 600 s) and
+# E2E_TOPO_BUDGET (default 420 s) for the topology boot.
 set -euo pipefail
 
 T0=$(date +%s.%N)
@@ -36,6 +43,18 @@ CACHE=${AFFINITYD_VM_CACHE:-/var/tmp/affinityd-vmtest}
 export AFFINITYD_VM_CACHE=$CACHE
 VM_TIMEOUT=${AFFINITYD_VM_TIMEOUT:-720}
 E2E_BUDGET=${E2E_BUDGET:-540}
+SUITES=${AFFINITYD_VM_SUITES:-base topo}
+# The topology boot. Under TCG -cpu max is an AMD model and qemu 7.2 cannot
+# emulate topoext, so the guest saw threads=2 as 8 cores of one thread each
+# (measured: every thread_siblings_list a single CPU, qemu warns "This family
+# of AMD CPU doesn't support hyperthreading"); vendor=GenuineIntel makes the
+# guest read the topology from the Intel CPUID leaves qemu fills from -smp.
+TOPO_CPU=max,vendor=GenuineIntel
+TOPO_SMP=8,sockets=2,cores=2,threads=2
+TOPO_NUMA=2
+TOPO_WANT="cpus=8 cores=4 packages=2 nodes=2 smt=2"
+TOPO_TIMEOUT=${AFFINITYD_VM_TOPO_TIMEOUT:-600}
+E2E_TOPO_BUDGET=${E2E_TOPO_BUDGET:-420}
 
 SHARE=
 cleanup() {
@@ -104,7 +123,9 @@ done
 # The Debian package, for the debian-package check (install, run, purge):
 # built from the committed tree (git archive HEAD) where dpkg-buildpackage
 # is installed (tests/run-all.sh installs it), else that check skips.
-if [ -f "$SRCDIR/debian/control" ] && command -v dpkg-buildpackage >/dev/null &&
+if [[ " $SUITES " != *" base "* ]]; then
+    log "suite base not run: no package built"
+elif [ -f "$SRCDIR/debian/control" ] && command -v dpkg-buildpackage >/dev/null &&
    git -C "$SRCDIR" rev-parse HEAD >/dev/null 2>&1; then
     pkg=$(mktemp -d "$CACHE/runs/deb.XXXXXX")
     mkdir "$pkg/src"
@@ -123,7 +144,7 @@ if [ -f "$SRCDIR/debian/control" ] && command -v dpkg-buildpackage >/dev/null &&
 else
     log "no dpkg-buildpackage (or no git checkout): the debian-package check skips"
 fi
-cp "$HERE/e2e.sh" "$SHARE/e2e/"
+cp "$HERE/e2e.sh" "$HERE/topo-rules.sh" "$SHARE/e2e/"
 cp -r "$HERE/policies" "$SHARE/e2e/"
 T_INSTALL=$(elapsed "$t")
 log "staged $(find "$SHARE/stage" -type f | wc -l) files in $T_INSTALL s"
@@ -140,6 +161,10 @@ log "staged $(find "$SHARE/stage" -type f | wc -l) files in $T_INSTALL s"
     cat <<'EOF'
 set -uo pipefail
 S=$AFFINITYD_VM_SHARE
+# guest.sh SUITE [BUDGET]: e2e.sh's E2E_SUITE; results and journals go to
+# out/*-SUITE*.
+export E2E_SUITE=${1:-base}
+export E2E_BUDGET=${2:-$E2E_BUDGET}
 echo "=== guest: installing the staged tree"
 # tar, not `cp -a stage/. /`: Debian 12 is merged-/usr, so / has symlinks
 # lib -> usr/lib etc., and cp refuses to copy stage/lib (a directory from
@@ -157,74 +182,94 @@ done
 systemctl daemon-reload
 # dbus-daemon must see a newly installed bus policy (org.affinityd1.conf).
 systemctl is-active -q dbus && systemctl reload dbus
-rm -f "$S/out/results"
-E2E_RESULTS=$S/out/results timeout -k 10 $((E2E_BUDGET + 60)) bash "$S/e2e/e2e.sh"
+rm -f "$S/out/results-$E2E_SUITE"
+E2E_RESULTS=$S/out/results-$E2E_SUITE timeout -k 10 $((E2E_BUDGET + 60)) bash "$S/e2e/e2e.sh"
 rc=$?
 [ "$rc" = 124 ] && echo "guest: e2e.sh hit its overall timeout"
-journalctl -u affinityd --no-pager > "$S/out/journal-affinityd.txt" 2>&1
-journalctl -b --no-pager -o short-monotonic | tail -n 400 > "$S/out/journal-boot-tail.txt" 2>&1
+journalctl -u affinityd --no-pager > "$S/out/journal-affinityd-$E2E_SUITE.txt" 2>&1
+journalctl -b --no-pager -o short-monotonic | tail -n 400 > "$S/out/journal-boot-tail-$E2E_SUITE.txt" 2>&1
 exit "$rc"
 EOF
 } > "$SHARE/guest.sh"
 
-# ---- 4. run
-t=$(date +%s.%N)
-set +e
-AFFINITYD_VM_IMAGE=$IMG AFFINITYD_VM_TIMEOUT=$VM_TIMEOUT \
-    bash "$HERE/run-in-vm.sh" "$SHARE" 'bash ./guest.sh'
-VMRC=$?
-set -e
-T_VM=$(elapsed "$t")
+# ---- 4. run, one boot per suite
+declare -A VMRC T_VM
+for suite in $SUITES; do
+    t=$(date +%s.%N)
+    set +e
+    case $suite in
+        base)
+            AFFINITYD_VM_IMAGE=$IMG AFFINITYD_VM_TIMEOUT=$VM_TIMEOUT \
+                bash "$HERE/run-in-vm.sh" "$SHARE" 'bash ./guest.sh base' ;;
+        topo)
+            echo "=== topology boot: -cpu $TOPO_CPU -smp $TOPO_SMP, $TOPO_NUMA NUMA nodes"
+            AFFINITYD_VM_IMAGE=$IMG AFFINITYD_VM_TIMEOUT=$TOPO_TIMEOUT \
+                AFFINITYD_VM_CPU=$TOPO_CPU AFFINITYD_VM_SMP=$TOPO_SMP AFFINITYD_VM_NUMA=$TOPO_NUMA \
+                bash "$HERE/run-in-vm.sh" "$SHARE" \
+                "E2E_TOPO_WANT='$TOPO_WANT' bash ./guest.sh topo $E2E_TOPO_BUDGET" ;;
+        *) log "unknown suite '$suite' in AFFINITYD_VM_SUITES (base, topo)"; exit 2 ;;
+    esac
+    VMRC[$suite]=$?
+    set -e
+    T_VM[$suite]=$(elapsed "$t")
+done
 
 # ---- 5. summary
-RESULTS=$SHARE/out/results
 PASSED=0 FAILED=0 SKIPPED=0
-echo
-echo "=== affinityd VM end-to-end results"
-if [ -s "$RESULTS" ]; then
-    while IFS=$'\t' read -r st name secs reason; do
-        case $st in
-            PASS) PASSED=$((PASSED + 1)) ;;
-            FAIL) FAILED=$((FAILED + 1)) ;;
-            SKIP) SKIPPED=$((SKIPPED + 1)) ;;
-            INFO) printf 'INFO %s: %s\n' "$name" "$reason"; continue ;;
-        esac
-        printf '%s %s (%s s)%s\n' "$st" "$name" "$secs" "${reason:+: $reason}"
-    done < "$RESULTS"
-fi
-# A run that died before every check reported is a failure of its own.
-case $VMRC in
-    0|1) ;;
-    124) FAILED=$((FAILED + 1)); echo "FAIL vm: timed out after $VM_TIMEOUT s" ;;
-    125) FAILED=$((FAILED + 1)); echo "FAIL vm: harness failure (no exit code from the guest)" ;;
-    *) FAILED=$((FAILED + 1)); echo "FAIL vm: guest command exited $VMRC" ;;
-esac
-if [ "$PASSED$FAILED" = 00 ]; then
-    FAILED=1
-    echo "FAIL vm: no check reported a result"
-fi
-if [ "$VMRC" = 1 ] && [ "$FAILED" = 0 ]; then
-    FAILED=1
-    echo "FAIL vm: e2e.sh failed without a failed check (see output above)"
-fi
-
-if [ "$FAILED" != 0 ]; then
+FAILED_SUITES=
+for suite in $SUITES; do
+    RESULTS=$SHARE/out/results-$suite
+    prefix=
+    [ "$suite" = base ] || prefix="$suite: "
+    failed_before=$FAILED
     echo
-    echo "=== journalctl -u affinityd --no-pager | tail -100 (guest)"
-    if [ -s "$SHARE/out/journal-affinityd.txt" ]; then
-        tail -n 100 "$SHARE/out/journal-affinityd.txt"
+    echo "=== affinityd VM end-to-end results${prefix:+ ($suite, -smp $TOPO_SMP, $TOPO_NUMA nodes)}"
+    if [ -s "$RESULTS" ]; then
+        while IFS=$'\t' read -r st name secs reason; do
+            case $st in
+                PASS) PASSED=$((PASSED + 1)) ;;
+                FAIL) FAILED=$((FAILED + 1)) ;;
+                SKIP) SKIPPED=$((SKIPPED + 1)) ;;
+                INFO) printf 'INFO %s%s: %s\n' "$prefix" "$name" "$reason"; continue ;;
+            esac
+            printf '%s %s%s (%s s)%s\n' "$st" "$prefix" "$name" "$secs" "${reason:+: $reason}"
+        done < "$RESULTS"
+    fi
+    # A run that died before every check reported is a failure of its own.
+    case ${VMRC[$suite]} in
+        0|1) ;;
+        124) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: timed out" ;;
+        125) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: harness failure (no exit code from the guest)" ;;
+        *) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: guest command exited ${VMRC[$suite]}" ;;
+    esac
+    if ! grep -q '^PASS\|^FAIL' "$RESULTS" 2>/dev/null; then
+        FAILED=$((FAILED + 1))
+        echo "FAIL ${prefix}vm: no check reported a result"
+    fi
+    if [ "${VMRC[$suite]}" = 1 ] && [ "$FAILED" = "$failed_before" ]; then
+        FAILED=$((FAILED + 1))
+        echo "FAIL ${prefix}vm: e2e.sh failed without a failed check (see output above)"
+    fi
+    [ "$FAILED" = "$failed_before" ] || FAILED_SUITES="$FAILED_SUITES $suite"
+done
+
+for suite in $FAILED_SUITES; do
+    echo
+    echo "=== journalctl -u affinityd --no-pager | tail -100 (guest, suite $suite)"
+    if [ -s "$SHARE/out/journal-affinityd-$suite.txt" ]; then
+        tail -n 100 "$SHARE/out/journal-affinityd-$suite.txt"
     else
         echo "(no journal came back)"
     fi
     # run-in-vm.sh already printed the console tail for a failed guest
     # command; the boot journal tail shows systemd's side.
-    if [ -s "$SHARE/out/journal-boot-tail.txt" ]; then
-        echo "=== guest boot journal, last 40 lines"
-        tail -n 40 "$SHARE/out/journal-boot-tail.txt"
+    if [ -s "$SHARE/out/journal-boot-tail-$suite.txt" ]; then
+        echo "=== guest boot journal, last 40 lines (suite $suite)"
+        tail -n 40 "$SHARE/out/journal-boot-tail-$suite.txt"
     fi
-fi
+done
 
-echo "check-vm: wall time $(elapsed "$T0") s (image $T_IMAGE s, install $T_INSTALL s, VM $T_VM s)"
+echo "check-vm: wall time $(elapsed "$T0") s (image $T_IMAGE s, install $T_INSTALL s$(for suite in $SUITES; do printf ', VM %s %s s' "$suite" "${T_VM[$suite]}"; done))"
 if [ "$SKIPPED" != 0 ]; then
     echo "$PASSED passed, $FAILED failed, $SKIPPED skipped"
 else

@@ -30,9 +30,20 @@
 #   E2E_PAIR_SPLIT=release  how pair-colocate splits the pair: release (split,
 #                           then widen the masks again) or hold (keep it split)
 #   E2E_ONLY="a b"          run only these checks (debugging)
+#   E2E_SUITE=base          base: the 2-vCPU checks; topo: placement by the
+#                           guest's SMT/NUMA topology (check-vm.sh boots a
+#                           guest with a QEMU topology for it)
+#   E2E_TOPO_WANT="cpus=8 cores=4 ..."  topo: what the guest must have (from
+#                           the qemu topology), else topo-start fails
+#   E2E_TOPO_HOGS=cores E2E_TOPO_PAIRS=2   topo: how many hogs and pairs
 set -euo pipefail
 
 E2E_DIR=$(cd "$(dirname "$0")" && pwd)
+# The placement rules of suite topo (and single_cpu), judged from /sys.
+# shellcheck source=tests/vm/topo-rules.sh
+. "$E2E_DIR/topo-rules.sh"
+# The checks run in child shells (check()): they need the paths too.
+export TOPO_SYS_CPU TOPO_SYS_NODE
 export E2E_POLICY_SRC=${E2E_POLICY_SRC:-$E2E_DIR/policies}
 export E2E_RESULTS=${E2E_RESULTS:-}
 export E2E_BUDGET=${E2E_BUDGET:-540}
@@ -43,6 +54,7 @@ export E2E_WORKLOADS=${E2E_WORKLOADS:-auto}
 export E2E_WORKLOAD_DIR=${E2E_WORKLOAD_DIR:-/usr/lib/affinityd/tests}
 export E2E_ONLY=${E2E_ONLY:-}
 export E2E_PAIR_SPLIT=${E2E_PAIR_SPLIT:-release}
+export E2E_SUITE=${E2E_SUITE:-base}
 
 export UNIT=affinityd
 export POLICY_DIR=/etc/affinityd/policies.d
@@ -303,7 +315,18 @@ busy_threads() {
 }
 
 cpus_of() { awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status"; }
-single_cpu() { [[ $1 =~ ^[0-9]+$ ]]; }
+# masks_back FILE: every live task of FILE ("TID MASK" lines: its mask
+# before the daemon acted) has that mask again; fails naming the first that has not.
+masks_back() {
+    local t want c
+    [ -s "$1" ] || return 0
+    while read -r t want; do
+        pid_alive "$t" || continue
+        c=$(cpus_of "$t")
+        say "task $t ($(cat "/proc/$t/comm" 2>/dev/null)): Cpus_allowed_list $c (before the daemon: $want)"
+        [ "$c" = "$want" ] || fail "task $t has $c after stop, want $want as before the daemon"
+    done < "$1"
+}
 online_cpus() { cat /sys/devices/system/cpu/online; }
 
 # start_workload UNIT CMD...: a transient service in e2e.slice, so it is
@@ -750,19 +773,11 @@ check_pair_colocate() {
 }
 
 check_final_stop_restores_all() {
-    local t want c
     require_active
     stop_daemon
     # The pair's masks must be back to what the test set (split), not left
     # co-located, nor widened.
-    if [ -s "$STATE/pair-masks" ]; then
-        while read -r t want; do
-            pid_alive "$t" || continue
-            c=$(cpus_of "$t")
-            say "pair member $t: Cpus_allowed_list $c (before the daemon: $want)"
-            [ "$c" = "$want" ] || fail "pair member $t has $c after stop, want $want as before"
-        done < "$STATE/pair-masks"
-    fi
+    masks_back "$STATE/pair-masks"
     systemctl stop e2e-pair 2>/dev/null || true
     same_as_baseline start
 }
@@ -888,6 +903,140 @@ check_steal_profile() {
     same_as_baseline start
 }
 
+# ------------------------------------------------ suite "topo" (E2E_SUITE=topo)
+# check-vm.sh boots a second guest with a QEMU CPU topology (2 sockets x 2
+# cores x 2 threads, one NUMA node per socket) and runs these. Every rule is
+# checked against the guest's own /sys, never against CPU numbers assumed
+# from the qemu command line (the rules: topo-rules.sh).
+
+# The CPU of each given task (its Cpus_allowed_list), space-separated.
+cpus_of_all() { local t; for t in "$@"; do printf '%s ' "$(cpus_of "$t")"; done; }
+
+check_topo_start() {
+    local want have json d
+    have=$(topo_counts)
+    say "guest: $have"
+    topo_describe | sed 's/^/    /'
+    say "nohz_full: '$(cat "$TOPO_SYS_CPU/nohz_full" 2>/dev/null)' isolated: '$(cat "$TOPO_SYS_CPU/isolated" 2>/dev/null)'"
+    echo "$have" > "$STATE/topo-counts"
+    # What qemu was asked for: a guest without it would make every later
+    # rule hold trivially (seen: -cpu max is an AMD model under TCG, which
+    # without topoext gives each thread a core of its own).
+    for want in ${E2E_TOPO_WANT:-}; do
+        [[ " $have " == *" $want "* ]] || fail "the guest has $have, qemu was asked for $E2E_TOPO_WANT"
+    done
+    run timeout 120 systemctl start "$UNIT" || fail "'systemctl start $UNIT' failed: $(systemctl show -p ExecMainStatus -p Result "$UNIT" | paste -sd ' '); $(journalctl -u "$UNIT" --no-pager -o cat | tail -n 3)"
+    wait_until "$E2E_DEADLINE" "is-active = active" is_active ||
+        fail "$UNIT not active: exit status $(systemctl show -p ExecMainStatus --value "$UNIT"): $(journalctl -u "$UNIT" --no-pager -o cat | tail -n 3)"
+    json=$(affctl status --json) || fail "'affctl status --json' exited $?"
+    say "affctl status --json .topology: $(jq -c .topology <<< "$json")"
+    affctl status | grep -i -e cpu -e topolog | head -n 6 | sed 's/^/    /' || true
+    d=$(jq -r '.topology | "cpus=\(.online) cores=\(.cores) nodes=\(.nodes)"' <<< "$json")
+    for want in $d; do
+        [[ " $have " == *" $want "* ]] || fail "affctl status says $d, the guest's /sys says $have"
+    done
+    [ "$(jq '.topology.notes | length' <<< "$json")" = 0 ] ||
+        fail "the daemon could not read all of the topology: $(jq -c .topology.notes <<< "$json")"
+}
+
+check_topo_hogs() {
+    local n tids t cpus bad
+    n=${E2E_TOPO_HOGS:-$(topo_cores | wc -l)}
+    [ -x "$E2E_WORKLOAD_DIR/hog" ] || skip "no $E2E_WORKLOAD_DIR/hog (tests/workloads not built)"
+    topo_self_test "$n" > "$STATE/self-test" || fail "the rules cannot fail here: $(paste -sd ' ' "$STATE/self-test")"
+    sed 's/^/  /' "$STATE/self-test"
+    require_active
+    install_policy 62-e2e-topo-hog.policy
+    reload_daemon || fail "'systemctl reload' failed with 62-e2e-topo-hog.policy"
+    rm -f /run/e2e-topo-hog.pids
+    # Dry-run until the masks a stop must restore are recorded: the daemon
+    # may act within a second of a workload's start.
+    run affctl dry-run on > /dev/null || fail "'affctl dry-run on' failed"
+    start_workload e2e-topo-hogs "$E2E_WORKLOAD_DIR/hog" -n "$n" -d 0 -p /run/e2e-topo-hog.pids
+    wait_until 60 "pid file written" test -s /run/e2e-topo-hog.pids || fail "hog wrote no pid file"
+    tids=$(paste -sd ' ' /run/e2e-topo-hog.pids)
+    for t in $tids; do printf '%s %s\n' "$t" "$(cpus_of "$t")" >> "$STATE/topo-masks"; done
+    say "$n hogs: $tids (masks before the daemon: $(cpus_of_all $tids))"
+    run affctl dry-run off > /dev/null || fail "'affctl dry-run off' failed"
+    # shellcheck disable=SC2016,SC2086
+    wait_until "$E2E_PAIR_DEADLINE" "each hog pinned, by the rules" bash -c '
+        for t in $0; do c=$(cpus_of "$t"); single_cpu "$c" || exit 1; cpus="$cpus $c"; done
+        [ -z "$(hog_verdict $cpus)" ]' "$tids" || true
+    cpus=$(cpus_of_all $tids)
+    for t in $tids; do
+        say "hog $t: Cpus_allowed_list $(cpus_of "$t"), siblings $(single_cpu "$(cpus_of "$t")" && topo_core "$(cpus_of "$t")"), node $(single_cpu "$(cpus_of "$t")" && topo_node "$(cpus_of "$t")"), taskset: $(taskset -p "$t" | sed 's/.*: //')"
+    done
+    # shellcheck disable=SC2086
+    bad=$(hog_verdict $cpus)
+    if [ -n "$bad" ]; then
+        for t in $tids; do affctl explain "$t" 2>&1 | head -n 20 | sed 's/^/    /' || true; done
+        fail "$(paste -sd ';' <<< "$bad")"
+    fi
+    echo "$tids" > "$STATE/topo-hog-tids"
+}
+
+# stop: every workload mask back to what it was before the daemon acted,
+# and the whole system as in the baseline.
+topo_stop_restores() {
+    require_active
+    stop_daemon
+    masks_back "$STATE/topo-masks"
+    : > "$STATE/topo-masks"
+    systemctl stop "$@" 2>/dev/null || true
+    same_as_baseline start
+}
+check_topo_hogs_stop() { topo_stop_restores e2e-topo-hogs; rm -f "$POLICY_DIR/62-e2e-topo-hog.policy"; }
+check_topo_pairs_stop() { topo_stop_restores 'e2e-topo-pair*'; rm -f "$POLICY_DIR/63-e2e-topo-pair.policy"; }
+
+check_topo_pairs() {
+    local n i a b pids=() pairs=() p t bad nodes
+    n=${E2E_TOPO_PAIRS:-2}
+    [ -x "$E2E_WORKLOAD_DIR/pingpong" ] || skip "no $E2E_WORKLOAD_DIR/pingpong (tests/workloads not built)"
+    nodes=$(topo_nodes | wc -l)
+    [ "$nodes" -ge 2 ] || fail "the guest has $nodes NUMA node(s): nothing to split across"
+    systemctl stop e2e-topo-hogs 2>/dev/null || true
+    require_active
+    install_policy 63-e2e-topo-pair.policy
+    reload_daemon || fail "'systemctl reload' failed with 63-e2e-topo-pair.policy"
+    # Each pair starts split, one member on each node (the i-th CPU of the
+    # first node and of the last), then pingpong widens both masks again:
+    # only the kernel's placement keeps them apart.
+    # Dry-run until their masks are recorded (measured: the daemon
+    # co-located a pair within ~1 s of its start, before the pid file was read).
+    run affctl dry-run on > /dev/null || fail "'affctl dry-run on' failed"
+    for ((i = 1; i <= n; i++)); do
+        a=$(topo_node_cpus "$(topo_nodes | head -n1)" | sed -n "${i}p")
+        b=$(topo_node_cpus "$(topo_nodes | tail -n1)" | sed -n "${i}p")
+        [ -n "$a" ] && [ -n "$b" ] || fail "no CPU $i on both nodes"
+        rm -f "/run/e2e-topo-pair$i.pids"
+        start_workload "e2e-topo-pair$i" "$E2E_WORKLOAD_DIR/pingpong" -d 0 -r 5000 -c "$a,$b" -p "/run/e2e-topo-pair$i.pids"
+    done
+    for ((i = 1; i <= n; i++)); do
+        wait_until 60 "pair $i pid file written" test -s "/run/e2e-topo-pair$i.pids" || fail "pair $i wrote no pid file"
+        pids+=("$(paste -sd ' ' "/run/e2e-topo-pair$i.pids")")
+        for t in ${pids[-1]}; do printf '%s %s\n' "$t" "$(cpus_of "$t")" >> "$STATE/topo-masks"; done
+        say "pair $i: ${pids[-1]} (masks $(cpus_of_all ${pids[-1]}), last ran on $(for t in ${pids[-1]}; do awk '{ printf "%s ", $39 }' "/proc/$t/stat"; done))"
+    done
+    printf '%s\n' "${pids[@]}" > "$STATE/topo-pair-pids"
+    run affctl dry-run off > /dev/null || fail "'affctl dry-run off' failed"
+    # shellcheck disable=SC2016
+    wait_until "$E2E_PAIR_DEADLINE" "every pair on one CPU, by the rules" bash -c '
+        pairs=()
+        while read -r a b; do pairs+=("$(cpus_of "$a") $(cpus_of "$b")"); done < "$0"
+        [ -z "$(pair_verdict "${pairs[@]}")" ]' "$STATE/topo-pair-pids" || true
+    for p in "${pids[@]}"; do
+        read -r a b <<< "$p"
+        pairs+=("$(cpus_of "$a") $(cpus_of "$b")")
+        say "pair $p: Cpus_allowed_list ${pairs[-1]}$(single_cpu "$(cpus_of "$a")" && echo ", siblings $(topo_core "$(cpus_of "$a")"), node $(topo_node "$(cpus_of "$a")")")"
+        journalctl -u "e2e-topo-pair$(( ${#pairs[@]} ))" --no-pager -n 1 -o cat | sed 's/^/    workload: /' || true
+    done
+    bad=$(pair_verdict "${pairs[@]}")
+    if [ -n "$bad" ]; then
+        for p in "${pids[@]}"; do for t in $p; do affctl explain "$t" 2>&1 | head -n 20 | sed 's/^/    /' || true; done; done
+        fail "$(paste -sd ';' <<< "$bad")"
+    fi
+}
+
 # ------------------------------------------------------------------ driver
 
 PASSED=0 FAILED=0 SKIPPED=0
@@ -943,28 +1092,30 @@ export -f $(declare -F | awk '{ print $3 }')
 
 echo "=== affinityd e2e: kernel $(uname -r), systemd $(systemctl --version | awk 'NR == 1 { print $2 }'), $(nproc) CPUs, cgroup $(stat -fc %T /sys/fs/cgroup)"
 
-# Setup (not a check): the task 50-e2e.policy weights, in e2e.slice with the
-# cpu controller enabled so that its cgroup has a cpu.weight file. systemd
-# enables cpu down to a unit only once the unit sets CPUWeight; the default
-# weight (100) does that without changing any weight itself.
-systemctl stop e2e-weighted 2>/dev/null || true
-systemd-run --quiet --collect --unit=e2e-weighted --slice=e2e.slice -p CPUWeight=100 sleep infinity ||
-    echo "e2e: WARNING: could not start e2e-weighted.service"
-wait_until 30 "$E2E_WEIGHT_CGROUP/cpu.weight exists" test -e "$E2E_WEIGHT_CGROUP/cpu.weight" ||
-    echo "e2e: WARNING: no $E2E_WEIGHT_CGROUP/cpu.weight"
-systemctl stop e2e-unset e2e-static 2>/dev/null || true
-systemd-run --quiet --collect --unit=e2e-unset --slice=e2e.slice sleep infinity ||
-    echo "e2e: WARNING: could not start e2e-unset.service"
-printf '[Unit]\nDescription=e2e: a unit from a unit file\n[Service]\nSlice=e2e.slice\nExecStart=/bin/sleep infinity\n' \
-    > /etc/systemd/system/e2e-static.service
-systemctl daemon-reload
-systemctl start e2e-static || echo "e2e: WARNING: could not start e2e-static.service"
-# A cgroup that is no unit's: its parent hands nothing down (+cpu is affinityd's to add).
-mkdir -p "$E2E_PLAIN/child"
-sleep infinity &
-PLAIN_PID=$!
-echo "$PLAIN_PID" > "$E2E_PLAIN/child/cgroup.procs" || echo "e2e: WARNING: cannot move a task into $E2E_PLAIN/child"
-echo "e2e: $E2E_PLAIN/cgroup.subtree_control: '$(cat "$E2E_PLAIN/cgroup.subtree_control")', root: '$(cat /sys/fs/cgroup/cgroup.subtree_control)'"
+if [ "$E2E_SUITE" = base ]; then
+    # Setup (not a check): the task 50-e2e.policy weights, in e2e.slice with the
+    # cpu controller enabled so that its cgroup has a cpu.weight file. systemd
+    # enables cpu down to a unit only once the unit sets CPUWeight; the default
+    # weight (100) does that without changing any weight itself.
+    systemctl stop e2e-weighted 2>/dev/null || true
+    systemd-run --quiet --collect --unit=e2e-weighted --slice=e2e.slice -p CPUWeight=100 sleep infinity ||
+        echo "e2e: WARNING: could not start e2e-weighted.service"
+    wait_until 30 "$E2E_WEIGHT_CGROUP/cpu.weight exists" test -e "$E2E_WEIGHT_CGROUP/cpu.weight" ||
+        echo "e2e: WARNING: no $E2E_WEIGHT_CGROUP/cpu.weight"
+    systemctl stop e2e-unset e2e-static 2>/dev/null || true
+    systemd-run --quiet --collect --unit=e2e-unset --slice=e2e.slice sleep infinity ||
+        echo "e2e: WARNING: could not start e2e-unset.service"
+    printf '[Unit]\nDescription=e2e: a unit from a unit file\n[Service]\nSlice=e2e.slice\nExecStart=/bin/sleep infinity\n' \
+        > /etc/systemd/system/e2e-static.service
+    systemctl daemon-reload
+    systemctl start e2e-static || echo "e2e: WARNING: could not start e2e-static.service"
+    # A cgroup that is no unit's: its parent hands nothing down (+cpu is affinityd's to add).
+    mkdir -p "$E2E_PLAIN/child"
+    sleep infinity &
+    PLAIN_PID=$!
+    echo "$PLAIN_PID" > "$E2E_PLAIN/child/cgroup.procs" || echo "e2e: WARNING: cannot move a task into $E2E_PLAIN/child"
+    echo "e2e: $E2E_PLAIN/cgroup.subtree_control: '$(cat "$E2E_PLAIN/cgroup.subtree_control")', root: '$(cat /sys/fs/cgroup/cgroup.subtree_control)'"
+fi
 mkdir -p "$POLICY_DIR"
 rm -f "$POLICY_DIR"/5[0-9]-e2e*.policy "$POLICY_DIR"/6[0-9]-e2e*.policy "$POLICY_DIR/50-bad.policy"
 # Daemon settings for the whole run (see the file for why).
@@ -974,34 +1125,46 @@ install -D -m 0644 "$E2E_POLICY_SRC/50-e2e.conf" /etc/affinityd/affinityd.conf.d
 snapshot "$STATE/baseline-start"
 echo "e2e: baseline: $(wc -l < "$STATE/baseline-start") values; features: $(cut -c1-60 "$FEATURES")...; $E2E_SYSCTL_NAME $(cat "$E2E_SYSCTL_PATH"); weight $(cat "$E2E_WEIGHT_CGROUP/cpu.weight" 2>/dev/null || echo none)"
 
-check install 60
-check start
-check affctl-status 60
-check security-exposure 60
-check dbus-introspect
-check policy-cgroup-weight
-check policy-sched-features
-check policy-sysctl
-check stop-restores
-check restart-after-sigkill
-check restore-after-crash
-check replay-restores
-check revert-all
-check reload-bad-policy
-check watchdog-restart 300
-check hog-pin
-check hog-unpin-on-stop
-check pair-colocate 240
-check final-stop-restores-all
-check subtree-in-use
-check steal-profile 300
-check debian-package 240
+case $E2E_SUITE in
+    base)
+        check install 60
+        check start
+        check affctl-status 60
+        check security-exposure 60
+        check dbus-introspect
+        check policy-cgroup-weight
+        check policy-sched-features
+        check policy-sysctl
+        check stop-restores
+        check restart-after-sigkill
+        check restore-after-crash
+        check replay-restores
+        check revert-all
+        check reload-bad-policy
+        check watchdog-restart 300
+        check hog-pin
+        check hog-unpin-on-stop
+        check pair-colocate 240
+        check final-stop-restores-all
+        check subtree-in-use
+        check steal-profile 300
+        check debian-package 240
+        ;;
+    topo)
+        check topo-start
+        check topo-hogs 240
+        check topo-hogs-stop
+        check topo-pairs 300
+        check topo-pairs-stop
+        ;;
+    *) echo "e2e: unknown E2E_SUITE=$E2E_SUITE (base, topo)"; exit 2 ;;
+esac
 
 if [ -s "$STATE/exposure" ]; then
     echo "e2e: systemd-analyze security exposure: $(cat "$STATE/exposure")"
     [ -z "$E2E_RESULTS" ] || printf 'INFO\tsecurity-exposure-score\t0\t%s\n' "$(cat "$STATE/exposure")" >> "$E2E_RESULTS"
 fi
-systemctl stop e2e-hogs e2e-pair e2e-weighted e2e-unset e2e-static e2e-steal-feeder 2>/dev/null || true
+systemctl stop e2e-hogs e2e-pair e2e-weighted e2e-unset e2e-static e2e-steal-feeder e2e-topo-hogs 'e2e-topo-pair*' 2>/dev/null || true
 [ -z "${PLAIN_PID:-}" ] || kill "$PLAIN_PID" 2>/dev/null || true
 rm -rf "$STATE"
 echo "e2e: $PASSED passed, $FAILED failed, $SKIPPED skipped"

@@ -25,6 +25,13 @@
 #   AFFINITYD_VM_CACHE=dir    cache dir (see build-image.sh); run dirs go in <cache>/runs
 #   AFFINITYD_VM_TIMEOUT=900  seconds for the whole VM lifetime
 #   AFFINITYD_VM_SMP=2 AFFINITYD_VM_MEM=2G
+#                             SMP is qemu's -smp value, so a topology works:
+#                             AFFINITYD_VM_SMP=8,sockets=2,cores=2,threads=2
+#   AFFINITYD_VM_CPU=max      qemu's -cpu model; with threads=2 use max,+topoext
+#                             (see below)
+#   AFFINITYD_VM_NUMA=N       N NUMA nodes (default none): the vCPUs in qemu's
+#                             order (socket, core, thread) and the memory split
+#                             evenly, node 0 the first CPUs; N must divide both
 #   AFFINITYD_VM_APPEND=...   extra kernel command line
 #   AFFINITYD_VM_KEEP=1       keep the run dir (cmd, output, rc, console.log, boot-info)
 #   Debug a hung run by hand: the serial console is a socket (root, no password):
@@ -90,13 +97,41 @@ trap 'log "interrupted"; exit 125' INT TERM
 # /sys/kernel/debug/sched/features is writable.
 APPEND="root=/dev/vda rw console=ttyS0 affvm=1 systemd.unified_cgroup_hierarchy=1 quiet loglevel=4 panic=-1 ${AFFINITYD_VM_APPEND:-}"
 
+# NUMA: one RAM backend per node (memdev=: qemu 7.2 takes -numa node,mem=
+# only for machine types 5.0 and older), and cpus= ranges of qemu's CPU index,
+# which counts threads within cores within sockets: with
+# sockets=2,cores=2,threads=2 and 2 nodes, node N is socket N. How the guest
+# numbers those CPUs is its own business: read its /sys, do not assume.
+numa_args() {
+    local nodes=$1 smp=$2 mem=$3 ncpu mib per_cpu per_mib n
+    ncpu=${smp%%,*}
+    case $mem in
+        *G) mib=$(( ${mem%G} * 1024 )) ;;
+        *M) mib=${mem%M} ;;
+        *) log "AFFINITYD_VM_NUMA needs AFFINITYD_VM_MEM in M or G, not $mem"; return 1 ;;
+    esac
+    [[ $nodes =~ ^[1-9][0-9]*$ && $ncpu =~ ^[0-9]+$ ]] &&
+        [ $(( ncpu % nodes )) = 0 ] && [ $(( mib % nodes )) = 0 ] ||
+        { log "AFFINITYD_VM_NUMA=$nodes does not divide $ncpu CPUs and $mib MiB evenly"; return 1; }
+    per_cpu=$(( ncpu / nodes )) per_mib=$(( mib / nodes ))
+    for ((n = 0; n < nodes; n++)); do
+        printf '%s\n' -object "memory-backend-ram,id=node$n,size=${per_mib}M" \
+            -numa "node,nodeid=$n,cpus=$(( n * per_cpu ))-$(( (n + 1) * per_cpu - 1 )),memdev=node$n"
+    done
+}
+NUMA=()
+if [ -n "${AFFINITYD_VM_NUMA:-}" ]; then
+    mapfile -t NUMA < <(numa_args "$AFFINITYD_VM_NUMA" "${AFFINITYD_VM_SMP:-2}" "${AFFINITYD_VM_MEM:-2G}")
+    [ ${#NUMA[@]} -gt 0 ] || exit 125
+fi
+
 # /dev/kvm on these hosts is paravirtual (no VMX); a stock kernel does not
 # run well on it, so always TCG. thread=multi: one host thread per vCPU;
 # -cpu max: every feature TCG can emulate.
 # shellcheck disable=SC2054 # commas separate qemu sub-options, not array items
 QEMU=(qemu-system-x86_64 -nodefaults -no-user-config -display none -no-reboot
-    -accel tcg,thread=multi -cpu max
-    -smp "${AFFINITYD_VM_SMP:-2}" -m "${AFFINITYD_VM_MEM:-2G}"
+    -accel tcg,thread=multi -cpu "${AFFINITYD_VM_CPU:-max}"
+    -smp "${AFFINITYD_VM_SMP:-2}" -m "${AFFINITYD_VM_MEM:-2G}" "${NUMA[@]}"
     -kernel "$IMG/vmlinuz" -initrd "$IMG/initrd.img" -append "$APPEND"
     -drive "file=$IMG/rootfs.img,if=virtio,format=raw,snapshot=on"
     -virtfs "local,path=$RUN,mount_tag=affctl,security_model=none,id=affctl"
