@@ -17,7 +17,9 @@
 #              Redis thread serving three clients (a hub, not a pair)
 #   pg-1       PostgreSQL + pgbench -S (select only), 1 client (tps); a
 #              backend process forked per connection
-#   pg-4       the same, 4 clients (-c 4 -j 4)
+#   pg-4       the same, 4 clients (-c 4, one pgbench thread per CPU)
+#   pg-8       8 clients: more connections than CPUs, each pgbench thread
+#              serving several backends (hubs, not pairs)
 #
 #   stock      no daemon; the server's threads may run anywhere
 #   affinityd  a fresh daemon per run, the shipped policies, 1 s interval,
@@ -53,7 +55,7 @@ RESULTS_DIR=
 REPEATS=3
 DURATION=12
 SETTLE=0
-WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4
+WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4,pg-8
 VARIANTS=stock,affinityd,hand
 
 usage() {
@@ -240,7 +242,8 @@ run_client() {
                 ;;
         pg-*)
                 c=${w##*-}
-                $pre runuser -u postgres -- "$PG_BIN/pgbench" -h "$PG_SOCKDIR" -S -c "$c" -j "$c" -T "$DURATION" \
+                $pre runuser -u postgres -- "$PG_BIN/pgbench" -h "$PG_SOCKDIR" -S -c "$c" -j $((c < NCPU ? c : NCPU)) \
+                        -T "$DURATION" \
                         postgres >"$log" 2>&1
                 awk '/^tps/ { print $3; exit }' "$log"
                 ;;
@@ -285,7 +288,7 @@ one_run() {
 IFS=, read -r -a WL <<<"$WORKLOADS"
 IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
-        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub|pg-1|pg-4) ;;
+        case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub|pg-1|pg-4|pg-8) ;;
         *) die "unknown workload $w" ;; esac
 done
 if [[ " ${WL[*]}" == *" mdb-"* ]]; then mariadb_start "$WORK" "$LOGS" || die "MariaDB did not start"; fi
