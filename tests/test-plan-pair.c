@@ -174,7 +174,6 @@ static int expect_colocated(const struct world *w, pid_t a, pid_t b) {
 static void test_split_pair_colocated(void) {
         struct task tasks[] = { mktask(100, 0.6, 0), mktask(101, 0.5, 1), mktask(50, 0.3, 0) };
         struct world w;
-        char state[32];
         int cpu;
 
         world_init(&w, tasks, ELEMENTSOF(tasks));
@@ -193,8 +192,8 @@ static void test_split_pair_colocated(void) {
         cpu = expect_colocated(&w, 100, 101);
         /* CPU 0 has another 0.3 of load; CPU 1 (member 101's) is free */
         ASSERT_EQ(cpu, 1);
-        snprintf(state, sizeof(state), "co-located on %d", cpu);
-        ASSERT_STREQ(target(&w, 100, 101)->state, state);
+        ASSERT_STREQ(target(&w, 100, 101)->state, "co-located");
+        ASSERT_EQ(target(&w, 100, 101)->cpu, cpu);
         ASSERT_TRUE(target(&w, 100, 101)->cooldown_until_usec > w.now);
         ASSERT_NEAR(w.out.items[0].evidence_before, 45000, 1e-9);
 
@@ -208,7 +207,8 @@ static void test_split_pair_colocated(void) {
         memset(w.claim, 0, sizeof(w.claim));
         interval(&w);
         ASSERT_EQ(w.out.n, 0);
-        ASSERT_STREQ(target(&w, 100, 101)->state, state);
+        ASSERT_STREQ(target(&w, 100, 101)->state, "co-located");
+        ASSERT_EQ(target(&w, 100, 101)->cpu, cpu);
         ASSERT_EQ(w.claim[cpu], 2);
 
         world_done(&w);
@@ -376,7 +376,8 @@ static void test_pinned_pair_lifecycle(void) {
         /* kept */
         interval(&w);
         ASSERT_EQ(w.out.n, 0);
-        ASSERT_STREQ(target(&w, 400, 401)->state, "co-located on 2");
+        ASSERT_STREQ(target(&w, 400, 401)->state, "co-located");
+        ASSERT_EQ(target(&w, 400, 401)->cpu, 2);
 
         /* a hog got pinned to CPU 2: the pair moves (SET on a managed task keeps its original) */
         memset(w.claim, 0, sizeof(w.claim));
@@ -487,7 +488,8 @@ static void test_thread_cache_server(void) {
         }
         ASSERT_EQ(releases, 1u);
         ASSERT_EQ(sets, 2u);
-        ASSERT_STREQ(target(&w, 800, 802)->state, "co-located on 1");
+        ASSERT_STREQ(target(&w, 800, 802)->state, "co-located");
+        ASSERT_EQ(target(&w, 800, 802)->cpu, 1);
         ASSERT_STREQ(target(&w, 800, 801)->state, "released");
 
         /* what the applier holds now: both pins for the new pair */
@@ -502,7 +504,8 @@ static void test_thread_cache_server(void) {
         for (int i = 0; i < 3; i++) {
                 interval(&w);
                 ASSERT_EQ(w.out.n, 0);    /* the pair that ended releases nothing of the new one */
-                ASSERT_STREQ(target(&w, 800, 802)->state, "co-located on 1");
+                ASSERT_STREQ(target(&w, 800, 802)->state, "co-located");
+                ASSERT_EQ(target(&w, 800, 802)->cpu, 1);
         }
         world_done(&w);
 }

@@ -53,14 +53,11 @@ static struct json_object *count_states(struct json_object *doc, const char *key
         if (arr && json_object_is_type(arr, json_type_array))
                 for (size_t i = 0; i < json_object_array_length(arr); i++) {
                         struct json_object *st = json_path(json_object_array_get_idx(arr, i), "state"), *c;
-                        char s[64], *on;
+                        char s[64];
 
-                        /* "co-located on 3" counts as "co-located": a label's values
-                         * must be a small fixed set, not one per CPU */
+                        /* states are a small fixed set (the CPU is a field of its own),
+                         * as a label's values must be */
                         snprintf(s, sizeof(s), "%s", st ? json_object_get_string(st) : "unknown");
-                        on = strstr(s, " on ");
-                        if (on && on[4] && strspn(on + 4, "0123456789") == strlen(on + 4))
-                                *on = '\0';
 
                         if (json_object_object_get_ex(counts, s, &c))
                                 json_object_set_int64(c, json_object_get_int64(c) + 1);

@@ -97,7 +97,8 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         JADD(o, AFF_STATUS_PROTOCOL, json_object_new_int(AFF_PROTOCOL_VERSION));
         JADD(o, AFF_STATUS_VERSION, json_object_new_string(PACKAGE_VERSION));
         JADD(o, AFF_STATUS_PID, json_object_new_int(getpid()));
-        JADD(o, AFF_STATUS_STATE, json_object_new_string(m->dry_run ? "running (dry-run)" : "running"));
+        /* an enum for machines; dry-run is its own boolean (AFF_STATUS_DRY_RUN) */
+        JADD(o, AFF_STATUS_STATE, json_object_new_string("running"));
         JADD(o, AFF_STATUS_DRY_RUN, json_object_new_boolean(m->dry_run));
         JADD(o, AFF_STATUS_INTERVAL_MS, json_object_new_int64((int64_t) (m->interval_usec / USEC_PER_MSEC)));
         JADD(o, AFF_STATUS_UPTIME_S, json_object_new_int64((int64_t) ((util_now_usec() - m->start_usec) / USEC_PER_SEC)));

@@ -130,12 +130,10 @@ static bool is_ours(const struct managed *m, const struct task_id *partner) {
         return is_pair_pin(m) && (m->partner.tid == 0 || task_id_equal(&m->partner, partner));
 }
 
-/* "co-located on N": the CPU number is bounded so it always fits state[]. */
+/* The state stays the enum "co-located"; the CPU is its own field (the
+ * pairs report's "cpu"), so that machines need not parse a sentence. */
 static void set_colocated_state(struct plan_target_state *st, int cpu) {
-        char n[16];
-
-        snprintf(n, sizeof(n), "%d", cpu);
-        snprintf(st->state, sizeof(st->state), "co-located on %.9s", n);
+        st->cpu = cpu;
 }
 
 static bool used(const struct pair_plan *pp, const struct task_id *id) {
