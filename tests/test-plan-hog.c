@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 #include "common/util.h"
+#include "control/report-json.h"
 #include "plan/plan.h"
 #include "test-fixtures.h"
 #include "test-plan-world.h"

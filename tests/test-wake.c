@@ -637,7 +637,10 @@ static int test_quiet_gate(void) {
         (void) storm_edge(ws, &pp);
         wake_sampler_status(ws, &st);
         fprintf(stderr, "gate: early call: bursts +%llu\n", (unsigned long long) (st.bursts - prev.bursts));
-        ASSERT_TRUE(st.bursts == prev.bursts + 1);
+        /* at least one: on a loaded machine the 200 ms loop can also reach the
+         * regular burst of the old cadence (seen: +2 while a benchmark ran);
+         * a gate that skipped it gives +0 */
+        ASSERT_TRUE(st.bursts >= prev.bursts + 1);
 
         /* no pair policy: no bursts at all */
         wake_sampler_set_floor(ws, -1);

@@ -15,6 +15,7 @@
 #include "common/json-util.h"
 #include "common/protocol.h"
 #include "common/util.h"
+#include "control/report-json.h"
 #include "core/manager-internal.h"
 
 /* The daemon's own RSS. This is about us, not the observed system, so it

@@ -10,6 +10,7 @@
 
 #include "common/json-util.h"
 #include "common/util.h"
+#include "control/report-json.h"
 #include "detect/detect.h"
 #include "plan/plan.h"
 #include "sample/wake.h"

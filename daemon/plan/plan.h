@@ -191,11 +191,3 @@ cpumask_t plan_policy_cpus(const struct policy *p);
 int plan_emit(struct plan_ctx *ctx, const struct action *a);
 /* The mask a managed task had before we changed it (parsed m->original); false if unknown. */
 bool plan_managed_original(const struct managed *m, cpumask_t *ret);
-
-/*
- * `affctl hogs`: hogs and spread groups the planner tracks, with state, why
- * and evidence, plus this interval's run-delay findings (report only).
- * findings may be NULL. Returns 0 or -ENOMEM.
- */
-struct json_object;
-int hogs_to_json(const struct plan_state *state, const struct findings *findings, struct json_object **ret);

@@ -165,15 +165,3 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
 /* "perf", "fallback:pipes+unix-sockets", "none: <why>"; valid while ws lives. */
 const char *wake_sampler_source(const struct wake_sampler *ws);
 void wake_sampler_status(const struct wake_sampler *ws, struct wake_status *ret);
-
-/* For affctl status ("capabilities.wake_sampler"). */
-int wake_sampler_status_json(const struct wake_sampler *ws, struct json_object **ret);
-
-/*
- * For affctl pairs: every pair the planner tracks (key "pair:..."), with
- * members, comms, CPUs, wake rates both ways, split fraction, combined util,
- * state and why; plus the current findings the planner has no state for
- * yet, and the sampler's status. Any argument but ret may be NULL.
- */
-int pairs_to_json(const struct plan_state *ps, const struct findings *f, const struct snapshot *s,
-                  const struct wake_sampler *ws, struct json_object **ret);
