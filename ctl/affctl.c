@@ -367,15 +367,15 @@ static void print_duration(double s, char *buf, size_t size) {
 
 /* One change (in force or, in dry-run, would-be): what, where, why, in one line. */
 static void print_change(const char **label, struct json_object *e, bool in_force) {
-        const char *reason = jstr(e, "reason");
+        const char *reason = jstr(e, AFF_CHANGE_REASON);
         char age[32] = "";
 
         if (in_force)
-                print_duration(jdouble(e, "age_s"), age, sizeof(age));
+                print_duration(jdouble(e, AFF_CHANGE_AGE_S), age, sizeof(age));
         line(label, "%s%s %s → %s: %.80s%s [%s%s%s]", in_force ? "" : "would ",
-             in_force ? jstr(e, "type") : jstr(e, "verb"), jstr(e, "target"),
-             in_force ? jstr(e, "current") : jstr(e, "value"), reason, strlen(reason) > 80 ? "…" : "",
-             jstr(e, "policy"), age[0] ? ", " : "", age);
+             in_force ? jstr(e, AFF_CHANGE_TYPE) : jstr(e, AFF_CHANGE_VERB), jstr(e, AFF_CHANGE_TARGET),
+             in_force ? jstr(e, AFF_CHANGE_CURRENT) : jstr(e, AFF_CHANGE_VALUE), reason, strlen(reason) > 80 ? "…" : "",
+             jstr(e, AFF_CHANGE_POLICY), age[0] ? ", " : "", age);
 }
 
 /* What this kernel or setup does not allow, with why: every capability whose
@@ -388,7 +388,7 @@ static void print_cannot(struct json_object *o) {
 
         if (caps) {
                 json_object_object_foreach(caps, k, v) {
-                        const char *why = json_object_is_type(v, json_type_object) ? jstr(v, "why") : "";
+                        const char *why = json_object_is_type(v, json_type_object) ? jstr(v, AFF_CAPABILITY_WHY) : "";
                         /* the lever's name as an operator knows it */
                         const char *name = streq(k, "features") ? "sched_features" : streq(k, "sysctl") ? "sysctls" : k;
                         if (why[0])
@@ -501,7 +501,7 @@ static void print_reload(struct json_object *o, const struct ctl *c) {
 
         (void) c;
         if (ok && json_object_get_boolean(ok)) {
-                printf("reloaded: %" PRId64 " policies\n", jint(o, "policies"));
+                printf("reloaded: %" PRId64 " policies\n", jint(o, AFF_RELOAD_POLICIES));
                 return;
         }
         fprintf(stderr, "affctl: reload failed (%zu error%s); the daemon keeps its running configuration:\n", n,

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "apply/apply.h"
+#include "common/protocol.h"
 #include "common/util.h"
 #include "apply/journal.h"
 
@@ -1403,22 +1404,22 @@ int applier_to_json(struct applier *a, uint64_t now_usec, struct json_object **r
                         json_object_put(arr);
                         return -ENOMEM;
                 }
-                json_object_object_add(o, "target", json_object_new_string(e->key));
-                json_object_object_add(o, "type", json_object_new_string(action_type_to_string(e->act.type)));
+                json_object_object_add(o, AFF_CHANGE_TARGET, json_object_new_string(e->key));
+                json_object_object_add(o, AFF_CHANGE_TYPE, json_object_new_string(action_type_to_string(e->act.type)));
                 if (e->act.type == ACT_AFFINITY) {
                         json_object_object_add(o, "pid", json_object_new_int(e->act.task.pid));
                         json_object_object_add(o, "tid", json_object_new_int(e->act.task.tid));
                 } else
                         json_object_object_add(o, "name", json_object_new_string(name));
-                json_object_object_add(o, "policy", json_object_new_string(e->act.policy));
-                json_object_object_add(o, "reason", json_object_new_string(e->act.reason));
+                json_object_object_add(o, AFF_CHANGE_POLICY, json_object_new_string(e->act.policy));
+                json_object_object_add(o, AFF_CHANGE_REASON, json_object_new_string(e->act.reason));
                 json_object_object_add(o, "evidence", json_object_new_double(e->act.evidence_before));
-                json_object_object_add(o, "original",
+                json_object_object_add(o, AFF_CHANGE_ORIGINAL,
                                        json_object_new_string(value_format(e->act.type, name, &e->original, orig, sizeof(orig))));
-                json_object_object_add(o, "current",
+                json_object_object_add(o, AFF_CHANGE_CURRENT,
                                        json_object_new_string(value_format(e->act.type, name, &e->target, cur, sizeof(cur))));
                 json_object_object_add(o, "since_usec", json_object_new_uint64(e->since_usec));
-                json_object_object_add(o, "age_s",
+                json_object_object_add(o, AFF_CHANGE_AGE_S,
                                        json_object_new_double(now_usec > e->since_usec
                                                               ? (double) (now_usec - e->since_usec) / USEC_PER_SEC
                                                               : 0.0));

@@ -20,6 +20,7 @@
 #include <json-c/json.h>
 
 #include "common/json-util.h"
+#include "common/protocol.h"
 #include "common/util.h"
 #include "config/config.h"
 #include "apply/levers-internal.h"
@@ -286,24 +287,24 @@ int levers_caps_to_json(const struct lever_caps *c, struct json_object **ret) {
         r |= json_add_bool(cg, "writable", c->cgroup_cpu_writable);
         r |= json_add_string(cg, "backend", c->cgroup_backend);
         r |= json_add_bool(cg, "systemd", c->systemd_bus);
-        r |= json_add_string(cg, "why", c->cgroup_why);
+        r |= json_add_string(cg, AFF_CAPABILITY_WHY, c->cgroup_why);
 
         r |= json_add_bool(f, "available", c->features_readable && c->features_writable);
         r |= json_add_string(f, "path", c->features_path);
         r |= json_add_bool(f, "readable", c->features_readable);
         r |= json_add_bool(f, "writable", c->features_writable);
         r |= json_add_int(f, "count", (int64_t) c->features_count);
-        r |= json_add_string(f, "why", c->features_why);
+        r |= json_add_string(f, AFF_CAPABILITY_WHY, c->features_why);
 
         r |= json_add_bool(sy, "available", c->autogroup_present || c->debug_tunables_readable);
         r |= json_add_bool(sy, "autogroup", c->autogroup_present);
         r |= json_add_bool(sy, "debug_tunables", c->debug_tunables_readable);
-        r |= json_add_string(sy, "why", c->sysctl_why);
+        r |= json_add_string(sy, AFF_CAPABILITY_WHY, c->sysctl_why);
 
         r |= json_add_bool(ss, "available", c->schedstats_present);
         r |= json_add_bool(ss, "present", c->schedstats_present);
         r |= json_add_bool(ss, "enabled", c->schedstats_enabled);
-        r |= json_add_string(ss, "why", c->schedstats_why);
+        r |= json_add_string(ss, AFF_CAPABILITY_WHY, c->schedstats_why);
         if (r)
                 return -ENOMEM;
 

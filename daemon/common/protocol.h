@@ -61,11 +61,11 @@
 #define AFF_BUS_ERROR_NO_SUCH_TASK   "org.affinityd1.NoSuchTask"
 
 /*
- * JSON keys of Status that affctl reads (dotted: json_path()). The other
- * reports (Tasks, Actions, Pairs, Hogs, Explain) affctl prints as they
- * come, as tables by their keys; their keys are documented with the
- * function that builds them (applier_to_json, pairs_to_json, hogs_to_json,
- * manager_explain_json).
+ * JSON keys affctl reads, one constant for both sides: those of Status
+ * (dotted: json_path()), of one change, of a capability, of Reload's reply.
+ * The other reports (Tasks, Pairs, Hogs, Explain) affctl prints as they
+ * come, as tables by their keys; those keys are documented with the
+ * function that builds them (control/report-json.h, reports.c).
  */
 #define AFF_STATUS_PROTOCOL          "protocol"
 #define AFF_STATUS_VERSION           "version"
@@ -80,3 +80,26 @@
 #define AFF_STATUS_CHANGES           "changes"
 #define AFF_STATUS_WOULD_DO          "would_do"
 #define AFF_STATUS_CAPABILITIES      "capabilities"
+
+/*
+ * Keys of one change, as affctl prints it: the entries of Status
+ * "changes" and of Actions (applier_to_json: in force, with "current" and
+ * "age_s"), and of Status "would_do" (planned in dry-run, with "verb" and
+ * "value").
+ */
+#define AFF_CHANGE_TARGET            "target"
+#define AFF_CHANGE_TYPE              "type"
+#define AFF_CHANGE_POLICY            "policy"
+#define AFF_CHANGE_REASON            "reason"
+#define AFF_CHANGE_ORIGINAL          "original"
+#define AFF_CHANGE_CURRENT           "current"
+#define AFF_CHANGE_AGE_S             "age_s"
+#define AFF_CHANGE_VERB              "verb"
+#define AFF_CHANGE_VALUE             "value"
+
+/* Each capability object of Status "capabilities" (levers_status_json):
+ * "" when the lever works, else one line naming the cause. */
+#define AFF_CAPABILITY_WHY           "why"
+
+/* The reply of Reload: how many policies are now in force. */
+#define AFF_RELOAD_POLICIES          "policies"

@@ -229,11 +229,11 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                         if (mg[i].type == ACT_AFFINITY)
                                 continue;
                         e = json_object_new_object();
-                        JADD(e, "type", json_object_new_string(action_type_to_string(mg[i].type)));
-                        JADD(e, "target", json_object_new_string(mg[i].key));
-                        JADD(e, "original", json_object_new_string(mg[i].original));
-                        JADD(e, "current", json_object_new_string(mg[i].current));
-                        JADD(e, "policy", json_object_new_string(mg[i].policy));
+                        JADD(e, AFF_CHANGE_TYPE, json_object_new_string(action_type_to_string(mg[i].type)));
+                        JADD(e, AFF_CHANGE_TARGET, json_object_new_string(mg[i].key));
+                        JADD(e, AFF_CHANGE_ORIGINAL, json_object_new_string(mg[i].original));
+                        JADD(e, AFF_CHANGE_CURRENT, json_object_new_string(mg[i].current));
+                        JADD(e, AFF_CHANGE_POLICY, json_object_new_string(mg[i].policy));
                         json_object_array_add(levers, e);
                 }
                 JADD(o, "levers_changed", levers);
@@ -307,12 +307,12 @@ static struct json_object *would_do_json(const struct manager *m, size_t max) {
                 action_target_key(a, key, sizeof(key));
                 if (a->type == ACT_AFFINITY)
                         cpumask_format_list(&a->mask, mask, sizeof(mask));
-                JADD(e, "verb", json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
-                JADD(e, "type", json_object_new_string(action_type_to_string(a->type)));
-                JADD(e, "target", json_object_new_string(key));
-                JADD(e, "value", json_object_new_string(mask[0] ? mask : a->value));
-                JADD(e, "policy", json_object_new_string(a->policy));
-                JADD(e, "reason", json_object_new_string(a->reason));
+                JADD(e, AFF_CHANGE_VERB, json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
+                JADD(e, AFF_CHANGE_TYPE, json_object_new_string(action_type_to_string(a->type)));
+                JADD(e, AFF_CHANGE_TARGET, json_object_new_string(key));
+                JADD(e, AFF_CHANGE_VALUE, json_object_new_string(mask[0] ? mask : a->value));
+                JADD(e, AFF_CHANGE_POLICY, json_object_new_string(a->policy));
+                JADD(e, AFF_CHANGE_REASON, json_object_new_string(a->reason));
                 json_object_array_add(w, e);
         }
         return w;

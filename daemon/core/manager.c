@@ -1103,7 +1103,7 @@ int manager_reload(struct manager *m, struct json_object **ret) {
         JADD(o, "ok", json_object_new_boolean(r >= 0));
         JADD(o, "errors", arr);
         if (r >= 0)
-                JADD(o, "policies", json_object_new_int((int) m->config->n_policies));
+                JADD(o, AFF_RELOAD_POLICIES, json_object_new_int((int) m->config->n_policies));
         *ret = o;
         return 0;
 }
