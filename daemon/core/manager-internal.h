@@ -92,3 +92,9 @@ struct manager {
 
 /* The daemon's own CPU time so far (getrusage), for status and the metrics textfile. */
 uint64_t manager_rusage_cpu_usec(void);
+
+/* early-pass.c: process events between passes, and when a new process
+ * brings the next pass forward. */
+uint64_t manager_early_next_allowed(const struct manager *m);
+void manager_drain_proc_connector(struct manager *m);
+int manager_on_proc_connector(sd_event_source *s, int fd, uint32_t revents, void *userdata);

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Early passes: the proc connector's events between passes, and the two
+ * rate limiters that decide when a new process brings the next pass
+ * forward (a new process may be half of a ping-pong pair) and when the
+ * connector is listened to again. Part of the manager (manager-internal.h);
+ * the pass itself is in manager.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <systemd/sd-event.h>
+
+#include "common/util.h"
+#include "core/manager-internal.h"
+
+/* Listen between passes again (what came meanwhile is dispatched at once). */
+static int on_pc_rearm(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+
+        if (m->pc_source)
+                (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_ON);
+        return 0;
+}
+
+static void pc_rearm_at(struct manager *m, uint64_t when) {
+        if (!m->pc_rearm)
+                (void) sd_event_add_time(m->event, &m->pc_rearm, CLOCK_MONOTONIC, when, 100 * USEC_PER_MSEC,
+                                         on_pc_rearm, m);
+        else if (sd_event_source_set_time(m->pc_rearm, when) >= 0)
+                (void) sd_event_source_set_enabled(m->pc_rearm, SD_EVENT_ONESHOT);
+}
+
+#define EARLY_PASS_DELAY_USEC (300 * USEC_PER_MSEC)
+#define EARLY_PASS_MIN_GAP_USEC (10 * USEC_PER_SEC)
+/* A burst of 3 (then one per gap): the commands that start a workload
+ * (a shell, `affctl status` to see the daemon is up) are new processes too
+ * and must not use up the one the workload needs. */
+#define EARLY_PASS_BURST 3
+
+/* Generic cell rate algorithm: early_tat advances by the gap per early pass
+ * (from now at the latest); one is allowed while it is at most BURST - 1
+ * gaps ahead. */
+uint64_t manager_early_next_allowed(const struct manager *m) {
+        uint64_t ahead = (EARLY_PASS_BURST - 1) * EARLY_PASS_MIN_GAP_USEC;
+        return m->early_tat > ahead ? m->early_tat - ahead : 0;
+}
+
+/*
+ * A new process may be half of a ping-pong pair: at a 1 s interval a pair
+ * started just after a pass was seen at the next pass and, when the kernel
+ * held it together in that pass's wake-up burst, fixed only at the one after
+ * (`perf bench sched pipe` 0.925x hand-pinned over a 21 s run, the
+ * fix 2 s in). So the next pass is brought forward to EARLY_PASS_DELAY after
+ * the first new process of an interval (its threads have rates over their
+ * life from 100 ms on, and the wake sampler bursts just before), at most
+ * EARLY_PASS_BURST at once and then one per EARLY_PASS_MIN_GAP: on a machine
+ * that forks all the time that is one extra pass every 10 s. The delay runs
+ * from the event's kernel time stamp (CLOCK_MONOTONIC): an event read late,
+ * after listening was off for a while, is not delayed twice; the burst
+ * before the pass is then shortened to fit (EARLY_PASS_LEAD_MIN).
+ */
+#define EARLY_PASS_LEAD_MIN_USEC (100 * USEC_PER_MSEC)
+
+static void new_process_seen(struct manager *m, uint64_t event_usec) {
+        uint64_t now, at, next, allowed;
+
+        if (m->in_pass || !m->timer)
+                return;
+        now = util_now_usec();
+        if (event_usec > now || event_usec + EARLY_PASS_DELAY_USEC < now)
+                event_usec = now;       /* not a time stamp we can use, or old news */
+        at = MAX(event_usec + EARLY_PASS_DELAY_USEC, now + EARLY_PASS_LEAD_MIN_USEC);
+        if (now < manager_early_next_allowed(m) || sd_event_source_get_time(m->timer, &next) < 0 ||
+            next <= at + EARLY_PASS_DELAY_USEC)
+                return;   /* too many lately, or the pass is due anyway */
+        if (sd_event_source_set_time(m->timer, at) < 0)
+                return;
+        m->early_tat = MAX(m->early_tat, now) + EARLY_PASS_MIN_GAP_USEC;
+        m->early_armed = true;
+        /* listened to again at the early pass if another one is allowed by
+         * then, else when it is */
+        allowed = MAX(manager_early_next_allowed(m), at);
+        pc_rearm_at(m, allowed);
+        if (m->wake)
+                wake_sampler_expect_call(m->wake, at);
+        log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass brought forward by %" PRIu64 " ms",
+                   (next - at) / USEC_PER_MSEC);
+}
+
+static int on_proc_event(const struct proc_event *ev, void *userdata) {
+        struct manager *m = userdata;
+        uint64_t at = ev->timestamp_ns / NSEC_PER_USEC;
+
+        switch (ev->what) {
+        case PROC_EVENT_FORK_:
+                sampler_note_fork(m->sampler, ev->pid, ev->tid);
+                if (ev->pid == ev->tid)
+                        new_process_seen(m, at);
+                break;
+        case PROC_EVENT_EXEC_:
+                sampler_note_exec(m->sampler, ev->pid);
+                new_process_seen(m, at);
+                break;
+        case PROC_EVENT_EXIT_:
+                sampler_note_exit(m->sampler, ev->pid, ev->tid);
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
+/*
+ * The sampler acts on process events only at the next pass, so they are
+ * drained at the start of each pass; between passes the fd is watched only
+ * while an early pass may come (new_process_seen()): one wake-up, then off
+ * until an early pass is allowed again.
+ * Waking on every event cost a context switch per batch: on this shared
+ * machine (~35 forks/s from builds) that was about 11 wake-ups a second, a
+ * fifth of the daemon's CPU with 10,000 idle threads.
+ */
+void manager_drain_proc_connector(struct manager *m) {
+        int r;
+
+        if (!m->pc_source)
+                return;
+        r = proc_connector_dispatch(m->pc, on_proc_event, m);
+
+        if (r == -ENOBUFS)
+                sampler_note_lost(m->sampler);   /* events dropped: list /proc next pass */
+
+        if (r < 0 && r != -EAGAIN && r != -ENOBUFS) {
+                /* Keep running on the periodic scan alone (fallback). */
+                snprintf(m->pc_status, sizeof(m->pc_status), "failed: %s; periodic scan only", strerror(-r));
+                log_errno(&m->log, LOG_WARNING, r, "proc connector failed, using periodic scans only");
+                m->pc_source = sd_event_source_disable_unref(m->pc_source);
+                sampler_set_process_events(m->sampler, false);
+        }
+}
+
+/*
+ * Events that bring no pass forward (exits, threads, new processes when no
+ * early pass is allowed) turn listening off for PC_IDLE_OFF, and for longer
+ * once such wake-ups come more often than PC_IDLE_BURST per second (GCRA,
+ * one per PC_IDLE_GAP). A flat second off after each one missed the
+ * workload a benchmark started just after `affctl status` exited: its pair
+ * waited for the regular pass (scenario 2: co-located 0.65-0.77 s in,
+ * instead of ~0.35 s).
+ */
+#define PC_IDLE_OFF_USEC (50 * USEC_PER_MSEC)
+#define PC_IDLE_GAP_USEC (500 * USEC_PER_MSEC)
+#define PC_IDLE_BURST 2
+
+static uint64_t pc_idle_next_listen(struct manager *m, uint64_t now) {
+        uint64_t ahead = PC_IDLE_BURST * PC_IDLE_GAP_USEC;
+
+        m->pc_idle_tat = MAX(m->pc_idle_tat, now) + PC_IDLE_GAP_USEC;
+        return MAX(now + PC_IDLE_OFF_USEC, m->pc_idle_tat > ahead ? m->pc_idle_tat - ahead : 0);
+}
+
+int manager_on_proc_connector(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
+        struct manager *m = userdata;
+
+        m->early_armed = false;
+        manager_drain_proc_connector(m);
+        if (!m->pc_source)
+                return 0;
+        /* Off until the early pass (new_process_seen() set the time), or
+         * briefly (above) when nothing was brought forward. Passes drain
+         * meanwhile. */
+        (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_OFF);
+        if (!m->early_armed)
+                pc_rearm_at(m, MAX(manager_early_next_allowed(m), pc_idle_next_listen(m, util_now_usec())));
+        return 0;
+}
