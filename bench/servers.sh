@@ -26,6 +26,9 @@
 #              started --settle seconds (default 0) before the client
 #   hand       server and client all on CPU 0 (taskset), what a careful
 #              human does for a single client
+#   other      (not in the default list) the daemon $AFFINITYD_OTHER (e.g.
+#              the build of another commit) run as affinityd is: two
+#              builds side by side in one interleaved run
 #   noperf     (not in the default list) affinityd --no-perf: what the
 #              daemon costs and does without the perf wake-up sampler
 #
@@ -151,9 +154,10 @@ exec {TICK}<>"$TICK_FIFO"
 nap() { read -r -t "$1" -u "$TICK" _ || true; }
 
 start_daemon() {
-        local rundir=$1 deadline
+        local rundir=$1 deadline bin=$AFFINITYD
+        [[ $rundir != *.other.* ]] || bin=${AFFINITYD_OTHER:?set AFFINITYD_OTHER for the variant other}
         mkdir -p "$rundir"
-        "$AFFINITYD" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
+        "$bin" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
                 --log-level info "${@:2}" >"$rundir/daemon.log" 2>&1 &
         DAEMON_PID=$!
         deadline=$((${EPOCHREALTIME/./} + 10000000))
@@ -266,12 +270,12 @@ one_run() {
         case $v in
         stock) pin_server "$w" "$ALLCPUS" ;;
         hand) pin_server "$w" 0; pre="taskset -c 0" ;;
-        affinityd|noperf)
+        affinityd|noperf|other)
                 pin_server "$w" "$ALLCPUS"
                 start_daemon "$tag.run" $([[ $v == noperf ]] && echo --no-perf)
                 ;;
         esac
-        if [[ $v == affinityd || $v == noperf ]]; then
+        if [[ $v == affinityd || $v == noperf || $v == other ]]; then
                 local t0=${EPOCHREALTIME/./}   # no fork here: the daemon would count it as a new process
                 rate=$(run_client "$w" "$pre" "$tag.log")
                 "$AFFCTL" --runtime-dir "$tag.run" pairs >"$tag.pairs" 2>&1
@@ -287,7 +291,7 @@ one_run() {
         pin_server "$w" "$ALLCPUS"
         echo "$w,$v,$r,${rate:-NA},$coloc,$actions" >>"$RAW"
         printf '%-9s %-9s r%d %12s %s\n' "$w" "$v" "$r" "${rate:-NA}" \
-                "$([[ $v == affinityd || $v == noperf ]] && echo "co-located after ${coloc} s, ${actions} affinity changes")"
+                "$([[ $v == affinityd || $v == noperf || $v == other ]] && echo "co-located after ${coloc} s, ${actions} affinity changes")"
 }
 
 IFS=, read -r -a WL <<<"$WORKLOADS"
@@ -344,6 +348,7 @@ END {
         for (i = 1; i <= nw; i++) {
                 w = order[i]
                 s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand"); np = med(w, "noperf")
+                ot = med(w, "other")
                 for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
                 cm = median(cc, nc[w]); delete cc
                 for (j = 1; j <= na[w]; j++) cc[j] = ac[w, j]
@@ -359,6 +364,10 @@ END {
                 if (np != "NA")
                         printf "%-9s %10s %10s (--no-perf)  noperf/stock %s, paired %s\n", w, "", fmt(np),
                                s != "NA" ? sprintf("%.3f", np / s) : "NA", fmt3(paired(w, "noperf", "stock"))
+                if (ot != "NA")
+                        printf "%-9s %10s %10s (other)  other/stock %s, paired %s; affinityd/other paired %s\n", w, "",
+                               fmt(ot), s != "NA" ? sprintf("%.3f", ot / s) : "NA", fmt3(paired(w, "other", "stock")),
+                               fmt3(paired(w, "affinityd", "other"))
         }
 }
 function fmt(x) { return x == "NA" ? "NA" : sprintf("%.0f", x) }
