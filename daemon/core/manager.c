@@ -819,6 +819,18 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         } else if (strncmp(wake_sampler_source(m->wake), "perf", 4) != 0)
                 log_fields(&m->log, LOG_NOTICE, NULL, "wake-up source: %s", wake_sampler_source(m->wake));
 
+        /*
+         * The first pass before the socket exists, so that the first answer
+         * to `affctl status` (and READY=1) has a snapshot. As a timer due
+         * "now" it raced the first connection: sd-event may fire a timer up
+         * to its accuracy late, and a status in that window had no
+         * coexistence, no tasks (seen once in CI: daemon-coexist.sh read
+         * nulls right after the socket came up).
+         */
+        m->in_pass = true;
+        (void) manager_pass(m);
+        m->in_pass = false;
+
         r = bus_server_new(m, m->runtime_dir, &m->bus);
         if (r < 0) {
                 log_errno(&m->log, LOG_ERR, r, "cannot listen on %s/%s", m->runtime_dir, AFF_BUS_SOCKET);
@@ -832,9 +844,9 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 snprintf(m->bus_status, sizeof(m->bus_status), "private socket + system bus name %s",
                          AFF_BUS_NAME);
 
-        /* First pass right away so status has data; then every interval. */
-        r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC, util_now_usec(), 10 * USEC_PER_MSEC,
-                              on_timer, m);
+        /* The second pass an interval after the first (above), then every interval. */
+        r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC, util_now_usec() + m->interval_usec,
+                              10 * USEC_PER_MSEC, on_timer, m);
         if (r < 0)
                 goto fail;
         (void) sd_event_source_set_enabled(m->timer, SD_EVENT_ON);
