@@ -38,6 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-util.h"
 #include "common/util.h"
 #include "sample/proc-connector.h"
 #include "sample/sample.h"
@@ -119,18 +120,6 @@ static uint64_t rusage_usec(void) {
         getrusage(RUSAGE_SELF, &ru);
         return (uint64_t) ru.ru_utime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_utime.tv_usec +
                (uint64_t) ru.ru_stime.tv_sec * USEC_PER_SEC + (uint64_t) ru.ru_stime.tv_usec;
-}
-
-static long status_kib(const char *key) {
-        char buf[4096], *p;
-        long v = -1;
-
-        if (util_read_file_at(NULL, "/proc/self/status", buf, sizeof(buf)) < 0)
-                return -1;
-        p = strstr(buf, key);
-        if (p)
-                sscanf(p + strlen(key), ": %ld", &v);
-        return v;
 }
 
 struct result {

@@ -45,12 +45,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench-util.h"
 #include "common/util.h"
 #include "config/config.h"
 #include "detect/detect.h"
 #include "plan/plan.h"
 #include "sample/sample.h"
 #include "tests/machines.h"
+#include "tests/test-fixtures.h"
 #include "sample/topology.h"
 #include "sample/wake.h"
 
@@ -338,18 +340,6 @@ static double median(double *v, size_t n) {
         return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static long status_kib(const char *key) {
-        char buf[4096], *p;
-        long v = -1;
-
-        if (util_read_file_at(NULL, "/proc/self/status", buf, sizeof(buf)) < 0)
-                return -1;
-        p = strstr(buf, key);
-        if (p)
-                sscanf(p + strlen(key), ": %ld", &v);
-        return v;
-}
-
 static int measure(const char *root, const char *config_dir, int threads, unsigned warmup, unsigned passes,
                    struct result *res) {
         _cleanup_free_ double *ts = NULL, *td = NULL, *tp = NULL, *tt = NULL, *tf = NULL;
@@ -474,21 +464,6 @@ struct conf {
         size_t n;
         struct result last;
 };
-
-static int rm_rf(const char *path) {
-        pid_t pid = fork();
-        int status;
-
-        if (pid < 0)
-                return -errno;
-        if (pid == 0) {
-                execlp("rm", "rm", "-rf", "--one-file-system", path, (char *) NULL);
-                _exit(127);
-        }
-        if (waitpid(pid, &status, 0) < 0)
-                return -errno;
-        return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EIO;
-}
 
 static int run_measure(const char *self, const struct options *o, struct conf *c) {
         char cmd[PATH_MAX * 2 + 256], line[512];
@@ -641,8 +616,9 @@ static int run_all(const char *self, const struct options *o) {
                 free(cs[i].files), free(cs[i].hwm), free(cs[i].heap);
         }
         free(cs);
-        if (rm_rf(base) < 0 && r >= 0)
-                r = -EIO;
+        test_rm_tree(base);
+        if (access(base, F_OK) == 0 && r >= 0)
+                r = -EIO;       /* not all of it could be removed */
         return r;
 }
 
