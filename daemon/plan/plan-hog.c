@@ -411,10 +411,6 @@ static void occupancy(struct hog_plan *hp) {
         }
 }
 
-static int dom_index(int id, int n) {
-        return id >= 0 && id < n ? id : 0;
-}
-
 static bool cpu_taken(const struct hog_plan *hp, int c) {
         return hp->ctx->cpu_claim[c] || hp->hard[c];
 }
@@ -441,12 +437,12 @@ static void domain_counts(struct hog_plan *hp) {
                         break;
                 tc = &hp->topo->cpus[x];
                 taken = cpu_taken(hp, x);
-                hp->node_total[dom_index(tc->node, n)]++;
-                hp->llc_total[dom_index(tc->llc_id, n)]++;
+                hp->node_total[plan_id_index(tc->node, n)]++;
+                hp->llc_total[plan_id_index(tc->llc_id, n)]++;
                 if (taken) {
-                        hp->core_taken[dom_index(tc->core_id, n)]++;
-                        hp->node_claimed[dom_index(tc->node, n)]++;
-                        hp->llc_claimed[dom_index(tc->llc_id, n)]++;
+                        hp->core_taken[plan_id_index(tc->core_id, n)]++;
+                        hp->node_claimed[plan_id_index(tc->node, n)]++;
+                        hp->llc_claimed[plan_id_index(tc->llc_id, n)]++;
                 }
         }
 }
@@ -513,11 +509,11 @@ static int pick_cpu(struct hog_plan *hp, const struct hog_item *it) {
                 if (s.soft < 0)
                         s.soft = 0;
                 /* c itself is not taken: the core's taken CPUs are its siblings */
-                s.smt = hp->core_taken[dom_index(topo->cpus[c].core_id, n)];
-                s.node_c = (unsigned) hp->node_claimed[dom_index(topo->cpus[c].node, n)];
-                s.node_t = (unsigned) MAX(hp->node_total[dom_index(topo->cpus[c].node, n)], 1);
-                s.llc_c = (unsigned) hp->llc_claimed[dom_index(topo->cpus[c].llc_id, n)];
-                s.llc_t = (unsigned) MAX(hp->llc_total[dom_index(topo->cpus[c].llc_id, n)], 1);
+                s.smt = hp->core_taken[plan_id_index(topo->cpus[c].core_id, n)];
+                s.node_c = (unsigned) hp->node_claimed[plan_id_index(topo->cpus[c].node, n)];
+                s.node_t = (unsigned) MAX(hp->node_total[plan_id_index(topo->cpus[c].node, n)], 1);
+                s.llc_c = (unsigned) hp->llc_claimed[plan_id_index(topo->cpus[c].llc_id, n)];
+                s.llc_t = (unsigned) MAX(hp->llc_total[plan_id_index(topo->cpus[c].llc_id, n)], 1);
                 if (last < 0)
                         s.distance = 4;
                 else if (c == last)

@@ -316,10 +316,6 @@ static cpumask_t candidates(const struct pair_plan *pp, const struct pair_item *
         return c;
 }
 
-static int id_index(int id, int n) {
-        return id >= 0 && id < n ? id : 0;
-}
-
 /*
  * Claimed CPUs per core, and pair-claimed ones per core and per LLC,
  * counted once per choice. Each candidate CPU used to scan every CPU for
@@ -338,14 +334,14 @@ static void sharing_counts(const struct pair_plan *pp) {
         memset(pp->core_paired, 0, (size_t) n * sizeof(int));
         memset(pp->llc_paired, 0, (size_t) n * sizeof(int));
         for (int d = 0; d < pp->n_cpus && d < n; d++) {
-                int core = id_index(t->cpus[d].core_id, n);
+                int core = plan_id_index(t->cpus[d].core_id, n);
 
                 if (!claim[d])
                         continue;
                 pp->core_claimed[core]++;
                 if (claim[d] == 2) {
                         pp->core_paired[core]++;
-                        pp->llc_paired[id_index(t->cpus[d].llc_id, n)]++;
+                        pp->llc_paired[plan_id_index(t->cpus[d].llc_id, n)]++;
                 }
         }
 }
@@ -361,9 +357,9 @@ static double sharing_cost(const struct pair_plan *pp, int c) {
 
         if (!t->cpus || c >= pp->n_ids || c >= pp->n_cpus)
                 return 0;
-        core = id_index(t->cpus[c].core_id, pp->n_ids);
+        core = plan_id_index(t->cpus[c].core_id, pp->n_ids);
         sibling = pp->core_claimed[core] - (claim[c] ? 1 : 0) > 0;
-        llc = pp->llc_paired[id_index(t->cpus[c].llc_id, pp->n_ids)] - pp->core_paired[core] > 0;
+        llc = pp->llc_paired[plan_id_index(t->cpus[c].llc_id, pp->n_ids)] - pp->core_paired[core] > 0;
         return (sibling ? PAIR_SIBLING_TAKEN_COST : 0) + (llc ? PAIR_LLC_TAKEN_COST : 0);
 }
 

@@ -191,3 +191,12 @@ cpumask_t plan_policy_cpus(const struct policy *p);
 int plan_emit(struct plan_ctx *ctx, const struct action *a);
 /* The mask a managed task had before we changed it (parsed m->original); false if unknown. */
 bool plan_managed_original(const struct managed *m, cpumask_t *ret);
+
+/*
+ * A topology id (core_id, llc_id, node: each below n_cpus) as an index
+ * into per-id counters of n entries; an id out of range (a partial
+ * topology reads -1) counts in slot 0 rather than outside the array.
+ */
+static inline int plan_id_index(int id, int n) {
+        return id >= 0 && id < n ? id : 0;
+}
