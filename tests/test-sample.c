@@ -161,11 +161,12 @@ static void test_parse_stat(void) {
         struct stat_fields f;
 
         /* comm with spaces and ')' ends at the last ')' */
-        ASSERT_OK(sample_parse_stat("42 (a) b (c)) R 1 42 42 0 -1 2097152 0 0 0 0 7 8 0 0 -2 -5 3 0 999 0 0 "
+        ASSERT_OK(sample_parse_stat("42 (a) b (c)) R 7 42 42 0 -1 2097152 0 0 0 0 7 8 0 0 -2 -5 3 0 999 0 0 "
                                     "18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 3 1 2 0 0 0",
                                     &f));
         ASSERT_STREQ(f.comm, "a) b (c)");
         ASSERT_EQ(f.state, 'R');
+        ASSERT_EQ(f.ppid, 7);
         ASSERT_EQ(f.flags, SAMPLE_PF_KTHREAD);
         ASSERT_EQ(f.utime, 7);
         ASSERT_EQ(f.stime, 8);
@@ -200,10 +201,6 @@ static void test_parse_status(void) {
         ASSERT_EQ(f.nvcsw, 12);
         ASSERT_EQ(f.nivcsw, 3);
         ASSERT_EQ(f.euid, 0);   /* effective, the second column */
-        ASSERT_TRUE(!f.have_ppid);
-        ASSERT_OK(sample_parse_status("Name:\tpostgres\nPid:\t4343\nPPid:\t4200\nUid:\t104\t104\t104\t104\n", &f));
-        ASSERT_TRUE(f.have_ppid);
-        ASSERT_EQ(f.ppid, 4200);
         ASSERT_TRUE(sample_parse_status("Name:\tx\n", &f) < 0);
 
         uint64_t a, b, c;

@@ -21,6 +21,7 @@
 struct stat_fields {
         char comm[16];          /* (2) */
         char state;             /* (3) R S D Z T t X I ... */
+        pid_t ppid;             /* (4) */
         unsigned flags;         /* (9) PF_* */
         uint64_t utime, stime;  /* (14) (15) clock ticks */
         int nice;               /* (19) */
@@ -34,9 +35,8 @@ struct stat_fields {
 int sample_parse_stat(const char *buf, struct stat_fields *ret);
 
 struct status_fields {
-        bool have_allowed, have_ctxt, have_uid, have_tgid, have_ppid;
+        bool have_allowed, have_ctxt, have_uid, have_tgid;
         pid_t tgid;             /* Tgid: the thread group (process) */
-        pid_t ppid;             /* PPid: the parent process */
         cpumask_t allowed;      /* Cpus_allowed_list */
         uint64_t nvcsw, nivcsw; /* voluntary_ctxt_switches, nonvoluntary_ctxt_switches */
         uid_t euid;             /* Uid: real effective saved fs → the effective one, as ps(1) shows */

@@ -76,6 +76,9 @@ int sample_parse_stat(const char *buf, struct stat_fields *ret) {
                 if (r < 0)
                         return r;
                 switch (field) {
+                case 4:
+                        f.ppid = (pid_t) v;
+                        break;
                 case 9:
                         f.flags = (unsigned) v;
                         break;
@@ -140,15 +143,6 @@ int sample_parse_status(const char *buf, struct status_fields *ret) {
                                 if (next_u64(&v, &real) >= 0 && next_u64(&v, &eff) >= 0) {
                                         f.euid = (uid_t) eff;
                                         f.have_uid = true;
-                                }
-                        }
-                        break;
-                case 'P':
-                        if ((v = status_value(line, "PPid"))) {
-                                uint64_t pp;
-                                if (next_u64(&v, &pp) >= 0 && pp <= INT32_MAX) {
-                                        f.ppid = (pid_t) pp;
-                                        f.have_ppid = true;
                                 }
                         }
                         break;

@@ -63,17 +63,17 @@ static int read_cmdline(const char *root, pid_t pid, char **ret) {
 
 /*
  * Walk up through parents with the same comm while they started earlier,
- * lowering *start to theirs. Bounded: a chain of same-named processes
+ * lowering *start to theirs: one read of each ancestor's stat (its
+ * field 4 names the next). Bounded: a chain of same-named processes
  * deeper than this is not a service's fork tree. Read once per process,
  * like the rest of proc_info; the common case (a parent of another name)
- * costs one read of the parent's stat.
+ * costs one read.
  */
 #define LINEAGE_DEPTH_MAX 8
 
 static void lineage_start(const char *root, pid_t ppid, const char *comm, uint64_t *start, unsigned *files_read) {
         for (int depth = 0; depth < LINEAGE_DEPTH_MAX && ppid > 1; depth++) {
                 struct stat_fields pf;
-                struct status_fields ps;
                 char rel[64], buf[4096];
                 ssize_t k;
 
@@ -85,13 +85,7 @@ static void lineage_start(const char *root, pid_t ppid, const char *comm, uint64
                 if (strcmp(pf.comm, comm) != 0 || pf.start_time > *start)
                         return;
                 *start = pf.start_time;
-
-                (*files_read)++;
-                snprintf(rel, sizeof(rel), "/proc/%d/status", (int) ppid);
-                k = util_read_file_at(root, rel, buf, sizeof(buf));
-                if (k < 0 || sample_parse_status(buf, &ps) < 0 || !ps.have_ppid)
-                        return;
-                ppid = ps.ppid;
+                ppid = pf.ppid;
         }
 }
 
@@ -151,8 +145,8 @@ int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields 
                 n.uid = (uid_t) -1;
 
         n.lineage_start_time = n.start_time;
-        if (k >= 0 && st.have_ppid && !n.kthread)
-                lineage_start(root, st.ppid, n.comm, &n.lineage_start_time, files_read);
+        if (!n.kthread)
+                lineage_start(root, leader->ppid, n.comm, &n.lineage_start_time, files_read);
 
         sample_proc_info_done(info);
         *info = n;
