@@ -153,12 +153,12 @@ mkfifo "$TICK_FIFO"
 exec {TICK}<>"$TICK_FIFO"
 nap() { read -r -t "$1" -u "$TICK" _ || true; }
 
+# start_daemon RUNDIR BINARY [OPTIONS...]
 start_daemon() {
-        local rundir=$1 deadline bin=$AFFINITYD
-        [[ $rundir != *.other.* ]] || bin=${AFFINITYD_OTHER:?set AFFINITYD_OTHER for the variant other}
+        local rundir=$1 bin=$2 deadline
         mkdir -p "$rundir"
         "$bin" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
-                --log-level info "${@:2}" >"$rundir/daemon.log" 2>&1 &
+                --log-level info "${@:3}" >"$rundir/daemon.log" 2>&1 &
         DAEMON_PID=$!
         deadline=$((${EPOCHREALTIME/./} + 10000000))
         until [[ -S $rundir/bus ]]; do
@@ -266,16 +266,21 @@ RAW=$LOGS/runs.csv
 echo "workload,variant,repeat,rate,colocate_s,affinity_sets" >"$RAW"
 
 one_run() {
-        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA actions=NA pre=
+        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA actions=NA pre= daemon=0
         case $v in
         stock) pin_server "$w" "$ALLCPUS" ;;
         hand) pin_server "$w" 0; pre="taskset -c 0" ;;
         affinityd|noperf|other)
+                daemon=1
                 pin_server "$w" "$ALLCPUS"
-                start_daemon "$tag.run" $([[ $v == noperf ]] && echo --no-perf)
+                case $v in
+                noperf) start_daemon "$tag.run" "$AFFINITYD" --no-perf ;;
+                other) start_daemon "$tag.run" "${AFFINITYD_OTHER:?set AFFINITYD_OTHER for the variant other}" ;;
+                *) start_daemon "$tag.run" "$AFFINITYD" ;;
+                esac
                 ;;
         esac
-        if [[ $v == affinityd || $v == noperf || $v == other ]]; then
+        if ((daemon)); then
                 local t0=${EPOCHREALTIME/./}   # no fork here: the daemon would count it as a new process
                 rate=$(run_client "$w" "$pre" "$tag.log")
                 "$AFFCTL" --runtime-dir "$tag.run" pairs >"$tag.pairs" 2>&1
@@ -291,7 +296,7 @@ one_run() {
         pin_server "$w" "$ALLCPUS"
         echo "$w,$v,$r,${rate:-NA},$coloc,$actions" >>"$RAW"
         printf '%-9s %-9s r%d %12s %s\n' "$w" "$v" "$r" "${rate:-NA}" \
-                "$([[ $v == affinityd || $v == noperf || $v == other ]] && echo "co-located after ${coloc} s, ${actions} affinity changes")"
+                "$( ((daemon)) && echo "co-located after ${coloc} s, ${actions} affinity changes")"
 }
 
 IFS=, read -r -a WL <<<"$WORKLOADS"
