@@ -15,8 +15,13 @@
 # - The root disk is booted snapshot=on: every run starts from the pristine
 #   image; only files written under /mnt/share survive the run.
 # - Exit code: the command's own; 124 = AFFINITYD_VM_TIMEOUT hit; 125 = harness
-#   failure (no exit code came back). On 124/125 the console log tail is
-#   printed.
+#   failure (no exit code came back); 126 = the guest never started the
+#   command within AFFINITYD_VM_BOOT_TIMEOUT (a boot that hung: qemu is
+#   killed then, not left to eat the whole lifetime). On 124/125/126 the
+#   console log tail is printed.
+# - AFFINITYD_VM_SAVE=dir: the guest's output, console log and boot info are
+#   copied there (output.txt, console.txt, boot-info.txt) whatever the exit,
+#   so a caller can print them in its own summary.
 #
 # The image comes from build-image.sh (called here; a no-op when cached).
 #
@@ -24,6 +29,10 @@
 #   AFFINITYD_VM_IMAGE=dir    use this image dir, skip build-image.sh
 #   AFFINITYD_VM_CACHE=dir    cache dir (see build-image.sh); run dirs go in <cache>/runs
 #   AFFINITYD_VM_TIMEOUT=900  seconds for the whole VM lifetime
+#   AFFINITYD_VM_BOOT_TIMEOUT=180
+#                             seconds until the guest must have started the
+#                             command (measured: 14 s of guest uptime, 20-40 s
+#                             of wall time, at 2 and at 8 vCPUs)
 #   AFFINITYD_VM_SMP=2 AFFINITYD_VM_MEM=2G
 #                             SMP is qemu's -smp value, so a topology works:
 #                             AFFINITYD_VM_SMP=8,sockets=2,cores=2,threads=2
@@ -144,9 +153,25 @@ tail -n +1 -F "$RUN/output" 2>/dev/null &
 TAILPID=$!
 
 START=$(date +%s.%N)
+BOOT_TIMEOUT=${AFFINITYD_VM_BOOT_TIMEOUT:-180}
 set +e
 timeout -k 10 "${AFFINITYD_VM_TIMEOUT:-900}" "${QEMU[@]}" < /dev/null &
 QPID=$!
+# The boot watchdog: the runner writes boot-info just before the command.
+# A CI run once spent its whole 600 s lifetime with no check started (the
+# 8-vCPU topology boot, which takes ~30 s here); without this the hang looks
+# like a slow test and eats the budget of the retry the caller can make.
+BOOT_HUNG=
+boot_deadline=$(( $(date +%s) + BOOT_TIMEOUT ))
+while kill -0 "$QPID" 2>/dev/null && [ ! -s "$RUN/boot-info" ]; do
+    if [ "$(date +%s)" -ge "$boot_deadline" ]; then
+        BOOT_HUNG=1
+        log "the guest did not start the command within $BOOT_TIMEOUT s: killing qemu"
+        kill "$QPID" 2>/dev/null
+        break
+    fi
+    sleep 1
+done
 wait "$QPID"
 QRC=$?
 set -e
@@ -165,7 +190,16 @@ console_tail() {
     log "console log tail ($RUN/console.log):"
     tail -n "${1:-40}" "$RUN/console.log" 2>/dev/null | sed 's/^/  console| /' >&2 || true
 }
-if [ "$QRC" = 124 ] || [ "$QRC" = 137 ]; then
+if [ -n "${AFFINITYD_VM_SAVE:-}" ] && mkdir -p "$AFFINITYD_VM_SAVE"; then
+    cp "$RUN/output" "$AFFINITYD_VM_SAVE/output.txt" 2>/dev/null || true
+    cp "$RUN/console.log" "$AFFINITYD_VM_SAVE/console.txt" 2>/dev/null || true
+    cp "$RUN/boot-info" "$AFFINITYD_VM_SAVE/boot-info.txt" 2>/dev/null || true
+fi
+if [ -n "$BOOT_HUNG" ]; then
+    RC=126
+    log "BOOT HUNG: no command started after $BOOT_TIMEOUT s"
+    console_tail
+elif [ "$QRC" = 124 ] || [ "$QRC" = 137 ]; then
     RC=124
     log "TIMEOUT after ${AFFINITYD_VM_TIMEOUT:-900} s"
     console_tail
