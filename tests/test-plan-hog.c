@@ -144,6 +144,34 @@ static void test_two_hogs_pinned(void) {
         world_done(&w);
 }
 
+/*
+ * A hog set of which only one member hops: the still sibling (same program,
+ * no finding ever) is pinned with it, and an unrelated busy thread that
+ * does not hop is not. Before, a sibling that had never hopped was no item
+ * of the planner at all: one of two hogs pinned, the other never.
+ */
+static void test_still_sibling_pinned(void) {
+        struct world w;
+
+        world_init_hogs(&w, 4);
+        world_add_task(&w, 101, "solver", 0.95, 30, 2.0, 0);
+        world_add_task(&w, 102, "solver", 0.95, 30, 0.0, 1);
+        world_add_task(&w, 300, "other", 0.95, 30, 0.0, 2);
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 2);
+        ASSERT_TRUE(world_managed(&w, 101) != NULL);
+        ASSERT_TRUE(world_managed(&w, 102) != NULL);
+        ASSERT_TRUE(world_managed(&w, 300) == NULL);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) != world_pinned_cpu(&w, 102));
+        /* the still one keeps the CPU it was on */
+        ASSERT_EQ(world_pinned_cpu(&w, 102), 1);
+        /* and the set stays placed */
+        world_steps(&w, 30);
+        ASSERT_EQ(n_pinned(&w), 2);
+        ASSERT_EQ(w.total_releases, 0);
+        world_done(&w);
+}
+
 /* A lone hog that does not hop is left alone (measured: 0 migrations per 10 s on 6.18). */
 static void test_quiet_hog_left_alone(void) {
         struct world w;
@@ -1008,6 +1036,7 @@ static void test_target_involves(void) {
 int main(void) {
         test_target_involves();
         test_two_hogs_pinned();
+        test_still_sibling_pinned();
         test_quiet_hog_left_alone();
         test_slow_hopper_pinned();
         test_n_plus_one_never_pinned();

@@ -492,6 +492,7 @@ static int manager_pass(struct manager *m) {
                 .managed = managed,
                 .n_managed = n_managed,
                 .now_usec = t0,
+                .self_pid = getpid(),
         };
         action_list_clear(&m->actions);
         r = plan_run(m->plan, &in, &m->actions);

@@ -125,6 +125,103 @@ static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
         return false;
 }
 
+/*
+ * Two hogs of one set: the same policy, and the same process or the same
+ * program (comm). A shipped hog policy matches every thread, so the policy
+ * alone would make any busy thread on the machine a sibling of any hopping
+ * one; a job's workers (a compile's cc1s, an MPI rank's peers, one
+ * program's threads) share a process or a name.
+ */
+static bool siblings(const struct hog_item *a, const struct hog_item *b) {
+        if (!a->t || !b->t || !a->p || a->p != b->p)
+                return false;
+        return a->id.pid == b->id.pid || strncmp(a->t->comm, b->t->comm, sizeof(a->t->comm)) == 0;
+}
+
+static bool is_busy_thread(const struct hog_plan *hp, const struct task *t) {
+        return t->have_rates && task_demand(t) >= hp->floor;
+}
+
+/*
+ * The busy threads that could be companions() of a hog this pass: those of
+ * a policy that has a hopping hog (a finding) or a pin in force, in the
+ * same process or with the same comm. A sibling that never hopped has no
+ * finding and no state, so without this it was never looked at: one of the
+ * two hogs of tests/hogs-integration.sh was pinned within a second and the
+ * other, if it had not hopped by then, could stay unmanaged for the whole
+ * minute (with the first pinned, the balancer has no reason to move it);
+ * a CI rehearsal under load failed that way.
+ */
+static void collect_siblings(struct hog_plan *hp, size_t cap) {
+        const struct plan_input *in = hp->ctx->in;
+        size_t n_seeds = hp->n_items;
+
+        for (size_t i = 0; i < snapshot_n_active(hp->snap); i++) {
+                const struct task *t = snapshot_active(hp->snap, i);
+                const struct policy *p = NULL;
+                struct hog_item cand;
+                bool want = false;
+
+                if (!is_busy_thread(hp, t))
+                        continue;
+                for (size_t j = 0; j < hp->n_items; j++)
+                        if (task_id_equal(&hp->items[j].id, &t->id))
+                                goto next;
+                for (size_t j = 0; j < n_seeds && !want; j++) {
+                        const struct hog_item *seed = &hp->items[j];
+
+                        if (!seed->t || !(seed->f || seed->m) || !pinnable(seed->p))
+                                continue;
+                        if (!p)
+                                p = detect_policy_for(in->config, hp->snap, t, DETECT_HOG, in->self_pid, NULL);
+                        if (!p)
+                                break;
+                        cand = (struct hog_item) { .id = t->id, .t = t, .p = p };
+                        want = siblings(&cand, seed);
+                }
+                if (want && hp->n_items < cap)
+                        hp->items[hp->n_items++] = (struct hog_item) { .id = t->id, .p = p, .pin_cpu = -1 };
+        next:;
+        }
+}
+
+/* Items from..n_items: their task, state target and policy. */
+static int resolve(struct hog_plan *hp, size_t from) {
+        const struct plan_input *in = hp->ctx->in;
+        struct plan_state *state = hp->ctx->state;
+
+        for (size_t i = from; i < hp->n_items; i++) {
+                struct hog_item *it = &hp->items[i];
+                char key[128];
+
+                if (!hog_key(&it->id, key, sizeof(key)))
+                        return -ENAMETOOLONG;
+                it->t = snapshot_find_id(hp->snap, &it->id);
+                it->paired = !it->m && in_pair(hp, &it->id);
+                /* plan_state_get marks it as looked at; exited, unmanaged ones are left to age out */
+                it->st = it->f || it->m || it->t ? plan_state_get(state, key) : plan_state_find(state, key);
+                if (!it->st)
+                        return -ENOMEM;
+                it->st->last.members[0] = it->id;
+                it->st->last.n_members = 1;
+                it->st->last.kind = DETECT_HOG;
+
+                if (it->f)
+                        it->p = it->f->policy;
+                else if (it->m)
+                        it->p = plan_policy_by_name(in->config, it->m->policy);
+                else if (!it->p)        /* collect_siblings() has matched it already */
+                        it->p = plan_policy_by_name(in->config, it->st->policy);
+                if (it->p && (!it->p->enabled || it->p->detector != DETECT_HOG))
+                        it->p = NULL;
+                if (it->p && it->p->name)
+                        snprintf(it->st->policy, sizeof(it->st->policy), "%s", it->p->name);
+                else if (it->m)
+                        snprintf(it->st->policy, sizeof(it->st->policy), "%s", it->m->policy);
+        }
+        return 0;
+}
+
 static int collect(struct hog_plan *hp) {
         const struct plan_input *in = hp->ctx->in;
         struct plan_state *state = hp->ctx->state;
@@ -133,6 +230,8 @@ static int collect(struct hog_plan *hp) {
         if (in->findings)
                 cap += in->findings->n;
         cap += in->n_managed + state->n_targets;
+        if (cap > 0)
+                cap += snapshot_n_active(hp->snap);
         if (cap == 0)
                 return 0;
         hp->items = calloc(cap, sizeof(*hp->items));
@@ -167,36 +266,15 @@ static int collect(struct hog_plan *hp) {
                 (void) item_get(hp, &st->last.members[0], cap);
         }
 
-        for (size_t i = 0; i < hp->n_items; i++) {
-                struct hog_item *it = &hp->items[i];
-                char key[128];
+        {
+                size_t n0 = hp->n_items;
+                int r = resolve(hp, 0);
 
-                if (!hog_key(&it->id, key, sizeof(key)))
-                        return -ENAMETOOLONG;
-                it->t = snapshot_find_id(hp->snap, &it->id);
-                it->paired = !it->m && in_pair(hp, &it->id);
-                /* plan_state_get marks it as looked at; exited, unmanaged ones are left to age out */
-                it->st = it->f || it->m || it->t ? plan_state_get(state, key) : plan_state_find(state, key);
-                if (!it->st)
-                        return -ENOMEM;
-                it->st->last.members[0] = it->id;
-                it->st->last.n_members = 1;
-                it->st->last.kind = DETECT_HOG;
-
-                if (it->f)
-                        it->p = it->f->policy;
-                else if (it->m)
-                        it->p = plan_policy_by_name(in->config, it->m->policy);
-                else
-                        it->p = plan_policy_by_name(in->config, it->st->policy);
-                if (it->p && (!it->p->enabled || it->p->detector != DETECT_HOG))
-                        it->p = NULL;
-                if (it->p && it->p->name)
-                        snprintf(it->st->policy, sizeof(it->st->policy), "%s", it->p->name);
-                else if (it->m)
-                        snprintf(it->st->policy, sizeof(it->st->policy), "%s", it->m->policy);
+                if (r < 0)
+                        return r;
+                collect_siblings(hp, cap);
+                return resolve(hp, n0);
         }
-        return 0;
 }
 
 /* Update the evidence, the decayed migration rate and the hysteresis counters. */
@@ -277,8 +355,8 @@ static void judge(struct hog_plan *hp, struct hog_item *it) {
 
 /*
  * A hog set is handled as a whole: once one hog of a policy hops and is (or
- * is being) pinned, its busy siblings that happen to sit still are pinned
- * too. Left alone, a sibling can be moved onto the pinned hog's CPU by the
+ * is being) pinned, its busy siblings (siblings(): same policy, same
+ * process or program) that happen to sit still are pinned too. Left alone, a sibling can be moved onto the pinned hog's CPU by the
  * balancer whenever noise arrives, which is the stacking the pins exist to
  * prevent. Seen in tests/hogs-integration.sh here: with one of two hogs
  * pinned to CPU 0, the other sat on CPU 1 without migrating and was never
@@ -291,7 +369,7 @@ static void companions(struct hog_plan *hp) {
                 if (!it->t || !it->busy || it->present || !it->p)
                         continue;
                 for (size_t j = 0; j < hp->n_items; j++)
-                        if (j != i && hp->items[j].p == it->p && hp->items[j].present &&
+                        if (j != i && siblings(it, &hp->items[j]) && hp->items[j].present &&
                             (hp->items[j].m || hp->items[j].migrating)) {
                                 it->present = true;
                                 break;
@@ -312,10 +390,6 @@ static void count(struct hog_item *it) {
                 st->absent = MIN(st->absent + 1, 1000000u);
                 st->seen = 0;
         }
-}
-
-static bool is_busy_thread(const struct hog_plan *hp, const struct task *t) {
-        return t->have_rates && task_demand(t) >= hp->floor;
 }
 
 /*

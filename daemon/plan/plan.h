@@ -132,6 +132,7 @@ struct plan_input {
         const struct managed *managed;
         size_t n_managed;
         uint64_t now_usec;
+        pid_t self_pid;              /* the daemon: never a target (detect_policy_for()) */
 };
 
 struct action_list {
