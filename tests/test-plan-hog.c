@@ -170,6 +170,21 @@ static void test_still_sibling_pinned(void) {
         ASSERT_EQ(n_pinned(&w), 2);
         ASSERT_EQ(w.total_releases, 0);
         world_done(&w);
+
+        /* A hopping thread that is half of an exchange is no hog, so it heads
+         * no set: its still sibling (a server's other busy thread) stays free. */
+        world_init_hogs(&w, 4);
+        w.pol[1] = (struct policy) TEST_POLICY("pairs", DETECT_PAIR, ACTION_COLOCATE);
+        w.cfg.n_policies = 2;
+        world_add_task(&w, 101, "server", 0.95, 30, 2.0, 0);
+        world_add_task(&w, 102, "server", 0.95, 30, 0.0, 1);
+        world_add_task(&w, 103, "client", 0.50, 30, 0.0, 2);
+        w.edges[0] = (struct wake_edge) { .waker_tid = 103, .wakee_tid = 101, .wakeups_per_s = 9000 };
+        w.n_edges = 1;
+        world_steps(&w, 6);
+        ASSERT_TRUE(world_managed(&w, 101) == NULL);
+        ASSERT_TRUE(world_managed(&w, 102) == NULL);
+        world_done(&w);
 }
 
 /* A lone hog that does not hop is left alone (measured: 0 migrations per 10 s on 6.18). */

@@ -170,7 +170,8 @@ static void collect_siblings(struct hog_plan *hp, size_t cap) {
                 for (size_t j = 0; j < n_seeds && !want; j++) {
                         const struct hog_item *seed = &hp->items[j];
 
-                        if (!seed->t || !(seed->f || seed->m) || !pinnable(seed->p))
+                        /* a pair member is no hog (in_pair()), so it heads no hog set */
+                        if (!seed->t || !(seed->f || seed->m) || seed->paired || !pinnable(seed->p))
                                 continue;
                         if (!p)
                                 p = detect_policy_for(in->config, hp->snap, t, DETECT_HOG, in->self_pid, NULL);
@@ -356,9 +357,9 @@ static void judge(struct hog_plan *hp, struct hog_item *it) {
 /*
  * A hog set is handled as a whole: once one hog of a policy hops and is (or
  * is being) pinned, its busy siblings (siblings(): same policy, same
- * process or program) that happen to sit still are pinned too. Left alone, a sibling can be moved onto the pinned hog's CPU by the
- * balancer whenever noise arrives, which is the stacking the pins exist to
- * prevent. Seen in tests/hogs-integration.sh here: with one of two hogs
+ * process or program) that happen to sit still are pinned too. Left alone,
+ * a sibling can be moved onto the pinned hog's CPU by the balancer
+ * whenever noise arrives, which is the stacking the pins exist to prevent. Seen in tests/hogs-integration.sh here: with one of two hogs
  * pinned to CPU 0, the other sat on CPU 1 without migrating and was never
  * managed, so the set was half placed.
  */
@@ -370,7 +371,7 @@ static void companions(struct hog_plan *hp) {
                         continue;
                 for (size_t j = 0; j < hp->n_items; j++)
                         if (j != i && siblings(it, &hp->items[j]) && hp->items[j].present &&
-                            (hp->items[j].m || hp->items[j].migrating)) {
+                            !hp->items[j].paired && (hp->items[j].m || hp->items[j].migrating)) {
                                 it->present = true;
                                 break;
                         }
