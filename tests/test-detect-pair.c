@@ -39,7 +39,8 @@ static struct config config = {
 
 /* owners (Owners=): root, a system account (a database's), two users */
 static struct proc_info proc_root = { .uid = 0 }, proc_mysql = { .uid = 104 }, proc_alice = { .uid = 1000 },
-                        proc_bob = { .uid = 1001 };
+                        proc_bob = { .uid = 1001 }, proc_nobody = { .uid = 65534 },
+                        proc_dynamic = { .uid = 61200 }, proc_high = { .uid = 60000 };
 
 static struct task mktask(pid_t tid, double util, int cpu) {
         struct task t = {
@@ -395,6 +396,11 @@ static void test_owners(void) {
                 { &proc_alice, &proc_root, -1, false },    /* a user must not get root's task pinned */
                 { &proc_alice, &proc_mysql, -1, false },
                 { &proc_alice, &proc_bob, -1, false },
+                { &proc_nobody, &proc_root, -1, true },    /* nginx's workers as nobody, and wrk */
+                { &proc_dynamic, &proc_root, -1, true },   /* a DynamicUser= service */
+                { &proc_nobody, &proc_alice, -1, false },  /* never for a user's partner */
+                { &proc_dynamic, &proc_alice, -1, false },
+                { &proc_high, &proc_root, -1, false },     /* 60000: a login user's range */
                 { &proc_mysql, &proc_root, PAIR_OWNERS_SAME, false },
                 { &proc_alice, &proc_alice, PAIR_OWNERS_SAME, true },
                 { &proc_alice, &proc_root, PAIR_OWNERS_ANY, true },

@@ -72,13 +72,22 @@ enum detector {
  * by another user than its partner is changed for that partner's sake.
  */
 enum pair_owners {
-        PAIR_OWNERS_TRUSTED,  /* same user, or both root or system accounts (uid < PAIR_OWNERS_SYSTEM_UID_MAX + 1) */
+        PAIR_OWNERS_TRUSTED,  /* same user, or both root or system accounts (pair_owner_is_system()) */
         PAIR_OWNERS_SAME,     /* same user only */
         PAIR_OWNERS_ANY,      /* anyone's with anyone's */
         _PAIR_OWNERS_MAX,
 };
 /* Debian's SYS_UID_MAX (login.defs): system accounts are below 1000 */
 #define PAIR_OWNERS_SYSTEM_UID_MAX 999
+/* systemd's DynamicUser= range (systemd's UIDS-GIDS.md: 61184-65519) and
+ * nobody: identities only the system hands out, never a login user's */
+#define PAIR_OWNERS_DYNAMIC_UID_MIN 61184
+#define PAIR_OWNERS_DYNAMIC_UID_MAX 65519
+#define PAIR_OWNERS_NOBODY_UID 65534
+static inline bool pair_owner_is_system(uid_t uid) {
+        return uid <= PAIR_OWNERS_SYSTEM_UID_MAX || uid == PAIR_OWNERS_NOBODY_UID ||
+               (uid >= PAIR_OWNERS_DYNAMIC_UID_MIN && uid <= PAIR_OWNERS_DYNAMIC_UID_MAX);
+}
 const char *pair_owners_to_string(int o);
 
 enum policy_action {
