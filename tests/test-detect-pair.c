@@ -200,10 +200,21 @@ static void test_not_ours(void) {
         ASSERT_OK(detect_pairs(&s, &config, 400, &f));
         ASSERT_EQ(f.n, 0);
 
-        /* someone ran taskset -c 1 on one member: respected, no finding */
+        /* someone ran taskset -c 1 on one member: respected, and it anchors
+         * the pair (only the other member may be moved, onto CPU 1) */
         tasks[0].allowed = CPU1;
         run(&s, &f);
-        ASSERT_EQ(f.n, 0);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].anchored, 1u);
+        ASSERT_TRUE(task_id_equal(&f.items[0].members[0], &tasks[0].id));
+        /* held around the anchor (our pin on CPU 1 too): still a finding, by the stronger direction */
+        tasks[1].allowed = CPU1;
+        tasks[1].affinity_ours = true;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].anchored, 1u);
+        tasks[1].allowed = ALL2;
+        tasks[1].affinity_ours = false;
         /* split across two narrowed masks: someone's choice, still no finding */
         tasks[0].allowed = CPU0;
         tasks[1].allowed = CPU1;

@@ -214,6 +214,60 @@ static void test_split_pair_colocated(void) {
         world_done(&w);
 }
 
+/*
+ * A member someone else pinned to one CPU (memcaslap pins its own threads)
+ * anchors its pair: only the other member is set, onto that CPU; the pair
+ * is held as a whole afterwards (kept, quiet hysteresis, not "half a
+ * pair"), and the anchor is never in an action.
+ */
+static void test_anchored_pair(void) {
+        struct task tasks[] = { mktask(100, 0.4, 2), mktask(101, 0.4, 1) };
+        struct world w;
+        struct finding f;
+
+        tasks[0].allowed = cpumask_of(2);       /* the client's own pin */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        f = mkpair(&tasks[0], &tasks[1], 0.95, "split pair");
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
+        f.anchored = 1u;
+        ASSERT_OK(findings_add(&w.findings, &f));
+
+        interval(&w);
+        ASSERT_EQ(w.out.n, 1);
+        ASSERT_EQ(w.out.items[0].verb, VERB_SET);
+        ASSERT_EQ(w.out.items[0].task.tid, 101);
+        ASSERT_TRUE(cpumask_equal(&w.out.items[0].mask, &tasks[0].allowed));
+        ASSERT_TRUE(strstr(w.out.items[0].reason, "pinned there by someone else") != NULL);
+        ASSERT_STREQ(target(&w, 100, 101)->state, "co-located");
+        ASSERT_EQ(target(&w, 100, 101)->cpu, 2);
+
+        /* applied: our pin on 101; the pair is together and held */
+        w.managed[0] = mkmanaged(&tasks[1], &tasks[0], 2);
+        w.n_managed = 1;
+        tasks[1].allowed = cpumask_of(2);
+        tasks[1].last_cpu = 2;
+        w.findings.items[0].split_fraction = 0.01;
+        for (int i = 0; i < 5; i++) {
+                memset(w.claim, 0, sizeof(w.claim));
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 100, 101)->state, "co-located");
+                ASSERT_EQ(w.claim[2], 2);
+        }
+
+        /* quiet for a while: hysteresis first, then a release of our pin only */
+        findings_clear(&w.findings);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 100, 101)->state, "co-located");
+        interval(&w);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 1);
+        ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
+        ASSERT_EQ(w.out.items[0].task.tid, 101);
+        world_done(&w);
+}
+
 static void test_fallback_bases(void) {
         /* The fallback's verdicts: one look waits for Hysteresis=; a window's
          * migration count acts at once; "unknown" neither counts nor shows as
@@ -940,6 +994,7 @@ static void test_machines_reserved(void) {
 
 int main(void) {
         test_split_pair_colocated();
+        test_anchored_pair();
         test_fallback_bases();
         test_prefers_member_cpu();
         test_stream_left_alone();

@@ -91,6 +91,8 @@ struct finding {
         char comm[16];               /* hog/rundelay: thread name; group: first member's */
         enum split_basis split_basis; /* pair: what split_fraction rests on */
         enum pair_shape shape;       /* pair: ping-pong, stream or hub */
+        unsigned anchored;           /* pair: bit k set: members[k] is pinned to one CPU by someone
+                                      * else; only the other member is moved, onto that CPU */
         char note[160];              /* short human text, e.g. "stream: combined util 1.7 > 1.2" */
 };
 

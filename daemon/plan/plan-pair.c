@@ -92,7 +92,8 @@ struct pair_item {
         const struct task *t[2];        /* NULL: exited */
         const struct managed *m[2];     /* our pin in force */
         const struct managed *other[2]; /* an affinity change of another part (a hog pin) */
-        int pin_cpu;                    /* both ours on this one CPU, else -1 */
+        unsigned anchored;              /* finding.anchored: bit k, member k is someone else's on one CPU */
+        int pin_cpu;                    /* both ours (or an anchor) on this one CPU, else -1 */
         double rate;                    /* for ordering */
 };
 
@@ -128,6 +129,16 @@ static bool is_pair_pin(const struct managed *m) {
  */
 static bool is_ours(const struct managed *m, const struct task_id *partner) {
         return is_pair_pin(m) && (m->partner.tid == 0 || task_id_equal(&m->partner, partner));
+}
+
+/* Member k is in place: our pin, or an anchor someone else pinned (detect-pair.c). */
+static bool held(const struct pair_item *it, int k) {
+        return it->m[k] || (it->anchored & (1u << k));
+}
+
+/* Both members held: the pair is ours as a whole, not half of one. */
+static bool complete(const struct pair_item *it) {
+        return held(it, 0) && held(it, 1) && (it->m[0] || it->m[1]);
 }
 
 /* The state stays the enum "co-located"; the CPU is its own field (the
@@ -230,18 +241,25 @@ static int collect(struct pair_plan *pp) {
                                  * takes it over (the applier keeps the recorded original) */
                         }
                 }
-                pinned = it->m[0] && it->m[1];
-                if (pinned && cpumask_equal(&it->m[0]->mask, &it->m[1]->mask))
-                        it->pin_cpu = cpumask_single(&it->m[0]->mask);
-                if (it->pin_cpu >= pp->n_cpus)     /* the topology shrank under it */
-                        it->pin_cpu = -1;
-
                 if (pair_key(it->id, key, sizeof(key)) < 0)
                         return -ENAMETOOLONG;
                 /* Marked as looked at only while there is something to do; the rest ages out. */
                 it->st = it->f || it->m[0] || it->m[1] ? plan_state_get(state, key) : plan_state_find(state, key);
                 if (!it->st)
                         return -ENOMEM;
+
+                /* a quiet interval keeps the last finding's anchor: hysteresis, not release_half() */
+                it->anchored = it->f ? it->f->anchored : it->st->last.anchored;
+                pinned = it->m[0] && it->m[1];
+                if (pinned && cpumask_equal(&it->m[0]->mask, &it->m[1]->mask))
+                        it->pin_cpu = cpumask_single(&it->m[0]->mask);
+                for (int k = 0; k < 2 && !pinned; k++)
+                        /* around an anchor: our pin on the anchor's one CPU */
+                        if ((it->anchored & (1u << k)) && it->m[1 - k] && it->t[k] &&
+                            cpumask_equal(&it->m[1 - k]->mask, &it->t[k]->allowed))
+                                it->pin_cpu = cpumask_single(&it->m[1 - k]->mask);
+                if (it->pin_cpu >= pp->n_cpus)     /* the topology shrank under it */
+                        it->pin_cpu = -1;
                 if (!it->st->first_seen_usec)
                         it->st->first_seen_usec = in->now_usec;
                 it->st->last.kind = DETECT_PAIR;
@@ -509,7 +527,7 @@ static int release(struct pair_plan *pp, struct pair_item *it, const char *state
 /* Half a pair is ours (the effect check undid one pin, someone changed it,
  * or the CPU went away): let go of the rest. */
 static int release_half(struct pair_plan *pp, struct pair_item *it) {
-        if (!it->m[0] || !it->m[1])
+        if (!complete(it))
                 return release(pp, it, "released", "pair: released: only one member still co-located");
         return release(pp, it, "released", "pair: released: members no longer on one usable CPU");
 }
@@ -528,15 +546,17 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         if (node >= 0)
                 snprintf(mem, sizeof(mem), ", memory %.0f%% on node %d", share * 100, node);
         /* who is who first: what an operator reads the line for */
-        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s) + %s %d (%s) on CPU %d: %.0f wake-ups/s, %s%s",
+        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s%s) + %s %d (%s%s) on CPU %d: %.0f wake-ups/s, %s%s",
                  what, it->t[0] ? it->t[0]->comm : "?", (int) it->id[0].tid, pair_role_to_string(role[0]),
-                 it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]), cpu,
+                 it->anchored & 1u ? ", pinned there by someone else" : "",
+                 it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]),
+                 it->anchored & 2u ? ", pinned there by someone else" : "", cpu,
                  f ? f->wake_rate_per_s : 0, f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem);
         for (int k = 0; k < 2; k++) {
                 struct action a;
 
-                if (it->m[k] && cpumask_equal(&it->m[k]->mask, &one))
-                        continue;
+                if ((it->m[k] && cpumask_equal(&it->m[k]->mask, &one)) || (it->anchored & (1u << k)))
+                        continue;    /* in place already, or someone else's anchor: never ours to set */
                 fill_action(&a, it, k, VERB_SET, &one, it->p && it->p->name ? it->p->name : it->st->policy, reason);
                 r = plan_emit(pp->ctx, &a);
                 if (r < 0)
@@ -560,7 +580,7 @@ static unsigned sets_needed(const struct pair_item *it, int cpu) {
         unsigned n = 0;
 
         for (int k = 0; k < 2; k++)
-                if (!it->m[k] || !cpumask_equal(&it->m[k]->mask, &one))
+                if (!(it->anchored & (1u << k)) && (!it->m[k] || !cpumask_equal(&it->m[k]->mask, &one)))
                         n++;
         return n;
 }
@@ -679,7 +699,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                                   st->last.wake_rate_per_s);
                         return 0;
                 }
-                if (!it->m[0] || !it->m[1] || it->pin_cpu < 0)
+                if (!complete(it) || it->pin_cpu < 0)
                         return release_half(pp, it);
                 if (st->absent >= hyst || !it->p)
                         return release(pp, it, "released", "pair: released: quiet for %u intervals%s",
@@ -731,7 +751,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 return -ENAMETOOLONG;
 
         if (ours) {
-                if (!it->m[0] || !it->m[1] || it->pin_cpu < 0)
+                if (!complete(it) || it->pin_cpu < 0)
                         return release_half(pp, it);
                 cpu = it->pin_cpu;
                 if (cpu < pp->n_cpus && pp->ctx->cpu_claim[cpu] != 1 && cpumask_test(&pp->usable, cpu)) {
@@ -743,7 +763,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                                 st->cpu = cpu;
                                 plan_set_state(st, "co-located", "%.0f wake-ups/s each way, util %.2f; %s",
                                           f->wake_rate_per_s, f->combined_util,
-                                          it->m[0]->reason);
+                                          (it->m[0] ?: it->m[1])->reason);
                                 set_colocated_state(st, cpu);
                                 return use(pp, it);
                         }
@@ -812,7 +832,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
-        if (pp->ctx->actions_left < 2) {
+        if (pp->ctx->actions_left < sets_needed(it, cpu)) {
                 plan_set_state(st, "watching", "split; no action budget left this interval");
                 return 0;
         }
