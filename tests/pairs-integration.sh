@@ -3,6 +3,9 @@
 #  1. a pipe ping-pong started on CPUs 0 and 1 and then released to all CPUs
 #     (the kernel's split, not a user's taskset) is co-located within a
 #     deadline, `affctl pairs` says so, and its round-trip rate rises;
+#     1b. a pair a user split on purpose (both masks narrowed) is left as set;
+#     1c. a pair with one member pinned by someone else: the other is moved
+#     onto its CPU, the pinned one never touched;
 #  2. a pipelined stream pair is left alone ("left alone: stream"), its
 #     masks untouched;
 #  3. stopping the daemon puts a co-located pair's masks back;
@@ -166,6 +169,37 @@ done
 state=$(pair_state "$H1" "$H2")
 [[ $state != co-located* ]] || fail "held pair shown as co-located"
 echo "# user-split pair left as set (state '${state:-not listed}')"
+stop_pingpong
+
+# 1c. one member narrowed by someone else (a client that pins itself, as
+# memcaslap does), the other free: the pinned one anchors the pair, the
+# free one is moved onto its CPU, and the pinned one is never touched.
+rm -f "$work/anchor.pids"
+"$PINGPONG" --cpus 0,1 --hold --duration 30 --report-interval 250 --pid-file "$work/anchor.pids" >"$work/anchor.out" 2>&1 &
+PP=$!; CHILDREN+=("$PP")
+wait_for 10 test -s "$work/anchor.pids" || fail "anchor pingpong did not start"
+{ read -r A1; read -r A2; } < "$work/anchor.pids"
+taskset -pc "$ORIG" "$A2" >/dev/null    # A2 free again; A1 stays on CPU 0
+anchored() { [ "$(allowed_of "$A2")" = 0 ]; }
+anchor_untouched() {
+        [ "$(allowed_of "$A1")" = 0 ] || fail "the anchor's mask was changed: $(allowed_of "$A1")"
+        anchored
+}
+if wait_for 15 anchor_untouched; then
+        state=$(pair_state "$A1" "$A2")
+        [[ $state == co-located* ]] || fail "anchored pair state '$state', want co-located"
+        pairs_json | jq -e '[.pairs[] | select(.why | test("pinned there by someone else"))] | length >= 1' >/dev/null ||
+                { pairs_json >&2; fail "affctl pairs does not say which member someone else pinned"; }
+        # held: 2 s (4 intervals) later both still on CPU 0, the anchor never ours
+        until_t=$(( $(date +%s) + 2 ))
+        while [ "$(date +%s)" -lt "$until_t" ]; do anchor_untouched || fail "anchored pair let go: $(allowed_of "$A2")"; sleep 0.2; done
+        echo "# anchored pair: $A2 moved to the anchor's CPU 0, $A1 left as set"
+elif [ "$(split_run_s "$work/anchor.out")" = 0.00 ]; then
+        NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }co-location around an anchor (the kernel kept the pair together)"
+else
+        pairs_json >&2 || true
+        fail "a pair anchored on CPU 0 stayed split: $(allowed_of "$A1") / $(allowed_of "$A2") (state '$(pair_state "$A1" "$A2")')"
+fi
 stop_pingpong
 
 # 2. a stream pair (both sides busy) is left alone
