@@ -20,6 +20,13 @@
 #   pg-4       the same, 4 clients (-c 4, one pgbench thread per CPU)
 #   pg-8       8 clients: more connections than CPUs, each pgbench thread
 #              serving several backends (hubs, not pairs)
+#   mc-1       memcached (4 worker threads) + memcaslap, 1 connection, over
+#              TCP on 127.0.0.1 (transactions/s); memcaslap pins its own
+#              threads, so the pair is co-located around the client's CPU
+#   nginx-1    nginx (1 worker, as www-data) + wrk, 1 thread, 1 connection,
+#              a 612-byte static page over TCP on 127.0.0.1 (requests/s)
+#   sockperf-1 sockperf ping-pong over TCP on 127.0.0.1 (round trips/s,
+#              from its reported mean latency)
 #
 #   stock      no daemon; the server's threads may run anywhere
 #   affinityd  a fresh daemon per run, the shipped policies, 1 s interval,
@@ -58,7 +65,7 @@ RESULTS_DIR=
 REPEATS=3
 DURATION=12
 SETTLE=0
-WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4,pg-8
+WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4,pg-8,mc-1,nginx-1,sockperf-1
 VARIANTS=stock,affinityd,hand
 
 usage() {
@@ -105,6 +112,7 @@ die() { echo "servers.sh: $*" >&2; exit 1; }
 . "$SRCDIR/tests/servers-lib.sh"
 mapfile -t need < <(servers_missing_packages)
 [[ ,$WORKLOADS, == *,pg-* ]] && need+=($(postgres_missing_package))
+[[ ,$WORKLOADS, =~ ,(mc|nginx|sockperf)- ]] && need+=($(loopback_missing_packages))
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # the chart
 if [[ ${#need[@]} -gt 0 ]]; then
         echo "# installing ${need[*]}"
@@ -132,15 +140,20 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-server_pid() { case $1 in mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; pg-*) echo "$PG_PID" ;; esac; }
+server_pid() {
+        case $1 in
+        mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; pg-*) echo "$PG_PID" ;;
+        mc-*) echo "$MC_PID" ;; nginx-*) echo "$NGX_PID" ;; sockperf-*) echo "$SP_PID" ;;
+        esac
+}
 
 # Every thread of the server to a CPU list (taskset -a); for PostgreSQL
-# also its child processes, and the backends forked later inherit the
-# postmaster's mask.
+# and nginx also its child processes (backends, the worker), and the
+# backends forked later inherit the postmaster's mask.
 pin_server() {
         local p=$(server_pid "$1") c
         taskset -a -p -c "$2" "$p" >/dev/null
-        if [[ $1 == pg-* ]]; then
+        if [[ $1 == pg-* || $1 == nginx-* ]]; then
                 for c in $(pgrep -P "$p"); do taskset -a -p -c "$2" "$c" >/dev/null 2>&1; done
         fi
 }
@@ -252,6 +265,20 @@ run_client() {
                 # the window also counts our own two INFO calls: negligible
                 awk -v a="$before" -v b="$after" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b - a) / d }'
                 ;;
+        mc-1)
+                $pre memcaslap -s "127.0.0.1:$MC_PORT" -c 1 -T 1 -t "${DURATION}s" >"$log" 2>&1
+                awk '/^Run time/ { for (i = 1; i <= NF; i++) if ($i == "TPS:") print $(i + 1) }' "$log"
+                ;;
+        nginx-1)
+                $pre wrk -t 1 -c 1 -d "${DURATION}s" "http://127.0.0.1:$NGX_PORT/" >"$log" 2>&1
+                awk '/^Requests\/sec/ { print $2 }' "$log"
+                ;;
+        sockperf-1)
+                # avg-latency is half a round trip (sockperf's convention)
+                $pre sockperf pp --tcp -i 127.0.0.1 -p "$SP_PORT" -t "$DURATION" >"$log" 2>&1
+                awk '/avg-latency=/ { for (i = 1; i <= NF; i++) if ($i ~ /^avg-latency=/) {
+                        split($i, kv, "="); if (kv[2] > 0) printf "%.1f\n", 1e6 / (2 * kv[2]) } }' "$log"
+                ;;
         pg-*)
                 c=${w##*-}
                 $pre runuser -u postgres -- "$PG_BIN/pgbench" -h "$PG_SOCKDIR" -S -c "$c" -j $((c < NCPU ? c : NCPU)) \
@@ -303,11 +330,15 @@ IFS=, read -r -a WL <<<"$WORKLOADS"
 IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
         case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub|pg-1|pg-4|pg-8) ;;
+        mc-1|nginx-1|sockperf-1) ;;
         *) die "unknown workload $w" ;; esac
 done
 if [[ " ${WL[*]}" == *" mdb-"* ]]; then mariadb_start "$WORK" "$LOGS" || die "MariaDB did not start"; fi
 if [[ " ${WL[*]}" == *" redis-"* ]]; then redis_start "$WORK" "$LOGS" || die "Redis did not start"; fi
 if [[ " ${WL[*]}" == *" pg-"* ]]; then postgres_start "$WORK" "$LOGS" || die "PostgreSQL did not start"; fi
+if [[ " ${WL[*]}" == *" mc-"* ]]; then memcached_start "$WORK" "$LOGS" || die "memcached did not start"; fi
+if [[ " ${WL[*]}" == *" nginx-"* ]]; then nginx_start "$WORK" "$LOGS" || die "nginx did not start"; fi
+if [[ " ${WL[*]}" == *" sockperf-"* ]]; then sockperf_start "$WORK" "$LOGS" || die "the sockperf server did not start"; fi
 
 echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)"
 echo "# $("$AFFINITYD" --version 2>/dev/null | head -1)"

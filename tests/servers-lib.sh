@@ -12,10 +12,18 @@
 # a pgbench database at scale 4; PostgreSQL forks a backend process per
 # connection, so it is the process-per-connection case beside MariaDB's
 # thread per connection and Redis's one thread.
+# The loopback servers (bench/servers.sh only), whose clients speak TCP
+# only, each on a free port of 127.0.0.1: after memcached_start MC_PID,
+# MC_PORT (4 worker threads, as user memcache like Debian's unit); after
+# nginx_start NGX_PID (the master), NGX_PORT (one worker, as www-data like
+# Debian's config); after sockperf_start SP_PID, SP_PORT.
 
 MDB_PID=
 RDS_PID=
 PG_PID=
+MC_PID=
+NGX_PID=
+SP_PID=
 
 # The Debian packages a missing server or client comes from, one a line.
 servers_missing_packages() {
@@ -23,6 +31,77 @@ servers_missing_packages() {
         command -v sysbench >/dev/null || echo sysbench
         command -v redis-server >/dev/null || echo redis-server
         command -v redis-benchmark >/dev/null || echo redis-tools
+}
+
+# The Debian packages the loopback servers and their clients come from.
+loopback_missing_packages() {
+        command -v memcached >/dev/null || echo memcached
+        command -v memcaslap >/dev/null || echo libmemcached-tools
+        command -v nginx >/dev/null || echo nginx-light
+        command -v wrk >/dev/null || echo wrk
+        command -v sockperf >/dev/null || echo sockperf
+}
+
+# A TCP port of 127.0.0.1 that nothing listens on (ss, iproute2).
+free_port() {
+        local p
+        for ((p = 21000 + RANDOM % 2000; p < 65000; p += 7)); do
+                [ -z "$(ss -Hltn "sport = :$p" 2>/dev/null)" ] && { echo "$p"; return 0; }
+        done
+        return 1
+}
+
+# wait_listen PID PORT NAME LOG: until something listens on PORT, or PID exits (60 s at most).
+wait_listen() {
+        local deadline=$(( $(date +%s) + 60 ))
+        until [ -n "$(ss -Hltn "sport = :$2" 2>/dev/null)" ]; do
+                kill -0 "$1" 2>/dev/null || { echo "$3 exited: $4" >&2; return 1; }
+                [ "$(date +%s)" -lt "$deadline" ] || { echo "$3 did not listen on port $2 in 60 s" >&2; return 1; }
+                sleep 0.1
+        done
+}
+
+memcached_start() {
+        local dir=$1 logs=$2 user=memcache
+        id "$user" >/dev/null 2>&1 || user=nobody
+        MC_PORT=$(free_port) || { echo "no free port" >&2; return 1; }
+        memcached -u "$user" -l 127.0.0.1 -p "$MC_PORT" -U 0 -t 4 -m 256 >"$logs/memcached.log" 2>&1 &
+        MC_PID=$!
+        wait_listen "$MC_PID" "$MC_PORT" memcached "$logs/memcached.log"
+}
+
+nginx_start() {
+        local dir=$1 logs=$2
+        NGX_PORT=$(free_port) || { echo "no free port" >&2; return 1; }
+        mkdir -p "$dir/nginx/www" "$dir/nginx/tmp" && chmod 755 "$dir" "$dir/nginx" "$dir/nginx/www" || return 1
+        head -c 612 /dev/zero | tr '\0' x >"$dir/nginx/www/index.html"
+        cat >"$dir/nginx/nginx.conf" <<NGX
+user www-data;
+worker_processes 1;
+pid $dir/nginx/nginx.pid;
+error_log $logs/nginx.err;
+events { worker_connections 256; }
+http {
+        access_log off;
+        client_body_temp_path $dir/nginx/tmp;
+        proxy_temp_path $dir/nginx/tmp;
+        fastcgi_temp_path $dir/nginx/tmp;
+        uwsgi_temp_path $dir/nginx/tmp;
+        scgi_temp_path $dir/nginx/tmp;
+        server { listen 127.0.0.1:$NGX_PORT; root $dir/nginx/www; }
+}
+NGX
+        nginx -c "$dir/nginx/nginx.conf" -g 'daemon off;' >"$logs/nginx.log" 2>&1 &
+        NGX_PID=$!
+        wait_listen "$NGX_PID" "$NGX_PORT" nginx "$logs/nginx.err"
+}
+
+sockperf_start() {
+        local dir=$1 logs=$2
+        SP_PORT=$(free_port) || { echo "no free port" >&2; return 1; }
+        sockperf sr --tcp -i 127.0.0.1 -p "$SP_PORT" >"$logs/sockperf-server.log" 2>&1 &
+        SP_PID=$!
+        wait_listen "$SP_PID" "$SP_PORT" "sockperf server" "$logs/sockperf-server.log"
 }
 
 # mariadb_start DIR LOGDIR: returns non-zero with the reason on stderr.
@@ -106,12 +185,12 @@ redis_commands() {
 # Stop both, waiting for each to exit (MariaDB flushes on SIGTERM).
 servers_stop() {
         local p
-        for p in $MDB_PID $RDS_PID $PG_PID; do
+        for p in $MDB_PID $RDS_PID $PG_PID $MC_PID $NGX_PID $SP_PID; do
                 kill -TERM "$p" 2>/dev/null || continue
                 local deadline=$(( $(date +%s) + 30 ))
                 while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
                 kill -KILL "$p" 2>/dev/null || true
                 wait "$p" 2>/dev/null || true
         done
-        MDB_PID= RDS_PID= PG_PID=
+        MDB_PID= RDS_PID= PG_PID= MC_PID= NGX_PID= SP_PID=
 }
