@@ -1,16 +1,18 @@
 #!/bin/bash
 # The threat model's pair rule, with real processes of two users and the
-# shipped policies (Owners=trusted): an unprivileged user (nobody) who
-# ping-pongs through two world-writable FIFOs with a root-owned echo loop
-# does not get the root process pinned; the same ping-pong with both ends
-# nobody's is co-located (so the pair was seen, and the first case is the
-# rule, not a miss). Both start split (CPU 0 / CPU 1, then let go).
-# Needs root, runuser, the user nobody and 2+ CPUs.
+# shipped policies (Owners=trusted): an unprivileged user (uid 59999, a
+# login user's range, run with setpriv: no account needed) who ping-pongs
+# through two world-writable FIFOs with a root-owned echo loop does not get
+# the root process pinned; the same ping-pong with both ends that user's
+# is co-located (so the pair was seen, and the first case is the rule, not
+# a miss); and nobody (65534), a system identity like www-data, pairs with
+# root's. All start split (CPU 0 / the last CPU, then let go).
+# Needs root, setpriv (util-linux) and 2+ CPUs.
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
-require_cmd runuser
-id nobody >/dev/null 2>&1 || skip "needs the user nobody"
+require_cmd setpriv
+USER_UID=59999
 [ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
 work=$(mktemp -d /tmp/affd-owners.XXXXXX)
 chmod 755 "$work"
@@ -20,19 +22,25 @@ ORIG=$(allowed_of $$)
 LAST=$(( $(nproc) - 1 ))
 start_daemon "$top_srcdir/policies" --interval 1000
 
-# pingpong NAME ECHO-USER CLIENT-USER: sets ECHO and CLIENT (PIDs), started split
+# as UID: the command prefix that runs as that uid (none for 0); setpriv
+# execs, so the $! of a simple command behind it is the python end itself
+as() { [ "$1" = 0 ] || echo "setpriv --reuid=$1 --regid=$1 --clear-groups --"; }
+# uid_is PID UID: the process runs the python end (not the shell before exec) as UID
+uid_is() {
+        [ "$(awk '/^Uid:/ { print $2 }' "/proc/$1/status" 2>/dev/null)" = "$2" ] &&
+                grep -q fifo-pingpong "/proc/$1/cmdline" 2>/dev/null
+}
+# pingpong NAME ECHO-UID CLIENT-UID: sets ECHO and CLIENT (PIDs), started split
 pingpong() {
         local d=$work/$1
         mkdir "$d" && chmod 777 "$d"
         mkfifo -m 666 "$d/a" "$d/b"
-        runuser -u "$2" -- taskset -c 0 /usr/bin/python3 "$work/fifo-pingpong.py" echo "$d/a" "$d/b" &
+        $(as "$2") taskset -c 0 /usr/bin/python3 "$work/fifo-pingpong.py" echo "$d/a" "$d/b" &
         ECHO=$!; CHILDREN+=("$ECHO")
-        runuser -u "$3" -- taskset -c "$LAST" /usr/bin/python3 "$work/fifo-pingpong.py" client "$d/b" "$d/a" &
+        $(as "$3") taskset -c "$LAST" /usr/bin/python3 "$work/fifo-pingpong.py" client "$d/b" "$d/a" &
         CLIENT=$!; CHILDREN+=("$CLIENT")
-        # runuser forks: the python processes are its children
-        wait_for 5 pgrep -P "$ECHO" >/dev/null || fail "$1: echo end did not start"
-        wait_for 5 pgrep -P "$CLIENT" >/dev/null || fail "$1: client end did not start"
-        ECHO=$(pgrep -P "$ECHO") CLIENT=$(pgrep -P "$CLIENT")
+        wait_for 5 uid_is "$ECHO" "$2" || fail "$1: echo end did not start as uid $2"
+        wait_for 5 uid_is "$CLIENT" "$3" || fail "$1: client end did not start as uid $3"
         sleep 0.3
         taskset -p -c "$ORIG" "$ECHO" >/dev/null
         taskset -p -c "$ORIG" "$CLIENT" >/dev/null
@@ -40,20 +48,27 @@ pingpong() {
 one_cpu() { [[ $(allowed_of "$1") =~ ^[0-9]+$ ]]; }
 both_one_cpu() { one_cpu "$1" && one_cpu "$2"; }
 
-# positive control: both ends nobody's → co-located
-pingpong same nobody nobody
+# positive control: both ends the user's → co-located
+pingpong same "$USER_UID" "$USER_UID"
 wait_for 15 both_one_cpu "$ECHO" "$CLIENT" ||
-        { ctl pairs; fail "a nobody/nobody FIFO ping-pong was not co-located (the rule below would prove nothing)"; }
-echo "# nobody/nobody: co-located on CPU $(allowed_of "$ECHO")"
+        { ctl pairs; fail "a user/user FIFO ping-pong was not co-located (the rule below would prove nothing)"; }
+echo "# user/user: co-located on CPU $(allowed_of "$ECHO")"
 kill "$ECHO" "$CLIENT"
 
-# the attack: root's echo loop, nobody's client → root's process untouched
-pingpong cross root nobody
+# nobody is a system identity (a web server's workers run as it): it pairs with root's
+pingpong sys 0 65534
+wait_for 15 both_one_cpu "$ECHO" "$CLIENT" ||
+        { ctl pairs; fail "root's echo loop and nobody's client were not co-located"; }
+echo "# root/nobody: co-located on CPU $(allowed_of "$ECHO")"
+kill "$ECHO" "$CLIENT"
+
+# the attack: root's echo loop, the user's client → root's process untouched
+pingpong cross 0 "$USER_UID"
 deadline=$(( $(date +%s) + 10 ))
 while [ "$(date +%s)" -lt "$deadline" ]; do
-        one_cpu "$ECHO" && { ctl actions; fail "root's echo loop $ECHO was pinned to $(allowed_of "$ECHO") for nobody's client"; }
-        one_cpu "$CLIENT" && fail "nobody's client was pinned for a pair with root's task: $(allowed_of "$CLIENT")"
+        one_cpu "$ECHO" && { ctl actions; fail "root's echo loop $ECHO was pinned to $(allowed_of "$ECHO") for uid $USER_UID's client"; }
+        one_cpu "$CLIENT" && fail "uid $USER_UID's client was pinned for a pair with root's task: $(allowed_of "$CLIENT")"
         sleep 0.2
 done
 grep -q "$ECHO" <(ctl actions --json) && fail "affctl actions lists root's echo loop"
-echo "ok: a nobody/root ping-pong left alone for 10 s; nobody/nobody co-located"
+echo "ok: a user/root ping-pong left alone for 10 s; user/user and root/nobody co-located"
