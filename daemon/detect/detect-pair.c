@@ -166,7 +166,9 @@ static const struct policy *member_policy(const struct config *c, const struct s
 
         *ret_anchor = false;
         if (!p && !(flags & MATCH_AFFINITY_OURS) && anchorable(s, t)) {
-                /* refused for its narrowed affinity alone? */
+                /* Refused for its narrowed affinity alone? The flag also
+                 * skips the kubelet's exclusive CPUs, but those are not
+                 * usable, so anchorable() has refused them already. */
                 p = match_policy_for(c, s, t, DETECT_PAIR, self_pid, MATCH_AFFINITY_OURS, NULL);
                 *ret_anchor = p != NULL;
         } else if (p && (flags & MATCH_AFFINITY_OURS) && !p->allow_narrowed && anchorable(s, t))
@@ -213,10 +215,10 @@ static const struct policy *pair_policy(const struct config *c, const struct sna
  * changed for a partner of another user only when both are root or system
  * accounts (a database and its root-run client); an unprivileged user's
  * tasks pair only with their own. System accounts include nobody and
- * systemd's DynamicUser= range: measured here, nginx's workers (as nobody
- * when its config names no user) and wrk, and memcached -u nobody and its
- * client, were never co-located, at 0.29 of hand-pinned. Unknown owners (no /proc status read)
- * count as different users.
+ * systemd's DynamicUser= range (pair_owner_is_system()): measured here,
+ * nginx's workers (as nobody when its config names no user) and wrk were
+ * never co-located, at 0.29 of hand-pinned. Unknown owners (no /proc
+ * status read) count as different users.
  */
 static bool owners_allow(const struct policy *p, const struct task *a, const struct task *b) {
         int o = p->pair_owners >= 0 ? p->pair_owners : PAIR_OWNERS_TRUSTED;
