@@ -92,12 +92,12 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
                  * the workload (a shell's fork, by a few ms) and the
                  * workload's own client comes after it.
                  */
-                if (!m->pass_held)
-                        m->pass_hold_limit = next + EARLY_PASS_DELAY_USEC;
-                at = MIN(at, m->pass_hold_limit);
+                uint64_t limit = m->pass_hold_limit ?: next + EARLY_PASS_DELAY_USEC;
+
+                at = MIN(at, limit);
                 if (at <= next || sd_event_source_set_time(m->timer, at) < 0)
                         return;
-                m->pass_held = true;
+                m->pass_hold_limit = limit;
                 if (m->wake)
                         wake_sampler_expect_call(m->wake, at);
                 log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass held back by %" PRIu64 " ms",
@@ -115,7 +115,8 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
          * that brought it forward is often the shell or the tool that
          * starts the workload, and the workload's own process comes a few
          * hundred ms later. Heard, it holds the pass back to its own
-         * +EARLY_PASS_DELAY (above, once per pass); unheard, the pass ran
+         * +EARLY_PASS_DELAY (above, 300 ms past the pass's time at most);
+         * unheard, the pass ran
          * with its client 100 ms old and the pair waited for the next one
          * (bench/servers.sh, nginx + wrk and memcached + memcaslap:
          * co-located after 1.12 s).

@@ -77,8 +77,8 @@ struct manager {
         uint64_t early_tat;           /* early passes: rate limiter state (see early_next_allowed()) */
         sd_event_source *pc_rearm;    /* listens to the proc connector again when one is allowed */
         bool early_armed;             /* the dispatch in progress brought a pass forward */
-        bool pass_held;               /* the coming pass was held back for a new process */
-        uint64_t pass_hold_limit;     /* ... and may be held back up to this time, no later */
+        uint64_t pass_hold_limit;     /* the coming pass was held back for a new process, and may be
+                                       * held back up to this time, no later (0: not held) */
         uint64_t pc_idle_tat;         /* wake-ups for events that brought nothing forward: limiter state */
         uint64_t start_usec;
         uint64_t passes;

@@ -549,7 +549,7 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
 
         m->in_pass = true;
-        m->pass_held = false;
+        m->pass_hold_limit = 0;
         (void) manager_pass(m);
         m->in_pass = false;
         /* Next pass relative to now: a slow pass must not cause a burst of catch-up passes. */

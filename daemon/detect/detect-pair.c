@@ -112,6 +112,11 @@ void detect_pair_roles(const struct task *a, const struct task *b, enum pair_rol
         ret[1] = sa < sb ? PAIR_ROLE_CLIENT : PAIR_ROLE_SERVER;
 }
 
+/* Member k (0: a, the lower TID) stays where it is: our mask, or an anchor's (finding.anchored). */
+static bool member_fixed(const struct task *t, unsigned anchored, int k) {
+        return t->affinity_ours || (anchored & (1u << k));
+}
+
 size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapshot *snap,
                                   const struct task **ret, size_t max) {
         size_t n = 0;
@@ -124,7 +129,7 @@ size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapsho
                         continue;
                 a = snapshot_find_id(snap, &x->members[0]);
                 b = snapshot_find_id(snap, &x->members[1]);
-                if (!a || !b || ((a->affinity_ours || (x->anchored & 1u)) && (b->affinity_ours || (x->anchored & 2u))))
+                if (!a || !b || (member_fixed(a, x->anchored, 0) && member_fixed(b, x->anchored, 1)))
                         continue;    /* gone, or co-located already: nothing to place */
                 ret[n++] = a;
                 ret[n++] = b;
@@ -245,7 +250,7 @@ static bool owners_allow(const struct policy *p, const struct task *a, const str
  */
 static double pair_rate(const struct task *a, const struct task *b, const struct pair_item *it, unsigned anchored) {
         int cpu = cpumask_single(&a->allowed);
-        bool held = (a->affinity_ours || (anchored & 1u)) && (b->affinity_ours || (anchored & 2u)) && cpu >= 0 &&
+        bool held = member_fixed(a, anchored, 0) && member_fixed(b, anchored, 1) && cpu >= 0 &&
                     cpu == cpumask_single(&b->allowed);
 
         return held ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);

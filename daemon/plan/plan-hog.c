@@ -77,12 +77,18 @@ static bool pinnable(const struct policy *p) {
         return p && p->enabled && p->detector == DETECT_HOG && p->action == ACTION_PIN;
 }
 
-static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, size_t cap) {
+static struct hog_item *item_find(struct hog_plan *hp, const struct task_id *id) {
         for (size_t i = 0; i < hp->n_items; i++)
                 if (task_id_equal(&hp->items[i].id, id))
                         return &hp->items[i];
-        if (hp->n_items >= cap)
-                return NULL;
+        return NULL;
+}
+
+static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, size_t cap) {
+        struct hog_item *it = item_find(hp, id);
+
+        if (it || hp->n_items >= cap)
+                return it;
         hp->items[hp->n_items] = (struct hog_item) { .id = *id, .pin_cpu = -1 };
         return &hp->items[hp->n_items++];
 }
@@ -149,8 +155,8 @@ static bool is_busy_thread(const struct hog_plan *hp, const struct task *t) {
  * finding and no state, so without this it was never looked at: one of the
  * two hogs of tests/hogs-integration.sh was pinned within a second and the
  * other, if it had not hopped by then, could stay unmanaged for the whole
- * minute (with the first pinned, the balancer has no reason to move it);
- * a CI rehearsal under load failed that way.
+ * minute (with the first pinned, the balancer has no reason to move it):
+ * the symptom with which a CI rehearsal under load failed.
  */
 static void collect_siblings(struct hog_plan *hp, size_t cap) {
         const struct plan_input *in = hp->ctx->in;
@@ -162,11 +168,8 @@ static void collect_siblings(struct hog_plan *hp, size_t cap) {
                 struct hog_item cand;
                 bool want = false;
 
-                if (!is_busy_thread(hp, t))
+                if (!is_busy_thread(hp, t) || item_find(hp, &t->id))
                         continue;
-                for (size_t j = 0; j < hp->n_items; j++)
-                        if (task_id_equal(&hp->items[j].id, &t->id))
-                                goto next;
                 for (size_t j = 0; j < n_seeds && !want; j++) {
                         const struct hog_item *seed = &hp->items[j];
 
@@ -180,9 +183,12 @@ static void collect_siblings(struct hog_plan *hp, size_t cap) {
                         cand = (struct hog_item) { .id = t->id, .t = t, .p = p };
                         want = siblings(&cand, seed);
                 }
-                if (want && hp->n_items < cap)
-                        hp->items[hp->n_items++] = (struct hog_item) { .id = t->id, .p = p, .pin_cpu = -1 };
-        next:;
+                if (want) {
+                        struct hog_item *it = item_get(hp, &t->id, cap);
+
+                        if (it)
+                                it->p = p;
+                }
         }
 }
 
@@ -226,7 +232,8 @@ static int resolve(struct hog_plan *hp, size_t from) {
 static int collect(struct hog_plan *hp) {
         const struct plan_input *in = hp->ctx->in;
         struct plan_state *state = hp->ctx->state;
-        size_t cap = 0;
+        size_t cap = 0, n0;
+        int r;
 
         if (in->findings)
                 cap += in->findings->n;
@@ -267,15 +274,12 @@ static int collect(struct hog_plan *hp) {
                 (void) item_get(hp, &st->last.members[0], cap);
         }
 
-        {
-                size_t n0 = hp->n_items;
-                int r = resolve(hp, 0);
-
-                if (r < 0)
-                        return r;
-                collect_siblings(hp, cap);
-                return resolve(hp, n0);
-        }
+        n0 = hp->n_items;
+        r = resolve(hp, 0);
+        if (r < 0)
+                return r;
+        collect_siblings(hp, cap);
+        return resolve(hp, n0);
 }
 
 /* Update the evidence, the decayed migration rate and the hysteresis counters. */
@@ -359,9 +363,10 @@ static void judge(struct hog_plan *hp, struct hog_item *it) {
  * is being) pinned, its busy siblings (siblings(): same policy, same
  * process or program) that happen to sit still are pinned too. Left alone,
  * a sibling can be moved onto the pinned hog's CPU by the balancer
- * whenever noise arrives, which is the stacking the pins exist to prevent. Seen in tests/hogs-integration.sh here: with one of two hogs
- * pinned to CPU 0, the other sat on CPU 1 without migrating and was never
- * managed, so the set was half placed.
+ * whenever noise arrives, which is the stacking the pins exist to prevent.
+ * Seen in tests/hogs-integration.sh here: with one of two hogs pinned to
+ * CPU 0, the other sat on CPU 1 without migrating and was never managed,
+ * so the set was half placed.
  */
 static void companions(struct hog_plan *hp) {
         for (size_t i = 0; i < hp->n_items; i++) {
