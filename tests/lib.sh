@@ -7,7 +7,16 @@ AFFINITYD=$top_builddir/affinityd
 AFFCTL=$top_builddir/affctl
 
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; exit 1; }
+# A CI log keeps the test's output only: the daemon's last words (why it
+# held back, what it released) go with the failure.
+fail() {
+        echo "FAIL: $*"
+        if [ -n "${RUNDIR:-}" ] && [ -s "$RUNDIR/daemon.log" ]; then
+                echo "--- the daemon's log, last 40 lines ($RUNDIR/daemon.log):"
+                tail -n 40 "$RUNDIR/daemon.log"
+        fi
+        exit 1
+}
 
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root (sched_setaffinity on other tasks, cgroups)"; }
 require_cmd() { command -v "$1" >/dev/null || skip "needs $1"; }

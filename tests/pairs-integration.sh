@@ -6,6 +6,8 @@
 #     1b. a pair a user split on purpose (both masks narrowed) is left as set;
 #     1c. a pair with one member pinned by someone else: the other is moved
 #     onto its CPU, the pinned one never touched;
+#     1d. when that someone lets the anchor go, it joins the pair's CPU and
+#     the other's pin is kept;
 #  2. a pipelined stream pair is left alone ("left alone: stream"), its
 #     masks untouched;
 #  3. stopping the daemon puts a co-located pair's masks back;
@@ -194,6 +196,18 @@ if wait_for 15 anchor_untouched; then
         until_t=$(( $(date +%s) + 2 ))
         while [ "$(date +%s)" -lt "$until_t" ]; do anchor_untouched || fail "anchored pair let go: $(allowed_of "$A2")"; sleep 0.2; done
         echo "# anchored pair: $A2 moved to the anchor's CPU 0, $A1 left as set"
+        # 1d. whoever pinned the anchor puts it back while the pair still
+        # ping-pongs: A1 joins our CPU, and A2's pin is never let go (a
+        # release would leave the pair split for Cooldown=)
+        taskset -pc "$ORIG" "$A1" >/dev/null
+        joined() {
+                [ "$(allowed_of "$A2")" = 0 ] || fail "A2's pin was let go when the anchor was freed: $(allowed_of "$A2")"
+                [ "$(allowed_of "$A1")" = 0 ]
+        }
+        wait_for 3 joined || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU 0 in 3 s: $(allowed_of "$A1")"; }
+        pairs_json | jq -e --argjson a "$A1" '[.pairs[] | select((.tid_a == $a or .tid_b == $a) and (.why | test("joined")))] | length >= 1' >/dev/null ||
+                { pairs_json >&2; fail "affctl pairs does not say the freed member joined"; }
+        echo "# anchor let go: $A1 joined CPU 0 beside $A2"
 elif [ "$(split_run_s "$work/anchor.out")" = 0.00 ]; then
         NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }co-location around an anchor (the kernel kept the pair together)"
 else

@@ -268,6 +268,63 @@ static void test_anchored_pair(void) {
         world_done(&w);
 }
 
+static void test_anchor_let_go(void) {
+        /* The anchor's owner puts it back while the pair still ping-pongs
+         * (daemon-owners.sh's set-up, a start-up script's taskset): the free
+         * member joins our CPU in one SET; releasing ours would leave the
+         * pair split for Cooldown=. A member someone changed away from one of
+         * our pins is theirs: not adopted, ours released. */
+        for (int foreign = 0; foreign < 2; foreign++) {
+                struct task tasks[] = { mktask(130, 0.4, 2), mktask(131, 0.4, 2) };
+                struct world w;
+                struct finding f;
+
+                tasks[0].allowed = cpumask_of(2);       /* someone's anchor */
+                tasks[1].allowed = cpumask_of(2);       /* our pin beside it */
+                world_init(&w, tasks, ELEMENTSOF(tasks));
+                w.managed[0] = mkmanaged(&tasks[1], &tasks[0], 2);
+                w.n_managed = 1;
+                f = mkpair(&tasks[0], &tasks[1], 0.0, "ping-pong pair");
+                f.split_basis = SPLIT_BASIS_WAKEUPS;
+                f.anchored = 1u;
+                ASSERT_OK(findings_add(&w.findings, &f));
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 130, 131)->state, "co-located");
+
+                /* 130 widened by whoever pinned it: no anchor any more */
+                tasks[0].allowed = ALL4;
+                w.findings.items[0].anchored = 0;
+                if (foreign)
+                        ASSERT_TRUE(plan_state_foreign(w.state, &tasks[0].id) > 0);
+                interval(&w);
+                ASSERT_EQ(w.out.n, 1);
+                if (foreign) {
+                        ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
+                        ASSERT_EQ(w.out.items[0].task.tid, 131);
+                        world_done(&w);
+                        continue;
+                }
+                ASSERT_EQ(w.out.items[0].verb, VERB_SET);
+                ASSERT_EQ(w.out.items[0].task.tid, 130);
+                ASSERT_TRUE(cpumask_equal(&w.out.items[0].mask, &tasks[1].allowed));
+                ASSERT_TRUE(strstr(w.out.items[0].reason, "joined") != NULL);
+                ASSERT_EQ(target(&w, 130, 131)->cooldown_until_usec, 0u);
+                ASSERT_STREQ(target(&w, 130, 131)->state, "co-located");
+                ASSERT_EQ(target(&w, 130, 131)->cpu, 2);
+
+                /* applied: both ours, kept */
+                w.managed[1] = mkmanaged(&tasks[0], &tasks[1], 2);
+                w.n_managed = 2;
+                tasks[0].allowed = cpumask_of(2);
+                memset(w.claim, 0, sizeof(w.claim));
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 130, 131)->state, "co-located");
+                world_done(&w);
+        }
+}
+
 static void test_fallback_bases(void) {
         /* The fallback's verdicts: one look waits for Hysteresis=; a window's
          * migration count acts at once; "unknown" neither counts nor shows as
@@ -995,6 +1052,7 @@ static void test_machines_reserved(void) {
 int main(void) {
         test_split_pair_colocated();
         test_anchored_pair();
+        test_anchor_let_go();
         test_fallback_bases();
         test_prefers_member_cpu();
         test_stream_left_alone();

@@ -524,6 +524,35 @@ static int release(struct pair_plan *pp, struct pair_item *it, const char *state
         return 0;
 }
 
+/*
+ * An anchor let go: one member is ours on one CPU, beside a partner that
+ * someone else had pinned there and has now put back (a start-up script's
+ * taskset, a tool that pins its client only while it warms up). The partner
+ * is free, the pair is still a ping-pong pair split by nothing but the next
+ * wake-up, and releasing ours would leave it split for Cooldown= (30 s
+ * measured here, daemon-owners.sh). So the free partner joins our CPU: the
+ * CPU of the lone pin, or -1 when there is nothing to adopt. A partner that
+ * someone changed away from one of our pins (foreign_changes) is theirs,
+ * not adopted.
+ */
+static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it) {
+        for (int k = 0; k < 2; k++) {
+                const struct plan_target_state *ts;
+                char key[128];
+                int j = 1 - k, cpu;
+
+                if (!it->m[k] || it->m[j] || it->other[j] || (it->anchored & (1u << j)) || !it->t[j])
+                        continue;
+                cpu = cpumask_single(&it->m[k]->mask);
+                if (cpu < 0 || cpu >= pp->n_cpus ||
+                    action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[j] }, key, sizeof(key)) == NULL)
+                        return -1;
+                ts = plan_state_find(pp->ctx->state, key);
+                return ts && ts->foreign_changes > 0 ? -1 : cpu;
+        }
+        return -1;
+}
+
 /* Half a pair is ours (the effect check undid one pin, someone changed it,
  * or the CPU went away): let go of the rest. */
 static int release_half(struct pair_plan *pp, struct pair_item *it) {
@@ -751,11 +780,26 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 return -ENAMETOOLONG;
 
         if (ours) {
-                if (!complete(it) || it->pin_cpu < 0)
+                int adopt = complete(it) ? -1 : adoptable_cpu(pp, it);
+
+                if (adopt >= 0 && (plan_state_blocked(pp->ctx->state, NULL, akey[0], in->now_usec, NULL) ||
+                                   plan_state_blocked(pp->ctx->state, NULL, akey[1], in->now_usec, NULL)))
+                        adopt = -1;
+                if (adopt < 0 && (!complete(it) || it->pin_cpu < 0))
                         return release_half(pp, it);
-                cpu = it->pin_cpu;
+                cpu = adopt >= 0 ? adopt : it->pin_cpu;
                 if (cpu < pp->n_cpus && pp->ctx->cpu_claim[cpu] != 1 && cpumask_test(&pp->usable, cpu)) {
                         cpumask_t cand = candidates(pp, it);
+                        if (cpumask_test(&cand, cpu) && adopt >= 0) {
+                                if (sets_needed(it, cpu) > pp->ctx->actions_left) {
+                                        /* ours is kept: the partner joins on a pass with budget */
+                                        pp->ctx->cpu_claim[cpu] = 2;
+                                        plan_set_state(st, "watching", "partner free again; no action budget "
+                                                       "left this interval to join it");
+                                        return use(pp, it);
+                                }
+                                return place(pp, it, cpu, "joined");
+                        }
                         if (cpumask_test(&cand, cpu)) {
                                 /* keep */
                                 pp->ctx->cpu_claim[cpu] = 2;
