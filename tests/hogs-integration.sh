@@ -25,12 +25,19 @@ command -v taskset >/dev/null || skip "needs taskset"
 work=$(mktemp -d /tmp/affd-hogs.XXXXXX)
 cfg=$work/cfg
 mkdir -p "$cfg/policies.d"
+# EffectTolerance: step 2's bursty noise shares each CPU with a pinned
+# hog, which no longer hops away from it: its util drops by 10-15 % when a
+# burst lands on its CPU, and at the default 10 % the effect check undid a
+# pin in a run here (0.836 -> 0.733, -12 %, median of 5), failing step 3's
+# "the other hog keeps its pin". This test is about the pin and release
+# lifecycle; the effect check's verdicts are test-effect's.
 cat > "$cfg/affinityd.conf" <<'INI'
 [Daemon]
 Interval=200ms
 Hysteresis=2
 Cooldown=1s
 MaxActionsPerInterval=4
+EffectTolerance=30%
 INI
 cat > "$cfg/policies.d/50-test-hogs.policy" <<INI
 [Policy]

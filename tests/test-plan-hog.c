@@ -990,6 +990,45 @@ static void test_claims_for_pairs(void) {
 }
 
 /*
+ * A CPU is claimed for busy threads left alone when they use a hog's worth
+ * of it: a thread at 90 % demand but 47 % util (a MariaDB connection
+ * thread waiting behind three others) claims nothing; two stacked at half
+ * a CPU each do, as does one at 95 %.
+ */
+static void test_claims_by_use(void) {
+        struct world w;
+        struct snapshot snap;
+        struct plan_input in;
+        struct plan_ctx ctx;
+        int claim[4] = {};
+        const pid_t quiet[] = { 102, 103, 104, 105 };
+
+        world_init_hogs(&w, 4);
+        add_task(&w, 102, 0.47, 430, 0.0, 1);
+        add_task(&w, 103, 0.50, 500, 0.0, 2);
+        add_task(&w, 104, 0.50, 500, 0.0, 2);
+        add_task(&w, 105, 0.95, 50, 0.0, 3);
+        for (size_t i = 0; i < ELEMENTSOF(quiet); i++) {
+                struct finding f = { .kind = DETECT_HOG, .policy = &w.pol[0], .n_members = 1,
+                                     .members[0] = world_task(&w, quiet[i])->id,
+                                     .last_cpu = world_task(&w, quiet[i])->last_cpu };
+                ASSERT_OK(findings_add(&w.findings, &f));
+        }
+        snap = (struct snapshot) { .window_usec = USEC_PER_SEC, .topo = &w.topo, .tasks = w.tasks, .n_tasks = w.n_tasks };
+        in = (struct plan_input) { .snap = &snap, .config = &w.cfg, .findings = &w.findings,
+                                   .managed = w.managed, .n_managed = w.n_managed, .now_usec = w.now };
+        ctx = (struct plan_ctx) { .state = w.state, .in = &in, .out = &w.out, .cpu_claim = claim,
+                                  .actions_left = 4 };
+        ASSERT_OK(plan_hogs(&ctx));
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_EQ(claim[0], 0);
+        ASSERT_EQ(claim[1], 0);
+        ASSERT_EQ(claim[2], 1);
+        ASSERT_EQ(claim[3], 1);
+        world_done(&w);
+}
+
+/*
  * A busy thread that wakes another at pair rates is half of an exchange,
  * not an independent hog (redis-benchmark with 50 connections: util 0.96,
  * hopping; pinned, the kernel moved Redis onto its CPU). The two real
@@ -1076,6 +1115,7 @@ int main(void) {
         test_random();
         test_json();
         test_claims_for_pairs();
+        test_claims_by_use();
         test_exchange_is_no_hog();
         printf("test-plan-hog: ok\n");
         return 0;

@@ -35,7 +35,9 @@
  *  7. a pair of which only one member is still ours (the other's pin was
  *     undone by the effect check or changed by someone else) is released,
  *     and with a block from the effect check not retried until it expires;
- *     after a release, Cooldown= passes before it is co-located again.
+ *     after a release, Cooldown= passes before it is co-located again. An
+ *     anchor that whoever pinned it lets go is not such a half: it joins
+ *     our member's CPU (adoptable_cpu());
  */
 #include <errno.h>
 #include <inttypes.h>
