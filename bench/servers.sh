@@ -311,6 +311,7 @@ one_run() {
                 local t0=${EPOCHREALTIME/./}   # no fork here: the daemon would count it as a new process
                 rate=$(run_client "$w" "$pre" "$tag.log")
                 "$AFFCTL" --runtime-dir "$tag.run" pairs >"$tag.pairs" 2>&1
+                "$AFFCTL" --runtime-dir "$tag.run" pairs --json >"$tag.pairs.json" 2>&1
                 stop_daemon
                 coloc=$(watch_result "$t0" "$tag.run/coloc_at")
                 echo "$coloc" >"$tag.coloc"
