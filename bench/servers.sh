@@ -27,6 +27,8 @@
 #              a 612-byte static page over TCP on 127.0.0.1 (requests/s)
 #   sockperf-1 sockperf ping-pong over TCP on 127.0.0.1 (round trips/s,
 #              from its reported mean latency)
+#   proxy-1    wrk (1 thread, 1 connection) -> an nginx reverse proxy (1
+#              worker) -> the nginx-1 server: a chain of three (requests/s)
 #
 #   stock      no daemon; the server's threads may run anywhere
 #   affinityd  a fresh daemon per run, the shipped policies, 1 s interval,
@@ -65,7 +67,7 @@ RESULTS_DIR=
 REPEATS=3
 DURATION=12
 SETTLE=0
-WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4,pg-8,mc-1,nginx-1,sockperf-1
+WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4,pg-8,mc-1,nginx-1,sockperf-1,proxy-1
 VARIANTS=stock,affinityd,hand
 
 usage() {
@@ -112,7 +114,7 @@ die() { echo "servers.sh: $*" >&2; exit 1; }
 . "$SRCDIR/tests/servers-lib.sh"
 mapfile -t need < <(servers_missing_packages)
 [[ ,$WORKLOADS, == *,pg-* ]] && need+=($(postgres_missing_package))
-[[ ,$WORKLOADS, =~ ,(mc|nginx|sockperf)- ]] && need+=($(loopback_missing_packages))
+[[ ,$WORKLOADS, =~ ,(mc|nginx|sockperf|proxy)- ]] && need+=($(loopback_missing_packages))
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # the chart
 if [[ ${#need[@]} -gt 0 ]]; then
         echo "# installing ${need[*]}"
@@ -144,6 +146,7 @@ server_pid() {
         case $1 in
         mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; pg-*) echo "$PG_PID" ;;
         mc-*) echo "$MC_PID" ;; nginx-*) echo "$NGX_PID" ;; sockperf-*) echo "$SP_PID" ;;
+        proxy-*) echo "$PXY_PID $NGX_PID" ;;
         esac
 }
 
@@ -151,11 +154,13 @@ server_pid() {
 # and nginx also its child processes (backends, the worker), and the
 # backends forked later inherit the postmaster's mask.
 pin_server() {
-        local p=$(server_pid "$1") c
-        taskset -a -p -c "$2" "$p" >/dev/null
-        if [[ $1 == pg-* || $1 == nginx-* ]]; then
-                for c in $(pgrep -P "$p"); do taskset -a -p -c "$2" "$c" >/dev/null 2>&1; done
-        fi
+        local p c
+        for p in $(server_pid "$1"); do
+                taskset -a -p -c "$2" "$p" >/dev/null
+                if [[ $1 == pg-* || $1 == nginx-* || $1 == proxy-* ]]; then
+                        for c in $(pgrep -P "$p"); do taskset -a -p -c "$2" "$c" >/dev/null 2>&1; done
+                fi
+        done
 }
 
 # Builtin-only waiting: the daemon brings a pass forward for a new process
@@ -269,8 +274,10 @@ run_client() {
                 $pre memcaslap -s "127.0.0.1:$MC_PORT" -c 1 -T 1 -t "${DURATION}s" >"$log" 2>&1
                 awk '/^Run time/ { for (i = 1; i <= NF; i++) if ($i == "TPS:") print $(i + 1) }' "$log"
                 ;;
-        nginx-1)
-                $pre wrk -t 1 -c 1 -d "${DURATION}s" "http://127.0.0.1:$NGX_PORT/" >"$log" 2>&1
+        nginx-1|proxy-1)
+                local port=$NGX_PORT
+                [[ $w == proxy-1 ]] && port=$PXY_PORT
+                $pre wrk -t 1 -c 1 -d "${DURATION}s" "http://127.0.0.1:$port/" >"$log" 2>&1
                 awk '/^Requests\/sec/ { print $2 }' "$log"
                 ;;
         sockperf-1)
@@ -331,14 +338,15 @@ IFS=, read -r -a WL <<<"$WORKLOADS"
 IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
         case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub|pg-1|pg-4|pg-8) ;;
-        mc-1|nginx-1|sockperf-1) ;;
+        mc-1|nginx-1|sockperf-1|proxy-1) ;;
         *) die "unknown workload $w" ;; esac
 done
 if [[ " ${WL[*]}" == *" mdb-"* ]]; then mariadb_start "$WORK" "$LOGS" || die "MariaDB did not start"; fi
 if [[ " ${WL[*]}" == *" redis-"* ]]; then redis_start "$WORK" "$LOGS" || die "Redis did not start"; fi
 if [[ " ${WL[*]}" == *" pg-"* ]]; then postgres_start "$WORK" "$LOGS" || die "PostgreSQL did not start"; fi
 if [[ " ${WL[*]}" == *" mc-"* ]]; then memcached_start "$WORK" "$LOGS" || die "memcached did not start"; fi
-if [[ " ${WL[*]}" == *" nginx-"* ]]; then nginx_start "$WORK" "$LOGS" || die "nginx did not start"; fi
+if [[ " ${WL[*]}" =~ \ (nginx|proxy)- ]]; then nginx_start "$WORK" "$LOGS" || die "nginx did not start"; fi
+if [[ " ${WL[*]}" == *" proxy-"* ]]; then nginx_proxy_start "$WORK" "$LOGS" || die "the nginx proxy did not start"; fi
 if [[ " ${WL[*]}" == *" sockperf-"* ]]; then sockperf_start "$WORK" "$LOGS" || die "the sockperf server did not start"; fi
 
 echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)"

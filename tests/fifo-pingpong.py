@@ -3,7 +3,11 @@
 writes it to OUT; the client end writes to OUT and reads from IN, as fast
 as it can, forever (till SIGTERM). Two processes, possibly of two users:
 the shape of the adversarial probe (two world-writable FIFOs and an echo
-loop owned by root).  fifo-pingpong.py echo|client IN OUT"""
+loop owned by root). The proxy sits between a client and an echo end, as
+a web proxy sits between its client and its backend: each byte from IN
+goes to BOUT, the backend's answer from BIN back to OUT (a chain of three).
+  fifo-pingpong.py echo|client IN OUT
+  fifo-pingpong.py proxy IN OUT BIN BOUT"""
 import os
 import sys
 
@@ -13,6 +17,21 @@ if role == "echo":
     w = os.open(fout, os.O_WRONLY)
     while True:
         b = os.read(r, 1)
+        if not b:
+            sys.exit(0)
+        os.write(w, b)
+elif role == "proxy":
+    # the client's FIFOs first, in the order the client opens them
+    r = os.open(fin, os.O_RDONLY)
+    w = os.open(fout, os.O_WRONLY)
+    bw = os.open(sys.argv[5], os.O_WRONLY)
+    br = os.open(sys.argv[4], os.O_RDONLY)
+    while True:
+        b = os.read(r, 1)
+        if not b:
+            sys.exit(0)
+        os.write(bw, b)
+        b = os.read(br, 1)
         if not b:
             sys.exit(0)
         os.write(w, b)

@@ -8,6 +8,7 @@
 #     onto its CPU, the pinned one never touched;
 #     1d. when that someone lets the anchor go, it joins the pair's CPU and
 #     the other's pin is kept;
+#     1e. a chain of three (client, proxy, backend) ends on one CPU;
 #  2. a pipelined stream pair is left alone ("left alone: stream"), its
 #     masks untouched;
 #  3. stopping the daemon puts a co-located pair's masks back;
@@ -215,6 +216,38 @@ else
         fail "a pair anchored on CPU 0 stayed split: $(allowed_of "$A1") / $(allowed_of "$A2") (state '$(pair_state "$A1" "$A2")')"
 fi
 stop_pingpong
+
+# 1e. a chain: a client, a proxy and the proxy's backend (FIFOs, three
+# python processes), started split (the proxy on CPU 1, the others on 0):
+# the stronger pair is co-located and the third joins it, all on one CPU
+CH=$work/chain
+mkdir "$CH" && mkfifo "$CH/c2p" "$CH/p2c" "$CH/p2b" "$CH/b2p"
+taskset -c 0 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" echo "$CH/p2b" "$CH/b2p" &
+C3=$!; CHILDREN+=("$C3")
+taskset -c 1 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" proxy "$CH/c2p" "$CH/p2c" "$CH/b2p" "$CH/p2b" &
+C2=$!; CHILDREN+=("$C2")
+taskset -c 0 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" client "$CH/p2c" "$CH/c2p" &
+C1=$!; CHILDREN+=("$C1")
+running() { grep -q fifo-pingpong "/proc/$1/cmdline" 2>/dev/null; }
+wait_for 5 running "$C1" && wait_for 5 running "$C2" && wait_for 5 running "$C3" || fail "the chain did not start"
+sleep 0.3
+for p in "$C1" "$C2" "$C3"; do taskset -pc "$ORIG" "$p" >/dev/null; done
+one_chain_cpu() {
+        local c
+        c=$(allowed_of "$C1")
+        [[ $c =~ ^[0-9]+$ ]] && [ "$(allowed_of "$C2")" = "$c" ] && [ "$(allowed_of "$C3")" = "$c" ]
+}
+if wait_for 15 one_chain_cpu; then
+        pairs_json | jq -e --argjson p "$C2" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and .state == "co-located")] | length == 2' >/dev/null ||
+                { pairs_json >&2; fail "the chain is on one CPU, but affctl pairs does not list both links co-located"; }
+        echo "# chain: client $C1, proxy $C2 and backend $C3 on CPU $(allowed_of "$C1")"
+elif pairs_json | jq -e --argjson p "$C2" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and (.why | test("together")))] | length >= 1' >/dev/null; then
+        NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }a chain (the kernel kept it together)"
+else
+        pairs_json >&2 || true
+        fail "a client/proxy/backend chain was not put on one CPU: $(allowed_of "$C1") / $(allowed_of "$C2") / $(allowed_of "$C3")"
+fi
+kill "$C1" "$C2" "$C3" 2>/dev/null || true
 
 # 2. a stream pair (both sides busy) is left alone
 rm -f "$work/st.pids"

@@ -70,6 +70,12 @@ memcached_start() {
         wait_listen "$MC_PID" "$MC_PORT" memcached "$logs/memcached.log"
 }
 
+# nginx's temporary files, all in DIR: not the packaged /var/lib/nginx
+nginx_temp_paths() {
+        local t
+        for t in client_body proxy fastcgi uwsgi scgi; do printf '%s_temp_path %s; ' "$t" "$1"; done
+}
+
 nginx_start() {
         local dir=$1 logs=$2
         NGX_PORT=$(free_port) || { echo "no free port" >&2; return 1; }
@@ -83,17 +89,47 @@ error_log $logs/nginx.err;
 events { worker_connections 256; }
 http {
         access_log off;
-        client_body_temp_path $dir/nginx/tmp;
-        proxy_temp_path $dir/nginx/tmp;
-        fastcgi_temp_path $dir/nginx/tmp;
-        uwsgi_temp_path $dir/nginx/tmp;
-        scgi_temp_path $dir/nginx/tmp;
+        $(nginx_temp_paths "$dir/nginx/tmp")
         server { listen 127.0.0.1:$NGX_PORT; root $dir/nginx/www; }
 }
 NGX
         nginx -c "$dir/nginx/nginx.conf" -g 'daemon off;' >"$logs/nginx.log" 2>&1 &
         NGX_PID=$!
         wait_listen "$NGX_PID" "$NGX_PORT" nginx "$logs/nginx.err"
+}
+
+# nginx_proxy_start DIR LOGDIR: a second nginx (1 worker, as www-data) in
+# front of nginx_start's, proxy_pass with kept-alive upstream connections:
+# a client, the proxy's worker and the backend's worker are a chain of
+# three. Needs nginx_start first (NGX_PORT).
+nginx_proxy_start() {
+        local dir=$1 logs=$2
+        [ -n "${NGX_PORT:-}" ] || { echo "nginx_proxy_start: start the backend first" >&2; return 1; }
+        PXY_PORT=$(free_port) || { echo "no free port" >&2; return 1; }
+        mkdir -p "$dir/proxy/tmp" && chmod 755 "$dir/proxy" || return 1
+        cat >"$dir/proxy/nginx.conf" <<NGX
+user www-data;
+worker_processes 1;
+pid $dir/proxy/nginx.pid;
+error_log $logs/proxy.err;
+events { worker_connections 256; }
+http {
+        access_log off;
+        $(nginx_temp_paths "$dir/proxy/tmp")
+        upstream backend { server 127.0.0.1:$NGX_PORT; keepalive 4; }
+        server {
+                listen 127.0.0.1:$PXY_PORT;
+                location / {
+                        proxy_pass http://backend;
+                        proxy_http_version 1.1;
+                        proxy_set_header Connection "";
+                }
+        }
+}
+NGX
+        nginx -c "$dir/proxy/nginx.conf" -g 'daemon off;' >"$logs/proxy.log" 2>&1 &
+        PXY_PID=$!
+        wait_listen "$PXY_PID" "$PXY_PORT" "nginx proxy" "$logs/proxy.err"
 }
 
 sockperf_start() {
@@ -185,12 +221,12 @@ redis_commands() {
 # Stop both, waiting for each to exit (MariaDB flushes on SIGTERM).
 servers_stop() {
         local p
-        for p in $MDB_PID $RDS_PID $PG_PID $MC_PID $NGX_PID $SP_PID; do
+        for p in ${MDB_PID:-} ${RDS_PID:-} ${PG_PID:-} ${MC_PID:-} ${PXY_PID:-} ${NGX_PID:-} ${SP_PID:-}; do
                 kill -TERM "$p" 2>/dev/null || continue
                 local deadline=$(( $(date +%s) + 30 ))
                 while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
                 kill -KILL "$p" 2>/dev/null || true
                 wait "$p" 2>/dev/null || true
         done
-        MDB_PID= RDS_PID= PG_PID= MC_PID= NGX_PID= SP_PID=
+        MDB_PID= RDS_PID= PG_PID= MC_PID= PXY_PID= NGX_PID= SP_PID=
 }

@@ -773,13 +773,15 @@ static void test_policy_and_budget(void) {
 }
 
 static void test_shared_member(void) {
-        /* 800 talks to 801 (strong) and 802 (weaker): one pair only */
-        struct task tasks[] = { mktask(800, 0.4, 0), mktask(801, 0.3, 1), mktask(802, 0.3, 2) };
+        /* 801 talks to 800 (strong) and 802 (weaker), between the two as a
+         * proxy is, but the three at util 1.3 together: more than one CPU,
+         * so one pair only */
+        struct task tasks[] = { mktask(800, 0.4, 0), mktask(801, 0.4, 1), mktask(802, 0.5, 2) };
         struct world w;
 
         world_init(&w, tasks, ELEMENTSOF(tasks));
         struct finding f1 = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
-        struct finding f2 = mkpair(&tasks[0], &tasks[2], 1.0, "split pair");
+        struct finding f2 = mkpair(&tasks[1], &tasks[2], 1.0, "split pair");
         f2.wake_rate_per_s = 9000;
         ASSERT_OK(findings_add(&w.findings, &f2));
         ASSERT_OK(findings_add(&w.findings, &f1));
@@ -788,7 +790,83 @@ static void test_shared_member(void) {
                 interval(&w);
         }
         expect_colocated(&w, 800, 801);
-        ASSERT_STREQ(target(&w, 800, 802)->state, "left alone: shared");
+        ASSERT_STREQ(target(&w, 801, 802)->state, "left alone: shared");
+        world_done(&w);
+}
+
+static void test_fan_no_chain(void) {
+        /* 870, the oldest, serves both 871 and 872 (the same role in both
+         * pairs: a fan, as a pgbench thread is to its backends until the
+         * hub shows): one pair, however well the three would fit */
+        struct task tasks[] = { mktask(870, 0.3, 0), mktask(871, 0.3, 1), mktask(872, 0.25, 2) };
+        struct world w;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f1 = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        struct finding f2 = mkpair(&tasks[0], &tasks[2], 1.0, "split pair");
+        f1.split_basis = f2.split_basis = SPLIT_BASIS_WAKEUPS;
+        f2.wake_rate_per_s = 9000;
+        ASSERT_OK(findings_add(&w.findings, &f2));
+        ASSERT_OK(findings_add(&w.findings, &f1));
+        interval(&w);
+        expect_colocated(&w, 870, 871);
+        ASSERT_STREQ(target(&w, 870, 872)->state, "left alone: shared");
+        world_done(&w);
+}
+
+static void test_chain(void) {
+        /* A proxy 851 between its client 850 and its backend 852: the
+         * stronger pair is co-located and the backend joins it, one SET,
+         * the proxy's pin left to its pair; then all three stay put, also
+         * when the weaker pair's rate passes the stronger one's. */
+        struct task tasks[] = { mktask(850, 0.3, 0), mktask(851, 0.4, 1), mktask(852, 0.25, 2) };
+        struct world w;
+        struct finding f1, f2;
+        int cpu;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        f1 = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        f2 = mkpair(&tasks[1], &tasks[2], 1.0, "split pair");
+        f1.split_basis = f2.split_basis = SPLIT_BASIS_WAKEUPS;
+        f2.wake_rate_per_s = 40000;
+        ASSERT_OK(findings_add(&w.findings, &f2));
+        ASSERT_OK(findings_add(&w.findings, &f1));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 3);
+        ASSERT_EQ(w.out.items[0].task.tid + w.out.items[1].task.tid, 850 + 851);
+        ASSERT_TRUE(cpumask_equal(&w.out.items[0].mask, &w.out.items[1].mask));
+        cpu = cpumask_next(&w.out.items[0].mask, 0);
+        ASSERT_EQ(w.out.items[2].task.tid, 852);
+        ASSERT_TRUE(cpumask_equal(&w.out.items[2].mask, &w.out.items[0].mask));
+        ASSERT_TRUE(strstr(w.out.items[2].reason, "held there by its other pair") != NULL);
+        ASSERT_STREQ(target(&w, 851, 852)->state, "co-located");
+        ASSERT_EQ(target(&w, 851, 852)->cpu, cpu);
+
+        /* applied: 850 and 851 the first pair's, 852 the chain's */
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
+        w.managed[2] = mkmanaged(&tasks[2], &tasks[1], cpu);
+        w.n_managed = 3;
+        for (int i = 0; i < 3; i++)
+                tasks[i].allowed = cpumask_of(cpu), tasks[i].last_cpu = cpu;
+        for (int i = 0; i < 3; i++) {
+                w.findings.items[0].split_fraction = w.findings.items[1].split_fraction = 0.0;
+                /* the chain's rate above the first pair's from the second round on */
+                w.findings.items[0].wake_rate_per_s = i ? 60000 : 40000;
+                memset(w.claim, 0, sizeof(w.claim));
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 850, 851)->state, "co-located");
+                ASSERT_STREQ(target(&w, 851, 852)->state, "co-located");
+                ASSERT_EQ(target(&w, 851, 852)->cpu, cpu);
+        }
+        /* the link quiet for a pass (no finding), its stronger pair still there: hysteresis, not a release */
+        w.findings.items[0] = w.findings.items[1];
+        w.findings.n = 1;
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 851, 852)->state, "co-located");
         world_done(&w);
 }
 
@@ -1066,6 +1144,8 @@ int main(void) {
         test_half_pair_released();
         test_policy_and_budget();
         test_shared_member();
+        test_chain();
+        test_fan_no_chain();
         test_machines_distinct_cores();
         test_machines_llcs_before_sharing();
         test_machines_memory_node();

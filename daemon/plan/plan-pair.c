@@ -94,9 +94,22 @@ struct pair_item {
         const struct task *t[2];        /* NULL: exited */
         const struct managed *m[2];     /* our pin in force */
         const struct managed *other[2]; /* an affinity change of another part (a hog pin) */
-        unsigned anchored;              /* finding.anchored: bit k, member k is someone else's on one CPU */
+        const struct managed *pair_pin[2]; /* another pair's pin (that pair keeps or releases it) */
+        unsigned anchored;              /* bit k: member k is held on one CPU by someone else, or by
+                                         * a stronger pair (chain_cpu): never ours to set */
         int pin_cpu;                    /* both ours (or an anchor) on this one CPU, else -1 */
+        int chain_cpu;                  /* a member is in a stronger pair on this CPU (chain()), else -1 */
+        double chain_util;              /* then: the util of the whole chain */
         double rate;                    /* for ordering */
+};
+
+/* A member of a pair kept or placed this pass, where, and the util of
+ * what it is co-located with (its pair, or its whole chain). */
+struct pair_use {
+        struct task_id id;
+        int cpu;
+        double util;
+        enum pair_role role;    /* its role in that pair */
 };
 
 struct pair_plan {
@@ -110,7 +123,7 @@ struct pair_plan {
         /* scratch for choose_cpu(), per core / LLC id (sharing_counts()) */
         int *core_claimed, *core_paired, *llc_paired;
         int n_ids;
-        struct task_id *used;           /* members of pairs kept or placed this pass */
+        struct pair_use *used;          /* members of pairs kept or placed this pass */
         size_t n_used, used_allocated;
         struct pair_item *items;
         size_t n_items;
@@ -149,24 +162,35 @@ static void set_colocated_state(struct plan_target_state *st, int cpu) {
         st->cpu = cpu;
 }
 
-static bool used(const struct pair_plan *pp, const struct task_id *id) {
+static const struct pair_use *use_of(const struct pair_plan *pp, const struct task_id *id) {
         for (size_t i = 0; i < pp->n_used; i++)
-                if (task_id_equal(&pp->used[i], id))
-                        return true;
-        return false;
+                if (task_id_equal(&pp->used[i].id, id))
+                        return &pp->used[i];
+        return NULL;
+}
+
+static bool used(const struct pair_plan *pp, const struct task_id *id) {
+        return use_of(pp, id) != NULL;
 }
 
 static int use(struct pair_plan *pp, const struct pair_item *it) {
+        double util = it->chain_cpu >= 0 ? it->chain_util : it->f ? it->f->combined_util : 0;
+        enum pair_role role[2] = { PAIR_ROLE_PEER, PAIR_ROLE_PEER };
+
+        if (it->t[0] && it->t[1])
+                detect_pair_roles(it->t[0], it->t[1], role);
         if (pp->n_used + 2 > pp->used_allocated) {
                 size_t na = pp->used_allocated ? pp->used_allocated * 2 : 16;
-                struct task_id *n = reallocarray(pp->used, na, sizeof(*n));
+                struct pair_use *n = reallocarray(pp->used, na, sizeof(*n));
                 if (!n)
                         return -ENOMEM;
                 pp->used = n;
                 pp->used_allocated = na;
         }
-        pp->used[pp->n_used++] = it->id[0];
-        pp->used[pp->n_used++] = it->id[1];
+        for (int k = 0; k < 2; k++)
+                pp->used[pp->n_used++] = (struct pair_use) {
+                        .id = it->id[k], .cpu = it->st->cpu, .util = util, .role = role[k],
+                };
         return 0;
 }
 
@@ -184,6 +208,7 @@ static struct pair_item *item_get(struct pair_plan *pp, const struct task_id *a,
         pp->items[pp->n_items] = (struct pair_item) {
                 .id = { a->tid <= b->tid ? *a : *b, a->tid <= b->tid ? *b : *a },
                 .pin_cpu = -1,
+                .chain_cpu = -1,
         };
         return &pp->items[pp->n_items++];
 }
@@ -239,8 +264,10 @@ static int collect(struct pair_plan *pp) {
                                         it->m[k] = m;
                                 else if (!is_pair_pin(m))
                                         it->other[k] = m;
-                                /* else another pair's: that pair releases it; placing this one
-                                 * takes it over (the applier keeps the recorded original) */
+                                else    /* another pair's: that pair keeps or releases it; placing
+                                         * this one takes it over (the applier keeps the recorded
+                                         * original), joining it makes a chain (chain()) */
+                                        it->pair_pin[k] = m;
                         }
                 }
                 if (pair_key(it->id, key, sizeof(key)) < 0)
@@ -284,13 +311,20 @@ static int collect(struct pair_plan *pp) {
         return 0;
 }
 
-/* Pairs we hold first (they keep their CPU), then the strongest. */
+/* Pairs we hold first (they keep their CPU), then the strongest. A pair
+ * with a member another pair holds comes after the pairs that hold all of
+ * theirs: the pair that holds it decides first, so a chain's link keeps
+ * its place every pass rather than the two taking the pin from each other
+ * as their rates cross. */
 static int item_cmp(const void *a, const void *b) {
         const struct pair_item *x = a, *y = b;
         bool px = x->m[0] || x->m[1], py = y->m[0] || y->m[1];
+        bool sx = x->pair_pin[0] || x->pair_pin[1], sy = y->pair_pin[0] || y->pair_pin[1];
 
         if (px != py)
                 return px ? -1 : 1;
+        if (sx != sy)
+                return sx ? 1 : -1;
         if (x->rate != y->rate)
                 return x->rate > y->rate ? -1 : 1;
         return x->id[0].tid < y->id[0].tid ? -1 : x->id[0].tid > y->id[0].tid;
@@ -433,6 +467,11 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
         size_t off = 0;
 
         detail[0] = '\0';
+        if (it->chain_cpu >= 0) {
+                /* a chain's CPU is its stronger pair's; chain() checked that it fits */
+                cpumask_t one = cpumask_of(it->chain_cpu);
+                cand = cpumask_and(&cand, &one);
+        }
         sharing_counts(pp);
         CPUMASK_FOREACH(c, &cand) {
                 double load, score;
@@ -457,7 +496,7 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
                         if (t->util > PAIR_BUSY_UTIL)
                                 busy--;
                 }
-                if (busy > 0) {
+                if (busy > 0 && it->chain_cpu < 0) {
                         n_busy++;
                         off += (size_t) MAX(0, snprintf(detail + off, off < detail_size ? detail_size - off : 0,
                                                          "%sCPU %d: busy thread", off ? ", " : "", c));
@@ -543,7 +582,8 @@ static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it)
                 char key[128];
                 int j = 1 - k, cpu;
 
-                if (!it->m[k] || it->m[j] || it->other[j] || (it->anchored & (1u << j)) || !it->t[j])
+                if (!it->m[k] || it->m[j] || it->other[j] || it->pair_pin[j] || (it->anchored & (1u << j)) ||
+                    !it->t[j])
                         continue;
                 cpu = cpumask_single(&it->m[k]->mask);
                 if (cpu < 0 || cpu >= pp->n_cpus ||
@@ -567,6 +607,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         const struct finding *f = it->f;
         cpumask_t one = cpumask_of(cpu);
         char reason[160], split[96], mem[48] = "";
+        const char *held_by = it->chain_cpu >= 0 ? ", held there by its other pair" : ", pinned there by someone else";
         double share;
         int r, node = mem_node(pp, it, &share);
 
@@ -579,9 +620,9 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         /* who is who first: what an operator reads the line for */
         snprintf(reason, sizeof(reason), "pair: %s %s %d (%s%s) + %s %d (%s%s) on CPU %d: %.0f wake-ups/s, %s%s",
                  what, it->t[0] ? it->t[0]->comm : "?", (int) it->id[0].tid, pair_role_to_string(role[0]),
-                 it->anchored & 1u ? ", pinned there by someone else" : "",
+                 it->anchored & 1u ? held_by : "",
                  it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]),
-                 it->anchored & 2u ? ", pinned there by someone else" : "", cpu,
+                 it->anchored & 2u ? held_by : "", cpu,
                  f ? f->wake_rate_per_s : 0, f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem);
         for (int k = 0; k < 2; k++) {
                 struct action a;
@@ -688,6 +729,52 @@ static unsigned churn_count(const struct pair_plan *pp, const struct task *t) {
         return cs && cs->no_retry_until_usec > pp->ctx->in->now_usec ? cs->seen : 0;
 }
 
+/*
+ * A chain: one member of this pair is in a stronger pair kept or placed
+ * this pass, the way a proxy sits between its client and its backend. wrk
+ * -> nginx proxy -> nginx backend, one connection, measured here: 3.1-6.5k
+ * requests/s stock, 12.5-13.8k with all three on one CPU, 5.5-6.6k with
+ * only the stronger pair co-located and the backend left where it was
+ * ("left alone: shared"). So the other member joins the stronger pair's
+ * CPU, the shared one held there by that pair (anchored: never in this
+ * pair's actions), when the whole chain fits one CPU: its util, the
+ * stronger pair's (or chain's) plus this member's, at most
+ * PAIR_CHAIN_FIT. A chain of more links grows the same way, one pair at a
+ * time. A member that is the client of both (pgbench's thread, before its
+ * fourth backend shows it for the hub it is) or the server of both is a
+ * fan, not a link: only a member between the two, or a peer, chains.
+ * Returns true when this pair is now a chain's link.
+ */
+#define PAIR_CHAIN_FIT 1.0
+
+static bool chain(struct pair_plan *pp, struct pair_item *it) {
+        const struct pair_use *u0 = use_of(pp, &it->id[0]), *u1 = use_of(pp, &it->id[1]);
+        const struct pair_use *u = u0 ?: u1;
+        int k = u0 ? 0 : 1, j = 1 - k;
+        double util;
+
+        if ((u0 && u1) || !u || u->cpu < 0 || u->cpu >= pp->n_cpus || (!it->f && !it->m[j]) || !it->t[j] ||
+            it->m[k] || it->other[j] || it->pair_pin[j] || (it->anchored & (1u << j)))
+                return false;
+        if (it->t[k]) {
+                enum pair_role role[2];
+
+                detect_pair_roles(it->t[0], it->t[1], role);
+                if (role[k] != PAIR_ROLE_PEER && role[k] == u->role)
+                        return false;
+        }
+        util = u->util + (it->t[j]->have_rates ? it->t[j]->util : 0);
+        /* once joined the chain shares one CPU, so its util fits by construction:
+         * only a new link is measured against the CPU */
+        if (!it->m[j] && util > PAIR_CHAIN_FIT)
+                return false;
+        it->anchored |= 1u << k;
+        it->chain_cpu = u->cpu;
+        it->chain_util = util;
+        it->pin_cpu = it->m[j] && cpumask_single(&it->m[j]->mask) == u->cpu ? u->cpu : -1;
+        return true;
+}
+
 static int decide(struct pair_plan *pp, struct pair_item *it) {
         const struct plan_input *in = pp->ctx->in;
         struct plan_target_state *st = it->st;
@@ -730,6 +817,9 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                                   st->last.wake_rate_per_s);
                         return 0;
                 }
+                /* a chain's link, quiet for a pass: hysteresis too, while its stronger pair holds */
+                if (!complete(it) && (used(pp, &it->id[0]) || used(pp, &it->id[1])))
+                        (void) chain(pp, it);
                 if (!complete(it) || it->pin_cpu < 0)
                         return release_half(pp, it);
                 if (st->absent >= hyst || !it->p)
@@ -760,7 +850,7 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                           it->p ? policy_action_to_string(it->p->action) : "?");
                 return 0;
         }
-        if (used(pp, &it->id[0]) || used(pp, &it->id[1])) {
+        if ((used(pp, &it->id[0]) || used(pp, &it->id[1])) && !chain(pp, it)) {
                 st->seen = 0;
                 if (ours)
                         return release(pp, it, "left alone: shared", "pair: released: member in a stronger pair");
@@ -787,10 +877,12 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 if (adopt >= 0 && (plan_state_blocked(pp->ctx->state, NULL, akey[0], in->now_usec, NULL) ||
                                    plan_state_blocked(pp->ctx->state, NULL, akey[1], in->now_usec, NULL)))
                         adopt = -1;
-                if (adopt < 0 && (!complete(it) || it->pin_cpu < 0))
+                /* a chain whose stronger pair moved: moved after it, below */
+                if (adopt < 0 && (!complete(it) || (it->pin_cpu < 0 && it->chain_cpu < 0)))
                         return release_half(pp, it);
                 cpu = adopt >= 0 ? adopt : it->pin_cpu;
-                if (cpu < pp->n_cpus && pp->ctx->cpu_claim[cpu] != 1 && cpumask_test(&pp->usable, cpu)) {
+                if (cpu >= 0 && cpu < pp->n_cpus && pp->ctx->cpu_claim[cpu] != 1 &&
+                    cpumask_test(&pp->usable, cpu)) {
                         cpumask_t cand = candidates(pp, it);
                         if (cpumask_test(&cand, cpu) && adopt >= 0) {
                                 if (sets_needed(it, cpu) > pp->ctx->actions_left) {
