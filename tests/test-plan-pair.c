@@ -860,6 +860,25 @@ static void test_chain(void) {
                 ASSERT_STREQ(target(&w, 851, 852)->state, "co-located");
                 ASSERT_EQ(target(&w, 851, 852)->cpu, cpu);
         }
+        /* a hog takes the chain's CPU: the stronger pair moves, and the link follows it in the same pass */
+        memset(w.claim, 0, sizeof(w.claim));
+        w.claim[cpu] = 1;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 3);
+        for (size_t i = 0; i < 3; i++) {
+                ASSERT_EQ(w.out.items[i].verb, VERB_SET);
+                ASSERT_TRUE(cpumask_equal(&w.out.items[i].mask, &w.out.items[0].mask));
+                ASSERT_TRUE(!cpumask_test(&w.out.items[i].mask, cpu));
+        }
+        ASSERT_EQ(w.out.items[2].task.tid, 852);
+        /* applied */
+        cpu = cpumask_next(&w.out.items[0].mask, 0);
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
+        w.managed[2] = mkmanaged(&tasks[2], &tasks[1], cpu);
+        for (int i = 0; i < 3; i++)
+                tasks[i].allowed = cpumask_of(cpu), tasks[i].last_cpu = cpu;
+
         /* the link quiet for a pass (no finding), its stronger pair still there: hysteresis, not a release */
         w.findings.items[0] = w.findings.items[1];
         w.findings.n = 1;

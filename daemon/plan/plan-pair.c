@@ -359,6 +359,10 @@ static cpumask_t candidates(const struct pair_plan *pp, const struct pair_item *
         for (int k = 0; k < 2; k++) {
                 cpumask_t base;
 
+                /* a chain's shared member: its own pair chose the CPU within its allowed set,
+                 * and its mask may still be the CPU that pair is moving it from */
+                if (it->chain_cpu >= 0 && (it->anchored & (1u << k)) && !(it->f && (it->f->anchored & (1u << k))))
+                        continue;
                 if (it->m[k] && plan_managed_original(it->m[k], &base))
                         ;
                 else if (it->t[k])
