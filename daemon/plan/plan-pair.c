@@ -578,23 +578,26 @@ static int release(struct pair_plan *pp, struct pair_item *it, const char *state
  * measured here, daemon-owners.sh). So the free partner joins our CPU: the
  * CPU of the lone pin, or -1 when there is nothing to adopt. A partner that
  * someone changed away from one of our pins (foreign_changes) is theirs,
- * not adopted.
+ * and a member the effect check blocked is not retried: neither is adopted.
+ * akey: the members' action target keys.
  */
-static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it) {
+static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it, char akey[2][128]) {
+        uint64_t now = pp->ctx->in->now_usec;
+
         for (int k = 0; k < 2; k++) {
                 const struct plan_target_state *ts;
-                char key[128];
                 int j = 1 - k, cpu;
 
                 if (!it->m[k] || it->m[j] || it->other[j] || it->pair_pin[j] || (it->anchored & (1u << j)) ||
                     !it->t[j])
                         continue;
                 cpu = cpumask_single(&it->m[k]->mask);
-                if (cpu < 0 || cpu >= pp->n_cpus ||
-                    action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[j] }, key, sizeof(key)) == NULL)
+                ts = plan_state_find(pp->ctx->state, akey[j]);
+                if (cpu < 0 || cpu >= pp->n_cpus || (ts && ts->foreign_changes > 0) ||
+                    plan_state_blocked(pp->ctx->state, NULL, akey[0], now, NULL) ||
+                    plan_state_blocked(pp->ctx->state, NULL, akey[1], now, NULL))
                         return -1;
-                ts = plan_state_find(pp->ctx->state, key);
-                return ts && ts->foreign_changes > 0 ? -1 : cpu;
+                return cpu;
         }
         return -1;
 }
@@ -876,11 +879,8 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
                 return -ENAMETOOLONG;
 
         if (ours) {
-                int adopt = complete(it) ? -1 : adoptable_cpu(pp, it);
+                int adopt = complete(it) ? -1 : adoptable_cpu(pp, it, akey);
 
-                if (adopt >= 0 && (plan_state_blocked(pp->ctx->state, NULL, akey[0], in->now_usec, NULL) ||
-                                   plan_state_blocked(pp->ctx->state, NULL, akey[1], in->now_usec, NULL)))
-                        adopt = -1;
                 /* a chain whose stronger pair moved: moved after it, below */
                 if (adopt < 0 && (!complete(it) || (it->pin_cpu < 0 && it->chain_cpu < 0)))
                         return release_half(pp, it);
