@@ -70,66 +70,57 @@ memcached_start() {
         wait_listen "$MC_PID" "$MC_PORT" memcached "$logs/memcached.log"
 }
 
-# nginx's temporary files, all in DIR: not the packaged /var/lib/nginx
-nginx_temp_paths() {
-        local t
-        for t in client_body proxy fastcgi uwsgi scgi; do printf '%s_temp_path %s; ' "$t" "$1"; done
+# nginx_run DIR LOGDIR NAME PORT PIDVAR HTTP: one nginx (1 worker, as
+# www-data, no access log) whose http block also holds HTTP, its files under
+# DIR/NAME (temporary ones too: not the packaged /var/lib/nginx), its logs
+# LOGDIR/NAME.{log,err}; its PID goes into the variable PIDVAR.
+nginx_run() {
+        local dir=$1/$3 logs=$2 name=$3 port=$4 t
+        mkdir -p "$dir/tmp" && chmod 755 "$dir" || return 1
+        {
+                echo "user www-data;"
+                echo "worker_processes 1;"
+                echo "pid $dir/nginx.pid;"
+                echo "error_log $logs/$name.err;"
+                echo "events { worker_connections 256; }"
+                echo "http {"
+                echo "        access_log off;"
+                for t in client_body proxy fastcgi uwsgi scgi; do echo "        ${t}_temp_path $dir/tmp;"; done
+                echo "$6"
+                echo "}"
+        } >"$dir/nginx.conf"
+        nginx -c "$dir/nginx.conf" -g 'daemon off;' >"$logs/$name.log" 2>&1 &
+        printf -v "$5" %s "$!"
+        wait_listen "$!" "$port" "$name" "$logs/$name.err"
 }
 
 nginx_start() {
         local dir=$1 logs=$2
         NGX_PORT=$(free_port) || { echo "no free port" >&2; return 1; }
-        mkdir -p "$dir/nginx/www" "$dir/nginx/tmp" && chmod 755 "$dir" "$dir/nginx" "$dir/nginx/www" || return 1
+        mkdir -p "$dir/nginx/www" && chmod 755 "$dir" "$dir/nginx" "$dir/nginx/www" || return 1
         head -c 612 /dev/zero | tr '\0' x >"$dir/nginx/www/index.html"
-        cat >"$dir/nginx/nginx.conf" <<NGX
-user www-data;
-worker_processes 1;
-pid $dir/nginx/nginx.pid;
-error_log $logs/nginx.err;
-events { worker_connections 256; }
-http {
-        access_log off;
-        $(nginx_temp_paths "$dir/nginx/tmp")
-        server { listen 127.0.0.1:$NGX_PORT; root $dir/nginx/www; }
-}
-NGX
-        nginx -c "$dir/nginx/nginx.conf" -g 'daemon off;' >"$logs/nginx.log" 2>&1 &
-        NGX_PID=$!
-        wait_listen "$NGX_PID" "$NGX_PORT" nginx "$logs/nginx.err"
+        nginx_run "$dir" "$logs" nginx "$NGX_PORT" NGX_PID \
+                "        server { listen 127.0.0.1:$NGX_PORT; root $dir/nginx/www; }"
 }
 
-# nginx_proxy_start DIR LOGDIR: a second nginx (1 worker, as www-data) in
-# front of nginx_start's, proxy_pass with kept-alive upstream connections:
-# a client, the proxy's worker and the backend's worker are a chain of
-# three. Needs nginx_start first (NGX_PORT).
+# nginx_proxy_start DIR LOGDIR: a second nginx in front of nginx_start's,
+# proxy_pass with kept-alive upstream connections: a client, the proxy's
+# worker and the backend's worker are a chain of three. Needs nginx_start
+# first (NGX_PORT).
 nginx_proxy_start() {
         local dir=$1 logs=$2
         [ -n "${NGX_PORT:-}" ] || { echo "nginx_proxy_start: start the backend first" >&2; return 1; }
         PXY_PORT=$(free_port) || { echo "no free port" >&2; return 1; }
-        mkdir -p "$dir/proxy/tmp" && chmod 755 "$dir/proxy" || return 1
-        cat >"$dir/proxy/nginx.conf" <<NGX
-user www-data;
-worker_processes 1;
-pid $dir/proxy/nginx.pid;
-error_log $logs/proxy.err;
-events { worker_connections 256; }
-http {
-        access_log off;
-        $(nginx_temp_paths "$dir/proxy/tmp")
+        nginx_run "$dir" "$logs" proxy "$PXY_PORT" PXY_PID "\
         upstream backend { server 127.0.0.1:$NGX_PORT; keepalive 4; }
         server {
                 listen 127.0.0.1:$PXY_PORT;
                 location / {
                         proxy_pass http://backend;
                         proxy_http_version 1.1;
-                        proxy_set_header Connection "";
+                        proxy_set_header Connection \"\";
                 }
-        }
-}
-NGX
-        nginx -c "$dir/proxy/nginx.conf" -g 'daemon off;' >"$logs/proxy.log" 2>&1 &
-        PXY_PID=$!
-        wait_listen "$PXY_PID" "$PXY_PORT" "nginx proxy" "$logs/proxy.err"
+        }"
 }
 
 sockperf_start() {
