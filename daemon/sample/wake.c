@@ -157,6 +157,8 @@ struct wake_sampler {
 
         uint64_t period, min_period, max_samples_per_s;
         bool adaptive;
+        double park_max_per_s;     /* PARK_EVENTS_MAX_PER_S unless set (wake_sampler_set_park_max()) */
+        double burst_events_per_s; /* all CPUs' wake-ups/s in the last burst, kept past closing */
 
         /* adaptation window */
         uint64_t adapt_start_usec;
@@ -868,7 +870,8 @@ static void burst_end(struct wake_sampler *ws, uint64_t now) {
         burst_adapt(ws, now > ws->burst_start_usec ? now - ws->burst_start_usec : 0, now);
         burst_account(ws, now);
         ws->on = false;
-        if (burst_events_per_s(ws) > PARK_EVENTS_MAX_PER_S)
+        ws->burst_events_per_s = burst_events_per_s(ws);
+        if (ws->burst_events_per_s > ws->park_max_per_s)
                 perf_close_all(ws);     /* parked, they would cost more than reopening */
 }
 
@@ -1028,6 +1031,7 @@ int wake_sampler_new(const char *root, const struct topology *topo, uint64_t sam
         ws->min_period = ws->period = MAX(sample_period, (uint64_t) 1);
         ws->max_samples_per_s = max_events_per_s;
         ws->adaptive = true;
+        ws->park_max_per_s = PARK_EVENTS_MAX_PER_S;
         ws->adapt_start_usec = ws->win_start_usec = ws->last_edges_usec = util_now_usec();
         ws->burst_usec = BURST_USEC_DEFAULT;
         ws->cadence_usec = CADENCE_USEC_DEFAULT;
@@ -1085,6 +1089,11 @@ void wake_sampler_set_adaptive(struct wake_sampler *ws, bool on) {
         ws->adaptive = on;
         if (!on)
                 set_period(ws, ws->min_period);
+}
+
+void wake_sampler_set_park_max(struct wake_sampler *ws, double events_per_s) {
+        if (ws)
+                ws->park_max_per_s = events_per_s > 0 ? events_per_s : PARK_EVENTS_MAX_PER_S;
 }
 
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s) {
@@ -1267,6 +1276,8 @@ void wake_sampler_status(const struct wake_sampler *ws, struct wake_status *ret)
         ret->burst_open_errors = ws->burst_open_errors;
         ret->event_opens = ws->opens;
         ret->events_parked = ws->n_open > 0 && !ws->on;
+        ret->park_max_per_s = ws->park_max_per_s;
+        ret->burst_events_per_s = ws->burst_events_per_s;
         ret->quiet_skips = ws->quiet_skips;
         ret->switches_per_s = ws->switches_per_s;
         ret->gate_floor_per_s = ws->floor_per_s;

@@ -95,6 +95,8 @@ struct wake_status {
         uint64_t burst_open_errors;  /* bursts that could not open or enable their events (retried next time) */
         uint64_t event_opens;        /* perf events opened since start (parked between bursts when it pays) */
         bool events_parked;          /* open and disabled between bursts */
+        double park_max_per_s;       /* above this all-CPU rate events are closed after a burst, not parked */
+        double burst_events_per_s;   /* all CPUs' sched_waking rate in the last burst (what parking goes by) */
         uint64_t quiet_skips;        /* bursts skipped by the quiet gate */
         double switches_per_s;       /* machine-wide context switches/s, as the gate last saw them */
         double gate_floor_per_s;     /* the gate's WakeRate floor; 0: no gate, < 0: no pair policy, no bursts */
@@ -119,6 +121,10 @@ unsigned wake_ring_pages(unsigned n_cpus, size_t page_size);
 int wake_sampler_disable_perf(struct wake_sampler *ws, const char *why);
 /* Fixed period (benchmarks of the adaptation); on by default. */
 void wake_sampler_set_adaptive(struct wake_sampler *ws, bool on);
+/* The wake-up rate above which events are closed between bursts rather than
+ * parked; <= 0 restores the default. For tests, which need both sides of it
+ * whatever rate this host's storm reaches. */
+void wake_sampler_set_park_max(struct wake_sampler *ws, double events_per_s);
 /*
  * Duty cycle: events open for burst_usec before each expected call of
  * wake_sampler_edges(); 0 = always open (the cost figures in
