@@ -321,7 +321,37 @@ static void test_shipped(void) {
         config_free(c);
 }
 
+/* [Daemon] Scope=: only tasks in those cgroups are matched; an empty assignment resets. */
+static void test_scope(void) {
+        struct config *c = parse("[Daemon]\nScope=/affd-test.* /batch.slice/*\n"
+                                 "[Policy]\nName=hogs\nDetector=hog\nAction=pin\n");
+        struct topo_cpu cpus[4] = {};
+        struct topology topo = { .n_cpus = 4, .cpus = cpus, .online = cpumask_first_n(4) };
+        struct snapshot s = { .topo = &topo };
+        struct proc_info in = proc(100, "spin", "/usr/bin/spin", "spin", "/affd-test.ab12", NULL, 0);
+        struct proc_info below = proc(200, "spin", "/usr/bin/spin", "spin", "/batch.slice/job.scope", NULL, 0);
+        struct proc_info out = proc(300, "make", "/usr/bin/make", "make", "/user.slice", NULL, 1000);
+        struct task t1 = task(&in, 100, "spin"), t2 = task(&below, 200, "spin"), t3 = task(&out, 300, "make");
+        struct task orphan = task(NULL, 400, "spin");
+        const char *why = NULL;
+
+        ASSERT_TRUE(match_in_scope(c, &t1) && match_in_scope(c, &t2) && !match_in_scope(c, &t3));
+        ASSERT_TRUE(!match_in_scope(c, &orphan));       /* no process attributes: cannot be shown to be in it */
+        ASSERT_STREQ(detect_policy_for(c, &s, &t1, DETECT_HOG, 1, &why)->name, "hogs");
+        ASSERT_STREQ(detect_policy_for(c, &s, &t2, DETECT_HOG, 1, &why)->name, "hogs");
+        ASSERT_TRUE(!detect_policy_for(c, &s, &t3, DETECT_HOG, 1, &why));
+        ASSERT_STREQ(why, "outside Scope=");
+        config_free(c);
+
+        /* unset, or reset by an empty assignment: every task */
+        c = parse("[Daemon]\nScope=/affd-test.*\nScope=\n[Policy]\nName=hogs\nDetector=hog\nAction=pin\n");
+        ASSERT_TRUE(!c->daemon.scope && match_in_scope(c, &t3));
+        ASSERT_STREQ(detect_policy_for(c, &s, &t3, DETECT_HOG, 1, &why)->name, "hogs");
+        config_free(c);
+}
+
 int main(void) {
+        test_scope();
         test_policy_matches_literal();
         test_globs_from_text();
         test_policy_for();

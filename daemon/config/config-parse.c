@@ -50,7 +50,7 @@ static const char *const section_names[_SEC_MAX] = {
 enum key {
         K_INTERVAL, K_DRY_RUN, K_LOG_LEVEL, K_MAX_ACTIONS, K_HYSTERESIS, K_COOLDOWN,
         K_EFFECT_CHECK, K_EFFECT_TOLERANCE, K_RETRY_AFTER, K_MAX_THREADS,
-        K_WAKE_SAMPLE_PERIOD, K_MAX_WAKE_EVENTS, K_METRICS_TEXTFILE,
+        K_WAKE_SAMPLE_PERIOD, K_MAX_WAKE_EVENTS, K_METRICS_TEXTFILE, K_SCOPE,
 
         K_NAME, K_ENABLED, K_PRIORITY, K_DETECTOR, K_ACTION,
 
@@ -68,7 +68,7 @@ enum key {
  * bounds and which field (offset into struct daemon_settings for [Daemon],
  * into struct policy for the others), and store_value() does the rest. Keys
  * whose logic differs (names, enums, lists with per-entry checks, CPUs,
- * sysctls, RunDelay, MaxWakeEvents, LogLevel) are V_CUSTOM and written out
+ * sysctls, RunDelay, MaxWakeEvents, LogLevel, Scope) are V_CUSTOM and written out
  * in daemon_key() / policy_key().
  */
 enum value_kind {
@@ -113,6 +113,7 @@ static const struct key_def {
                                          .umin = 1, .umax = 1000000),
         [K_MAX_WAKE_EVENTS]     = { SEC_DAEMON, "MaxWakeEvents" },
         [K_METRICS_TEXTFILE]    = { SEC_DAEMON, "MetricsTextfile" },
+        [K_SCOPE]               = { SEC_DAEMON, "Scope" },
 
         [K_NAME]                = { SEC_POLICY, "Name" },
         [K_ENABLED]             = POLICY(SEC_POLICY, "Enabled", V_BOOL, enabled),
@@ -1087,6 +1088,49 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
         }
 }
 
+/*
+ * Scope=: cgroup path patterns, as [Match] Cgroup= takes them; each
+ * assignment adds, an empty one resets (systemd's rule for lists). A bad
+ * pattern is reported and left out, the others kept.
+ */
+static int scope_add(struct parse_ctx *ctx, struct daemon_settings *d, const char *name, const char *value) {
+        _cleanup_strv_free_ char **words = NULL;
+        char reason[160];
+        int r;
+
+        r = config_split_words(value, &words, reason, sizeof(reason));
+        if (r == -ENOMEM) {
+                ctx_oom(ctx);
+                return r;
+        }
+        if (r < 0) {
+                ctx_error(ctx, ctx->line, "%s=%s: %s", name, value, reason);
+                return r;
+        }
+        if (r == 0) {
+                strv_free(d->scope);
+                d->scope = NULL;
+                return 0;
+        }
+        for (char **w = words; *w; w++) {
+                if (check_glob(K_CGROUP, *w, reason, sizeof(reason))) {
+                        ctx_error(ctx, ctx->line, "%s=%s: %s: %s", name, value, *w, reason);
+                        continue;
+                }
+                if (strv_contains(d->scope, *w))
+                        continue;
+                if (strv_length(d->scope) >= CONFIG_LIST_MAX) {
+                        ctx_error(ctx, ctx->line, "%s=%s: more than %d entries", name, value, CONFIG_LIST_MAX);
+                        return -E2BIG;
+                }
+                if (strv_push(&d->scope, *w) < 0) {
+                        ctx_oom(ctx);
+                        return -ENOMEM;
+                }
+        }
+        return 0;
+}
+
 static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, const char *value) {
         struct daemon_settings *d = &ctx->config->daemon;
         char reason[160] = "";
@@ -1132,6 +1176,9 @@ static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, cons
                         snprintf(d->metrics_textfile, sizeof(d->metrics_textfile), "%s", value);
                 break;
         }
+        case K_SCOPE:
+                (void) scope_add(ctx, d, name, value);  /* reports its own errors, per pattern */
+                return;
         default:
                 r = key_parse_store(k, d, value, reason, sizeof(reason));
                 break;

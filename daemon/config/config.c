@@ -163,6 +163,7 @@ struct config *config_free(struct config *c) {
                 policy_done(&c->policies[i]);
         free(c->policies);
         strv_free(c->files);
+        strv_free(c->daemon.scope);
         free(c);
         return NULL;
 }

@@ -53,6 +53,7 @@ struct daemon_settings {
         uint64_t wake_sample_period;       /* WakeSamplePeriod=1, 1..1000000: perf sample_period start value */
         uint64_t max_wake_events_per_s;    /* MaxWakeEvents=200000/s, 100..100000000: adaptive period keeps under this */
         char metrics_textfile[256];        /* MetricsTextfile= (off): a .prom file, replaced each pass (node_exporter) */
+        char **scope;                      /* Scope= (unset: every task): cgroup patterns of the tasks it may change */
 };
 
 enum detector {

@@ -61,6 +61,12 @@ bool policy_matches(const struct policy *p, const struct task *t) {
         return true;
 }
 
+bool match_in_scope(const struct config *c, const struct task *t) {
+        if (!c || !c->daemon.scope)
+                return true;
+        return t && t->proc && glob_any(c->daemon.scope, t->proc->cgroup);
+}
+
 const struct policy *match_exclusion_for(const struct config *c, const struct task *t, enum detector kind) {
         if (!c || !t)
                 return NULL;
@@ -110,6 +116,10 @@ const struct policy *match_policy_for(const struct config *c, const struct snaps
         }
         if (self_pid > 0 && (t->id.pid == self_pid || t->id.tid == self_pid)) {
                 why = "affinityd itself";
+                goto none;
+        }
+        if (!match_in_scope(c, t)) {
+                why = "outside Scope=";
                 goto none;
         }
 

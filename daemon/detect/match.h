@@ -11,6 +11,7 @@
  *      matches                                → NULL, "excluded by policy NAME"
  *   2. kernel thread                          → NULL, "kernel thread"
  *   3. the daemon itself (pid == self_pid)    → NULL, "affinityd itself"
+ *      a task outside [Daemon] Scope=          → NULL, "outside Scope="
  *   4. the enabled policy for this detector with the lowest Priority= that
  *      matches (ties: the one loaded first, i.e. the earlier file name);
  *      none                                   → NULL, "no policy matches"
@@ -44,6 +45,13 @@ enum {
 
 const struct policy *match_policy_for(const struct config *c, const struct snapshot *s, const struct task *t,
                                       enum detector kind, pid_t self_pid, unsigned flags, const char **ret_why);
+
+/*
+ * Is t in the daemon's Scope= (its process's cgroup matches one of the
+ * patterns)? Always with no Scope=. Outside it a task is still seen (its
+ * load counts where the planners place) but never changed.
+ */
+bool match_in_scope(const struct config *c, const struct task *t);
 
 /* The first enabled exclusion for this detector that matches t, or NULL. */
 const struct policy *match_exclusion_for(const struct config *c, const struct task *t, enum detector kind);

@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "detect/match.h"
 #include "plan/plan.h"
 
 #define KEY_MAX 128   /* struct managed.key, struct plan_target_state.key */
@@ -103,9 +104,9 @@ static bool match_is_empty(const struct policy *p) {
                m->kthreads != MATCH_YES && m->realtime != MATCH_YES;
 }
 
-/* A task that a lever policy may act for: a user task, not excluded by any Action=exclude policy. */
+/* A task that a lever policy may act for: a user task in Scope=, not excluded by any Action=exclude policy. */
 static bool task_eligible(const struct config *c, const struct task *t) {
-        if (t->kthread || !t->proc || t->proc->kthread)
+        if (t->kthread || !t->proc || t->proc->kthread || !match_in_scope(c, t))
                 return false;
         for (size_t i = 0; i < c->n_policies; i++) {
                 const struct policy *x = &c->policies[i];
@@ -303,7 +304,8 @@ static const struct finding *steal_finding(struct levers_plan *lp, const struct 
 static bool policy_matches_any(struct levers_plan *lp, const struct policy *p) {
         const struct snapshot *s = lp->ctx->in->snap;
 
-        if (match_is_empty(p))
+        /* a daemon scoped to some cgroups acts machine-wide only for a task there */
+        if (match_is_empty(p) && !lp->c->daemon.scope)
                 return true;
         for (size_t i = 0; s && i < s->n_tasks; i++)
                 /* the policy's own match first: it rules out almost every task,
