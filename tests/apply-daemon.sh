@@ -24,6 +24,7 @@ HOGBIN=$top_builddir/tests/workloads/hog
 cfg=$(mktemp -d /tmp/affd-cfg.XXXXXX)
 quiet=$(mktemp -d /tmp/affd-quiet.XXXXXX)
 trap 'cleanup; rm -rf "$cfg" "$quiet"' EXIT   # also when a check fails or skips
+scope_enter   # the daemon under test changes this test's processes only
 mkdir -p "$cfg/policies.d" "$quiet/policies.d"
 cat > "$cfg/affinityd.conf" <<'INI'
 [Daemon]

@@ -14,6 +14,7 @@ require_root
 PINGPONG=$top_builddir/tests/workloads/pingpong
 work=$(mktemp -d /tmp/affd-metrics.XXXXXX)
 trap 'cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test changes this test's processes only
 parse() { /usr/bin/python3 "$top_srcdir/tests/metrics-parse.py" "$@"; }
 
 cfg=$work/cfg

@@ -18,6 +18,7 @@ work=$(mktemp -d /tmp/affd-owners.XXXXXX)
 chmod 755 "$work"
 cp "$top_srcdir/tests/fifo-pingpong.py" "$work/"
 trap 'cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test changes this test's processes only
 ORIG=$(allowed_of $$)
 LAST=$(( $(nproc) - 1 ))
 start_daemon "$top_srcdir/policies" --interval 1000

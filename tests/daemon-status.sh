@@ -7,6 +7,7 @@ require_cmd jq
 
 cfg=$(mktemp -d /tmp/affd-cfg.XXXXXX)
 trap 'cleanup; rm -rf "$cfg"' EXIT   # also when a check fails or skips
+scope_enter   # the daemon under test changes this test's processes only
 CHILDREN+=()
 # Report-only policy: observe, change nothing.
 mkdir -p "$cfg/policies.d"
@@ -24,8 +25,18 @@ ctl status --json | jq -e '.state and .counts.tasks >= 0 and .capabilities' >/de
         fail "status --json lacks state/counts/capabilities"
 
 util_of() { ctl tasks 100000 --json | jq -r --argjson p "$1" '[.tasks[] | select(.tid == $p) | .util_pct][0] // -1'; }
-hog_busy() { awk -v u="$(util_of "$HOG")" 'BEGIN { exit !(u > 70) }'; }
-wait_for 15 hog_busy || fail "hog util never above 70% (last: $(util_of "$HOG"))"
+# The hog's util as the daemon reports it, against what the kernel says it
+# got over the second before (a loaded machine gives it less than a CPU):
+# within 20 points, in some second of 15.
+hog_seen=
+hog_busy() {
+        local own
+        own=$(cpu_pct_over "$HOG" 1)
+        hog_seen="daemon $(util_of "$HOG") %, its own run time $own %"
+        awk -v u="$(util_of "$HOG")" -v o="$own" 'BEGIN { d = u - o; exit !(o > 0 && d < 20 && d > -20) }'
+}
+wait_for 15 hog_busy || fail "hog util not what it ran (last: $hog_seen)"
+echo "# hog: $hog_seen"
 
 # the sleeper is known and near zero
 sleeper_idle() { awk -v u="$(util_of "$SLEEPER")" 'BEGIN { exit !(u >= 0 && u < 5) }'; }
@@ -37,7 +48,7 @@ wait_for 10 sleeper_idle || fail "sleeper util not near 0 (last: $(util_of "$SLE
 ctl status >"$RUNDIR/status.txt"
 cat "$RUNDIR/status.txt"
 grep -q '^affinityd .*: running, pid ' "$RUNDIR/status.txt" || fail "text status lacks the running line"
-for l in 'Dry run: no' 'Changing: 0 in force' 'Own cost: ' "Warning: no policies found in $cfg/policies.d: nothing to do"; do
+for l in 'Dry run: no' 'Changing: 0 in force' 'Own cost: ' "Warning: no policies found in $cfg/policies.d" 'nothing to do'; do
         grep -qF -- "$l" "$RUNDIR/status.txt" || fail "text status lacks '$l'"
 done
 ! grep -q 'threads_read' "$RUNDIR/status.txt" || fail "sampler counters on the first screen"
@@ -46,7 +57,7 @@ ctl status --verbose >"$RUNDIR/verbose.txt"
 grep -q 'threads_read' "$RUNDIR/verbose.txt" || fail "status --verbose lacks the sampler's counters"
 ctl status --json | jq -e --arg d "$cfg/policies.d" '.warnings | any(contains($d))' >/dev/null ||
         fail "status --json warnings do not name $cfg/policies.d"
-grep -qF "warning]: no policies found in $cfg/policies.d: nothing to do" "$RUNDIR/daemon.log" ||
+grep -F "warning]: no policies found in $cfg/policies.d" "$RUNDIR/daemon.log" | grep -qF ': nothing to do' ||
         fail "no warning in the log about having no policies"
 # an unknown verb is a usage error (exit 2)
 set +e; ctl frobnicate >/dev/null 2>&1; rc=$?; set -e

@@ -4,9 +4,13 @@
 # two passes is looked at at once instead of an interval later; at most
 # three at once, then one per 10 s (the daemon's own users fork too).
 #
-# Deterministic: with Interval=20s the only regular passes are the one at
-# start and one 20 s later, so every pass counted before that is an early
-# one. The test's own affctl calls are new processes and trigger it.
+# Deterministic: with Interval=60s the only regular passes are the one at
+# start and one 60 s later, so every pass counted before that is an early
+# one, however loaded the machine. The test's own affctl calls are new
+# processes and trigger it; processes outside the test's cgroup (a build
+# next door) do not (Scope=). Whether the kernel delivers process events
+# at all is asked of the kernel itself (tests/proc-events-probe.py), not of
+# the daemon under test: where it does, a daemon that hears nothing fails.
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
@@ -14,17 +18,25 @@ require_cmd jq
 
 work=$(mktemp -d /tmp/affd-early.XXXXXX)
 trap 'cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test changes this test's processes only
 mkdir -p "$work/cfg/policies.d"
-printf '[Daemon]\nInterval=20s\n' >"$work/cfg/affinityd.conf"
+printf '[Daemon]\nInterval=60s\n' >"$work/cfg/affinityd.conf"
 cp "$top_srcdir/policies/policies.d/50-pingpong.policy" "$work/cfg/policies.d/"
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 passes() { ctl status --json | jq -r '.counts.passes'; }
 
+probe=$(python3 "$top_srcdir/tests/proc-events-probe.py") || {
+        rc=$?
+        [ $rc -eq 77 ] && skip "$probe"
+        fail "$probe"
+}
+echo "# $probe"
+
 t_start=$(now_ms)
 start_daemon "$work/cfg"
 pc=$(ctl status --json | jq -r '.capabilities.proc_connector')
-[[ $pc == listening* ]] || skip "no proc connector here ($pc): nothing announces new processes"
+[[ $pc == listening* ]] || fail "the kernel delivers process events, but the daemon's proc connector is: $pc"
 
 # The start-up affctl calls brought a pass forward already; wait out the
 # 10 s limit without starting a process (read -t on a FIFO is a builtin).
@@ -36,17 +48,13 @@ e0=$(events)   # this affctl is the first new process after the quiet spell
 p0=$(passes)
 t0=$(now_ms)
 early() { [ "$(passes)" -gt "$p0" ]; }
-if ! wait_for 3 early; then
-        e1=$(events)
-        echo "# process events received: $e0 before, $e1 after ~30 new processes"
-        # Seen once in a full `make check` run and not reproduced alone: the
-        # kernel delivered no events at all to this daemon's socket. Then
-        # there is nothing to bring a pass forward for.
-        [ "$e1" -gt "$e0" ] || skip "the kernel delivered no process events to the daemon in 3 s"
-        fail "no pass within 3 s of a new process (passes $p0, Interval=20s)"
+# planned 300 ms after the process; 10 s leaves a loaded machine room and
+# is still far from the regular pass
+if ! wait_for 10 early; then
+        fail "no pass within 10 s of a new process (passes $p0, events $e0 before, $(events) after; Interval=60s)"
 fi
 t1=$(now_ms)
-(( t1 - t_start < 19000 )) || skip "the machine was too slow to tell an early pass from the regular one"
+(( t1 - t_start < 59000 )) || fail "no pass before the regular one, $(( t1 - t_start )) ms after start"
 echo "# pass brought forward: seen $(( t1 - t0 )) ms after the trigger, $(( t1 - t_start )) ms after start"
 
 # Rate limit (3 at once, then one per 10 s): polling affctl every 100 ms
@@ -55,7 +63,7 @@ echo "# pass brought forward: seen $(( t1 - t0 )) ms after the trigger, $(( t1 -
 p1=$(passes)
 end=$(( $(now_ms) + 4000 ))
 while [ "$(now_ms)" -lt "$end" ]; do
-        (( $(now_ms) - t_start < 19500 )) || break   # the regular pass is due
+        (( $(now_ms) - t_start < 59500 )) || break   # the regular pass is due
         [ "$(passes)" -le $(( p1 + 2 )) ] ||
                 fail "more than 3 early passes in 10 s ($(passes) passes, was $p1 after the first)"
         sleep 0.1

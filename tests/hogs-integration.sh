@@ -62,6 +62,7 @@ INI
 # cleanup's wait, from ever ending: continue it first.
 STOPPED=
 trap '[ -z "$STOPPED" ] || kill -CONT "$STOPPED" 2>/dev/null || true; cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test changes this test's processes only
 # what the daemon did, for a failure's log
 daemon_story() { grep -E "affinity|released|undo|effect|hog" "$RUNDIR/daemon.log" | tail -30 >&2 || true; ctl hogs >&2 || true; }
 

@@ -31,12 +31,56 @@ wait_for() {
         done
 }
 
+# scope_enter: this test's own cgroup. The test's shell moves into a new
+# cgroup (so every process it starts from now on is there) and every daemon
+# start_daemon starts gets [Daemon] Scope= for it (affinityd.conf(5)): it
+# changes the test's processes only, and a build, a benchmark or another
+# busy process next door counts as load, never as one of its hogs or pairs.
+# The cgroup is made where the daemon reads a task's cgroup from: the v1
+# "cpu" hierarchy where one is mounted, else cgroup v2. scope_leave (run by
+# cleanup) moves the shell back and removes it.
+SCOPE_DIR= SCOPE_PATH= SCOPE_ORIG=
+cgroup_mount() {        # the mount the daemon's Cgroup= paths are relative to
+        local m
+        m=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/mounts)
+        [ -n "$m" ] || m=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+        printf '%s' "$m"
+}
+scope_enter() {
+        local mnt
+        mnt=$(cgroup_mount)
+        [ -n "$mnt" ] || fail "no cgroup hierarchy mounted: cannot scope the daemon under test"
+        SCOPE_PATH=/affd-test.$$
+        SCOPE_DIR=$mnt$SCOPE_PATH
+        SCOPE_ORIG=$mnt$(awk -F: -v v1="$([ "$(stat -fc %T "$mnt")" = cgroup2fs ] || echo 1)" '
+                v1 && $2 ~ /(^|,)cpu(,|$)/ { print $3; exit }
+                !v1 && $1 == "0" { print $3; exit }' /proc/self/cgroup)
+        mkdir "$SCOPE_DIR" || fail "cannot make the test's cgroup $SCOPE_DIR"
+        echo $$ >"$SCOPE_DIR/cgroup.procs" || fail "cannot move the test into $SCOPE_DIR"
+}
+scope_leave() {
+        [ -n "$SCOPE_DIR" ] && [ -d "$SCOPE_DIR" ] || return 0
+        echo $$ >"$SCOPE_ORIG/cgroup.procs" 2>/dev/null || echo $$ >"$(cgroup_mount)/cgroup.procs" 2>/dev/null || true
+        # what is left in it (a child that outlived its kill) goes back too
+        while read -r p; do echo "$p" >"$SCOPE_ORIG/cgroup.procs" 2>/dev/null || true; done <"$SCOPE_DIR/cgroup.procs"
+        rmdir "$SCOPE_DIR" 2>/dev/null || echo "note: $SCOPE_DIR not removed (still in use)"
+        SCOPE_DIR=
+}
+
 # start_daemon CONFIG_DIR [extra args]: runs affinityd in the background with a
 # private runtime dir; sets DAEMON_PID and RUNDIR; waits until affctl answers.
+# After scope_enter, a second configuration directory adds the Scope= drop-in.
 start_daemon() {
         local cfg=$1; shift
+        local scope=()
         RUNDIR=${RUNDIR:-$(mktemp -d /tmp/affd-test.XXXXXX)}
-        "$AFFINITYD" --runtime-dir "$RUNDIR" --config-dir "$cfg" "$@" >"$RUNDIR/daemon.log" 2>&1 &
+        if [ -n "$SCOPE_PATH" ]; then
+                mkdir -p "$RUNDIR/scope-conf/affinityd.conf.d"
+                printf '[Daemon]\nScope=%s %s/*\n' "$SCOPE_PATH" "$SCOPE_PATH" \
+                        >"$RUNDIR/scope-conf/affinityd.conf.d/99-test-scope.conf"
+                scope=(--config-dir "$RUNDIR/scope-conf")
+        fi
+        "$AFFINITYD" --runtime-dir "$RUNDIR" --config-dir "$cfg" "${scope[@]}" "$@" >"$RUNDIR/daemon.log" 2>&1 &
         DAEMON_PID=$!
         wait_for 20 "$AFFCTL" --runtime-dir "$RUNDIR" status >/dev/null 2>&1 ||
                 { cat "$RUNDIR/daemon.log"; fail "daemon did not answer affctl status"; }
@@ -51,6 +95,19 @@ stop_daemon() {
 
 ctl() { "$AFFCTL" --runtime-dir "$RUNDIR" "$@"; }
 
+# cpu_pct_over TID SECONDS: the thread's own CPU use over the next SECONDS,
+# in % of one CPU, from its scheduler run time (/proc/TID/schedstat, ns):
+# what the kernel says it got on this machine now, to hold the daemon's
+# figure to rather than a share some other host's idle CPU gave.
+run_ns_of() { local r _; read -r r _ <"/proc/$1/schedstat" && printf '%s' "$r"; }
+cpu_pct_over() {
+        local a b t0 t1
+        a=$(run_ns_of "$1") t0=$(date +%s%N)
+        sleep "$2"
+        b=$(run_ns_of "$1") t1=$(date +%s%N)
+        awk -v a="$a" -v b="$b" -v t="$(( t1 - t0 ))" 'BEGIN { printf "%.1f", (t > 0 ? (b - a) * 100 / t : 0) }'
+}
+
 # Cpus_allowed_list of a thread
 allowed_of() { awk '/^Cpus_allowed_list/ {print $2}' "/proc/$1/status"; }
 
@@ -59,6 +116,7 @@ cleanup() {
         stop_daemon
         for p in "${CHILDREN[@]}"; do kill "$p" 2>/dev/null || true; done
         wait 2>/dev/null || true
+        scope_leave
         if [ -n "${RUNDIR:-}" ] && [ -z "${KEEP:-}" ]; then rm -rf "$RUNDIR"; fi
 }
 trap cleanup EXIT

@@ -41,6 +41,7 @@ for p in 10-exclude-kernel 10-exclude-self; do
         [ -f "$top_srcdir/policies/policies.d/$p.policy" ] && cp "$top_srcdir/policies/policies.d/$p.policy" "$cfg/policies.d/"
 done
 trap 'cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test changes this test's processes only
 
 # The mask a new process gets here: what "restored" means.
 ORIG=$(allowed_of $$)

@@ -30,6 +30,7 @@ fi
 
 work=$(mktemp -d /tmp/affd-servers.XXXXXX)
 trap '[ -z "${DAEMON_PID:-}" ] || kill -CONT "$DAEMON_PID" 2>/dev/null; servers_stop; cleanup; rm -rf "$work"; [ -z "${MOUNTED_TRACEFS:-}" ] || umount /sys/kernel/tracing' EXIT
+scope_enter   # the daemon under test changes this test's processes only
 mariadb_start "$work" "$work" || fail "MariaDB did not start"
 redis_start "$work" "$work" || fail "Redis did not start"
 ORIG=$(allowed_of $$)

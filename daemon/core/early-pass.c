@@ -14,6 +14,7 @@
 #include <systemd/sd-event.h>
 
 #include "common/util.h"
+#include "detect/match.h"
 #include "core/manager-internal.h"
 
 /* Listen between passes again (what came meanwhile is dispatched at once). */
@@ -66,6 +67,13 @@ uint64_t manager_early_next_allowed(const struct manager *m) {
 /* After an early pass is armed, listen again this soon (new_process_seen()). */
 #define EARLY_PASS_LISTEN_AGAIN_USEC (50 * USEC_PER_MSEC)
 
+/* A CLOCK_MONOTONIC time as seconds of CLOCK_BOOTTIME, the clock of the pass
+ * log lines: when a pass was planned for, beside when it ran (a loaded
+ * machine runs it later, never earlier). */
+static double boot_s(uint64_t mono_usec) {
+        return (double) (mono_usec + util_boottime_usec() - util_now_usec()) / USEC_PER_SEC;
+}
+
 static void new_process_seen(struct manager *m, uint64_t event_usec) {
         uint64_t now, at, next, allowed;
 
@@ -100,8 +108,8 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
                 m->pass_hold_limit = limit;
                 if (m->wake)
                         wake_sampler_expect_call(m->wake, at);
-                log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass held back by %" PRIu64 " ms",
-                           (at - next) / USEC_PER_MSEC);
+                log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass held back by %" PRIu64 " ms, to %.3f s (boot)",
+                           (at - next) / USEC_PER_MSEC, boot_s(at));
                 return;
         }
         if (now < manager_early_next_allowed(m) || next <= at + EARLY_PASS_DELAY_USEC)
@@ -125,8 +133,28 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
         pc_rearm_at(m, allowed);
         if (m->wake)
                 wake_sampler_expect_call(m->wake, at);
-        log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass brought forward by %" PRIu64 " ms",
-                   (next - at) / USEC_PER_MSEC);
+        log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass brought forward by %" PRIu64 " ms, to %.3f s (boot)",
+                   (next - at) / USEC_PER_MSEC, boot_s(at));
+}
+
+/*
+ * Only a process the daemon may change brings a pass forward: with
+ * [Daemon] Scope= set, a build next door forking hundreds of processes
+ * would otherwise spend the early passes (and their rate limit) before the
+ * process in scope starts. One read of /proc/PID/cgroup, only when a scope
+ * is set. A child starts in its parent's cgroup: a short-lived one (a
+ * shell's /bin/true, gone before the event is read) is judged by the
+ * parent it was forked from (parent 0: none known).
+ */
+static bool new_process_in_scope(struct manager *m, pid_t pid, pid_t parent) {
+        _cleanup_free_ char *cg = NULL;
+
+        if (!m->config->daemon.scope)
+                return true;
+        if (sample_read_cgroup(m->root, pid, &cg) < 0 &&
+            (parent <= 0 || sample_read_cgroup(m->root, parent, &cg) < 0))
+                return false;
+        return match_cgroup_in_scope(m->config, cg);
 }
 
 static int on_proc_event(const struct proc_event *ev, void *userdata) {
@@ -136,12 +164,13 @@ static int on_proc_event(const struct proc_event *ev, void *userdata) {
         switch (ev->what) {
         case PROC_EVENT_FORK_:
                 sampler_note_fork(m->sampler, ev->pid, ev->tid);
-                if (ev->pid == ev->tid)
+                if (ev->pid == ev->tid && new_process_in_scope(m, ev->pid, ev->parent_pid))
                         new_process_seen(m, at);
                 break;
         case PROC_EVENT_EXEC_:
                 sampler_note_exec(m->sampler, ev->pid);
-                new_process_seen(m, at);
+                if (new_process_in_scope(m, ev->pid, 0))
+                        new_process_seen(m, at);
                 break;
         case PROC_EVENT_EXIT_:
                 sampler_note_exit(m->sampler, ev->pid, ev->tid);

@@ -52,6 +52,8 @@ const struct policy *match_policy_for(const struct config *c, const struct snaps
  * load counts where the planners place) but never changed.
  */
 bool match_in_scope(const struct config *c, const struct task *t);
+/* The same for a cgroup path (NULL: unknown, so not in a set Scope=). */
+bool match_cgroup_in_scope(const struct config *c, const char *cgroup);
 
 /* The first enabled exclusion for this detector that matches t, or NULL. */
 const struct policy *match_exclusion_for(const struct config *c, const struct task *t, enum detector kind);

@@ -9,6 +9,7 @@
 
 #include "common/util.h"
 #include "sample/sample-internal.h"
+#include "sample/sample.h"
 
 /* Policies match Cmdline= globs; 4 KiB is more than any glob needs and bounds
  * memory with many processes (ps(1) truncates too). */
@@ -154,4 +155,18 @@ int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields 
 fail:
         sample_proc_info_done(&n);
         return r;
+}
+
+int sample_read_cgroup(const char *root, pid_t pid, char **ret) {
+        _cleanup_free_ char *systemd_path = NULL;
+        char rel[64], buf[4096];
+        ssize_t k;
+
+        if (pid <= 0 || !ret)
+                return -EINVAL;
+        snprintf(rel, sizeof(rel), "/proc/%d/cgroup", (int) pid);
+        k = util_read_file_at(root, rel, buf, sizeof(buf));
+        if (k < 0)
+                return (int) k;
+        return sample_parse_cgroup(buf, ret, &systemd_path);
 }
