@@ -5,9 +5,9 @@
 #   3. a hog that stops (SIGSTOP: util 0) → released after hysteresis;
 #   4. SIGTERM → every mask we set is back to what it was.
 # The policy matches only this test's hogs (their command line holds this
-# test's temp dir), so nothing else on the machine is touched. The planner
-# counts every busy thread on the machine, though: if other work keeps the
-# CPUs busy, pinning would be wrong and the test skips (exit 77) saying so.
+# test's temp dir), and the daemon is scoped to the test's cgroup, so
+# nothing else on the machine is touched, and other work there is load,
+# never one of its hogs.
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_cmd jq
@@ -83,14 +83,11 @@ start_hogs() {
 
 stop_pid() { kill -TERM "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
 
-skip_if_busy_machine() {
-        # overcommit as the planner sees it: more busy threads than CPUs, beyond ours
-        local hogs cpus
-        hogs=$(hogs_json | jq -r '.overcommit.hogs // 0')
-        cpus=$(hogs_json | jq -r '.overcommit.cpus // 0')
-        if [ "$hogs" -gt "$1" ] && [ "$hogs" -gt "$cpus" ]; then
-                skip "other work keeps the CPUs busy ($hogs busy threads on $cpus CPUs): pinning would be wrong here"
-        fi
+# overcommit as the planner sees it, for a failure's log: the daemon is
+# scoped to this test's cgroup, so other work on the machine is load, never
+# one of its hogs, and cannot be a reason to skip
+overcommit_story() {
+        hogs_json | jq -c '.overcommit' >&2 || true
 }
 
 orig_mask=$(taskset -c "$CPUS" sh -c 'awk "/^Cpus_allowed_list/ {print \$2}" /proc/self/status')
@@ -126,7 +123,7 @@ both_pinned() {
         is_single_cpu "$a" && is_single_cpu "$b" && [ "$(allowed_of "$a")" != "$(allowed_of "$b")" ]
 }
 if ! wait_for 60 both_pinned; then
-        skip_if_busy_machine 2
+        overcommit_story
         daemon_story
         fail "two hopping hogs not pinned one per CPU within 60 s (allowed: $(allowed_of "$a") / $(allowed_of "$b"))"
 fi

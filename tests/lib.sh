@@ -36,31 +36,38 @@ wait_for() {
 # start_daemon starts gets [Daemon] Scope= for it (affinityd.conf(5)): it
 # changes the test's processes only, and a build, a benchmark or another
 # busy process next door counts as load, never as one of its hogs or pairs.
-# The cgroup is made where the daemon reads a task's cgroup from: the v1
-# "cpu" hierarchy where one is mounted, else cgroup v2. scope_leave (run by
-# cleanup) moves the shell back and removes it.
+# The cgroup is made in a tree without the cpu controller where there is
+# one (the v2 tree of a hybrid machine, else v1's name=systemd; Scope=
+# matches a task's path in systemd's tree too), so that the test's
+# processes compete for CPU as they did before; on a pure v2 machine it is
+# a cgroup of its own under the root. scope_leave (run by cleanup) moves
+# the shell back and removes it.
 SCOPE_DIR= SCOPE_PATH= SCOPE_ORIG=
-cgroup_mount() {        # the mount the daemon's Cgroup= paths are relative to
-        local m
-        m=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/mounts)
-        [ -n "$m" ] || m=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
-        printf '%s' "$m"
+scope_tree() {  # prints "MOUNT KEY": KEY is the /proc/PID/cgroup line's controller field
+        local v2 v1cpu named
+        v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+        v1cpu=$(awk '$3 == "cgroup" && $4 ~ /(^|,)cpu(,|$)/ { print $2; exit }' /proc/mounts)
+        named=$(awk '$3 == "cgroup" && $4 ~ /(^|,)name=systemd(,|$)/ { print $2; exit }' /proc/mounts)
+        if [ -n "$v2" ]; then printf '%s %s' "$v2" ""
+        elif [ -n "$named" ]; then printf '%s %s' "$named" name=systemd
+        elif [ -n "$v1cpu" ]; then printf '%s %s' "$v1cpu" cpu
+        fi
 }
 scope_enter() {
-        local mnt
-        mnt=$(cgroup_mount)
+        local mnt key
+        read -r mnt key <<<"$(scope_tree)" || true
         [ -n "$mnt" ] || fail "no cgroup hierarchy mounted: cannot scope the daemon under test"
         SCOPE_PATH=/affd-test.$$
         SCOPE_DIR=$mnt$SCOPE_PATH
-        SCOPE_ORIG=$mnt$(awk -F: -v v1="$([ "$(stat -fc %T "$mnt")" = cgroup2fs ] || echo 1)" '
-                v1 && $2 ~ /(^|,)cpu(,|$)/ { print $3; exit }
-                !v1 && $1 == "0" { print $3; exit }' /proc/self/cgroup)
+        SCOPE_ORIG=$mnt$(awk -F: -v k="$key" '
+                k == "" && $1 == "0" { print $3; exit }
+                k != "" { n = split($2, c, ","); for (i = 1; i <= n; i++) if (c[i] == k) { print $3; exit } }' /proc/self/cgroup)
         mkdir "$SCOPE_DIR" || fail "cannot make the test's cgroup $SCOPE_DIR"
         echo $$ >"$SCOPE_DIR/cgroup.procs" || fail "cannot move the test into $SCOPE_DIR"
 }
 scope_leave() {
         [ -n "$SCOPE_DIR" ] && [ -d "$SCOPE_DIR" ] || return 0
-        echo $$ >"$SCOPE_ORIG/cgroup.procs" 2>/dev/null || echo $$ >"$(cgroup_mount)/cgroup.procs" 2>/dev/null || true
+        echo $$ >"$SCOPE_ORIG/cgroup.procs" 2>/dev/null || true
         # what is left in it (a child that outlived its kill) goes back too
         while read -r p; do echo "$p" >"$SCOPE_ORIG/cgroup.procs" 2>/dev/null || true; done <"$SCOPE_DIR/cgroup.procs"
         rmdir "$SCOPE_DIR" 2>/dev/null || echo "note: $SCOPE_DIR not removed (still in use)"

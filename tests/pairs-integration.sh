@@ -14,11 +14,15 @@
 #  3. stopping the daemon puts a co-located pair's masks back;
 #  4. with --no-perf the fallback source finds the pair too (if the daemon
 #     wires the fallback; otherwise noted).
-# Needs root, jq and 2+ CPUs; skips (77) otherwise, and
-# also when the kernel kept every ping-pong together by itself (on a loaded
-# machine it does: then there is nothing to co-locate) after all the other
-# checks passed. It fails when a pair stays split for 4 s and the daemon
-# does nothing.
+# Needs root, jq and 2+ CPUs; skips (77) otherwise. The daemon is scoped to
+# the test's cgroup, so a pair pinned to one CPU is the daemon's doing. How
+# much co-location buys is measured here first, by hand (the same pingpong
+# pinned to one CPU, and held split, interleaved): the rate check asks for
+# half of that gain, and where co-location buys under 10 % on this host it
+# says so and checks placement only. Where the kernel kept every ping-pong
+# together by itself (a loaded machine), the test says which checks had
+# nothing to act on. It fails when a pair stays split for 4 s and the
+# daemon does nothing, or when a pinned pair is not shown co-located.
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
@@ -93,30 +97,46 @@ colocate_pingpong() {
         local try run
         for try in 1 2 3; do
                 start_pingpong "$1-$try"
-                # Done when our daemon co-located it, or when 6 s passed without a
-                # split window, or with the pair pinned by someone else (on a
-                # shared machine another test's daemon may be running).
-                ours_colocated() { single_cpu_same "$P1" "$P2" && [[ $(pair_state "$P1" "$P2") == co-located* ]]; }
+                # Done when the daemon pinned it (the test's cgroup is its
+                # scope: nobody else's daemon does), or when 6 s passed
+                # without a split window.
                 co_or_merged() {
-                        ours_colocated && return 0
+                        single_cpu_same "$P1" "$P2" && return 0
                         awk -v t="$(last_t "$PPOUT")" 'BEGIN { exit !(t >= 6) }' || return 1
-                        [ "$(split_run_s "$PPOUT")" = 0.00 ] || single_cpu_same "$P1" "$P2"
+                        [ "$(split_run_s "$PPOUT")" = 0.00 ]
                 }
                 wait_for 20 co_or_merged || true
-                if ours_colocated; then
+                if single_cpu_same "$P1" "$P2"; then
                         T_PIN=$(last_t "$PPOUT")
+                        [[ $(pair_state "$P1" "$P2") == co-located* ]] ||
+                                fail "the pair is pinned to CPU $(allowed_of "$P1") but affctl pairs says '$(pair_state "$P1" "$P2")'"
                         return 0
                 fi
                 run=$(split_run_s "$PPOUT")
-                echo "# try $try: not co-located by us; longest split run ${run}s; masks $(allowed_of "$P1")/$(allowed_of "$P2"); pair state: '$(pair_state "$P1" "$P2")'"
-                # pinned by someone else: not a failure of ours
-                single_cpu_same "$P1" "$P2" && run=0
+                echo "# try $try: not co-located; longest split run ${run}s; masks $(allowed_of "$P1")/$(allowed_of "$P2"); pair state: '$(pair_state "$P1" "$P2")'"
                 pairs_json | jq -c '.pairs[]?' || true
                 stop_pingpong
                 awk -v r="$run" 'BEGIN { exit !(r >= 4) }' && return 1
         done
         return 2
 }
+
+# What co-location buys on this host, by hand, before the daemon starts:
+# the same pingpong pinned to one CPU and held split, 2 s each, twice,
+# interleaved; the medians' ratio is the gain the rate check asks half of.
+hand_rate() {   # hand_rate NAME ARGS... → the run's round trips/s
+        "$PINGPONG" "${@:2}" --duration 2 >"$work/$1.out" 2>&1 || fail "pingpong $* failed"
+        awk '/^rate=/ { sub("rate=", "", $1); print $1 + 0 }' "$work/$1.out"
+}
+HAND_TOGETHER=() HAND_SPLIT=()
+for i in 1 2; do
+        HAND_TOGETHER+=("$(hand_rate "hand-one-$i" --pin 0)")
+        HAND_SPLIT+=("$(hand_rate "hand-split-$i" --cpus 0,1 --hold)")
+done
+HAND_ONE=$(printf '%s\n' "${HAND_TOGETHER[@]}" | sort -n | tail -1)
+HAND_TWO=$(printf '%s\n' "${HAND_SPLIT[@]}" | sort -n | tail -1)
+GAIN=$(awk -v a="$HAND_ONE" -v b="$HAND_TWO" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+echo "# this host, by hand: ${HAND_ONE} round trips/s on one CPU, ${HAND_TWO}/s split: co-location buys ${GAIN}x (runs: ${HAND_TOGETHER[*]} / ${HAND_SPLIT[*]})"
 
 start_daemon "$cfg" --interval 500
 SRC=$(ctl status --json | jq -r '.capabilities.wake_source // "?"')
@@ -145,13 +165,16 @@ if colocate_pingpong pp; then
         wait_for 10 after_pin || fail "pingpong stopped reporting"
         before=$(mean_rate "$PPOUT" split "$T_PIN")
         after=$(mean_rate "$PPOUT" after "$(awk -v t="$T_PIN" 'BEGIN { print t + 1 }')")
-        echo "# round trips/s: split ${before}, co-located ${after}"
-        if [ "$before" -gt 0 ]; then
-                awk -v a="$after" -v b="$before" 'BEGIN { exit !(a > 1.3 * b) }' ||
-                        fail "rate did not rise: split $before/s, co-located $after/s"
-else
-        echo "# no split window before the pin was recorded; rate check skipped"
-fi
+        echo "# round trips/s: split ${before}, co-located ${after} (by hand: ${HAND_TWO} split, ${HAND_ONE} on one CPU)"
+        if [ "$before" -le 0 ]; then
+                echo "# premise not met: no split window before the pin was recorded; the rate was not compared"
+        elif awk -v g="$GAIN" 'BEGIN { exit !(g < 1.10) }'; then
+                echo "# premise not met: co-location buys ${GAIN}x on this host (< 1.10x): placement checked, rate not compared"
+        else
+                # at least half the gain that pinning by hand shows here
+                awk -v a="$after" -v b="$before" -v g="$GAIN" 'BEGIN { exit !(a >= b * (1 + (g - 1) / 2)) }' ||
+                        fail "rate did not rise: split $before/s, co-located $after/s; by hand ${GAIN}x, want at least half of that"
+        fi
 stop_pingpong
 else
         [ $? -eq 2 ] || fail "ping-pong pair split but never co-located (source $SRC)"
@@ -310,5 +333,7 @@ fi
 pairs_json | jq -e '[.pairs[] | select(.split_basis != "wakeups" and .split_fraction != null)] | length == 0' >/dev/null ||
         fail "the fallback reported a split_fraction it did not measure"
 stop_daemon
-[ -z "$NOT_CHECKED" ] || skip "the kernel kept merging the ping-pong pairs by itself (a loaded machine does) or another daemon pinned them; not checked: $NOT_CHECKED"
+# Not a skip: everything the daemon did was checked; what had nothing to
+# act on (the kernel kept the pair together all along) is said.
+[ -z "$NOT_CHECKED" ] || echo "# premise not met: the kernel kept these pairs together by itself (a loaded machine does), so the daemon had nothing to co-locate: $NOT_CHECKED"
 echo "# ok"

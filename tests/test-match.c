@@ -332,11 +332,18 @@ static void test_scope(void) {
         struct proc_info below = proc(200, "spin", "/usr/bin/spin", "spin", "/batch.slice/job.scope", NULL, 0);
         struct proc_info out = proc(300, "make", "/usr/bin/make", "make", "/user.slice", NULL, 1000);
         struct task t1 = task(&in, 100, "spin"), t2 = task(&below, 200, "spin"), t3 = task(&out, 300, "make");
-        struct task orphan = task(NULL, 400, "spin");
+        struct proc_info hybrid = proc(500, "spin", "/usr/bin/spin", "spin", "/", NULL, 0);
+        struct task orphan = task(NULL, 400, "spin"), t5;
         const char *why = NULL;
 
         ASSERT_TRUE(match_in_scope(c, &t1) && match_in_scope(c, &t2) && !match_in_scope(c, &t3));
         ASSERT_TRUE(!match_in_scope(c, &orphan));       /* no process attributes: cannot be shown to be in it */
+        /* a hybrid machine: the cpu controller's tree says "/", systemd's tree has the scope */
+        hybrid.cgroup_systemd = (char *) "/affd-test.ab12";
+        t5 = task(&hybrid, 500, "spin");
+        ASSERT_TRUE(match_in_scope(c, &t5));
+        hybrid.cgroup_systemd = (char *) "/user.slice";
+        ASSERT_TRUE(!match_in_scope(c, &t5));
         ASSERT_STREQ(detect_policy_for(c, &s, &t1, DETECT_HOG, 1, &why)->name, "hogs");
         ASSERT_STREQ(detect_policy_for(c, &s, &t2, DETECT_HOG, 1, &why)->name, "hogs");
         ASSERT_TRUE(!detect_policy_for(c, &s, &t3, DETECT_HOG, 1, &why));

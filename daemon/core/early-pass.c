@@ -147,14 +147,14 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
  * parent it was forked from (parent 0: none known).
  */
 static bool new_process_in_scope(struct manager *m, pid_t pid, pid_t parent) {
-        _cleanup_free_ char *cg = NULL;
+        _cleanup_free_ char *cg = NULL, *sd = NULL;
 
         if (!m->config->daemon.scope)
                 return true;
-        if (sample_read_cgroup(m->root, pid, &cg) < 0 &&
-            (parent <= 0 || sample_read_cgroup(m->root, parent, &cg) < 0))
+        if (sample_read_cgroup(m->root, pid, &cg, &sd) < 0 &&
+            (parent <= 0 || sample_read_cgroup(m->root, parent, &cg, &sd) < 0))
                 return false;
-        return match_cgroup_in_scope(m->config, cg);
+        return match_cgroup_in_scope(m->config, cg, sd);
 }
 
 static int on_proc_event(const struct proc_event *ev, void *userdata) {

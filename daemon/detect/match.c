@@ -61,14 +61,15 @@ bool policy_matches(const struct policy *p, const struct task *t) {
         return true;
 }
 
-bool match_cgroup_in_scope(const struct config *c, const char *cgroup) {
-        return !c || !c->daemon.scope || glob_any(c->daemon.scope, cgroup);
+bool match_cgroup_in_scope(const struct config *c, const char *cgroup, const char *cgroup_systemd) {
+        return !c || !c->daemon.scope || glob_any(c->daemon.scope, cgroup) ||
+               glob_any(c->daemon.scope, cgroup_systemd);
 }
 
 bool match_in_scope(const struct config *c, const struct task *t) {
         if (!c || !c->daemon.scope)
                 return true;
-        return t && t->proc && match_cgroup_in_scope(c, t->proc->cgroup);
+        return t && t->proc && match_cgroup_in_scope(c, t->proc->cgroup, t->proc->cgroup_systemd);
 }
 
 const struct policy *match_exclusion_for(const struct config *c, const struct task *t, enum detector kind) {

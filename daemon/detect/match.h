@@ -47,13 +47,16 @@ const struct policy *match_policy_for(const struct config *c, const struct snaps
                                       enum detector kind, pid_t self_pid, unsigned flags, const char **ret_why);
 
 /*
- * Is t in the daemon's Scope= (its process's cgroup matches one of the
- * patterns)? Always with no Scope=. Outside it a task is still seen (its
- * load counts where the planners place) but never changed.
+ * Is t in the daemon's Scope= (its process's cgroup path, or its path in
+ * systemd's tree, matches one of the patterns)? The two differ on a
+ * legacy or hybrid machine, where the v1 cpu controller's tree is not
+ * systemd's: a slice or unit is found in either. Always with no Scope=.
+ * Outside it a task is still seen (its load counts where the planners
+ * place) but never changed.
  */
 bool match_in_scope(const struct config *c, const struct task *t);
-/* The same for a cgroup path (NULL: unknown, so not in a set Scope=). */
-bool match_cgroup_in_scope(const struct config *c, const char *cgroup);
+/* The same for the two paths (NULL: unknown). */
+bool match_cgroup_in_scope(const struct config *c, const char *cgroup, const char *cgroup_systemd);
 
 /* The first enabled exclusion for this detector that matches t, or NULL. */
 const struct policy *match_exclusion_for(const struct config *c, const struct task *t, enum detector kind);

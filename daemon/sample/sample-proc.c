@@ -23,6 +23,7 @@ void sample_proc_info_done(struct proc_info *info) {
         free(info->exe);
         free(info->cmdline);
         free(info->cgroup);
+        free(info->cgroup_systemd);
         free(info->unit);
         *info = (struct proc_info) {};
 }
@@ -97,7 +98,6 @@ int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields 
                 .start_time = leader->start_time,
                 .kthread = leader->flags & SAMPLE_PF_KTHREAD,
         };
-        _cleanup_free_ char *systemd_path = NULL;
         struct status_fields st;
         char rel[64], buf[8192];
         ssize_t k;
@@ -126,10 +126,10 @@ int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields 
                 r = (int) k;
                 goto fail;
         }
-        r = sample_parse_cgroup(k >= 0 ? buf : "", &n.cgroup, &systemd_path);
+        r = sample_parse_cgroup(k >= 0 ? buf : "", &n.cgroup, &n.cgroup_systemd);
         if (r < 0)
                 goto fail;
-        r = sample_cgroup_unit(systemd_path, &n.unit);
+        r = sample_cgroup_unit(n.cgroup_systemd, &n.unit);
         if (r < 0)
                 goto fail;
 
@@ -157,16 +157,15 @@ fail:
         return r;
 }
 
-int sample_read_cgroup(const char *root, pid_t pid, char **ret) {
-        _cleanup_free_ char *systemd_path = NULL;
+int sample_read_cgroup(const char *root, pid_t pid, char **ret_cgroup, char **ret_systemd) {
         char rel[64], buf[4096];
         ssize_t k;
 
-        if (pid <= 0 || !ret)
+        if (pid <= 0 || !ret_cgroup || !ret_systemd)
                 return -EINVAL;
         snprintf(rel, sizeof(rel), "/proc/%d/cgroup", (int) pid);
         k = util_read_file_at(root, rel, buf, sizeof(buf));
         if (k < 0)
                 return (int) k;
-        return sample_parse_cgroup(buf, ret, &systemd_path);
+        return sample_parse_cgroup(buf, ret_cgroup, ret_systemd);
 }

@@ -197,9 +197,9 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
  *   exit: tid exited; pid == tid means the whole process may be gone.
  */
 void sampler_note_fork(struct sampler *s, pid_t pid, pid_t tid);
-/* A process's cgroup path (v2, or the v1 "cpu" controller's, as proc_info.cgroup)
- * read now from root's /proc; the caller frees it. -ESRCH/-ENOENT: gone. */
-int sample_read_cgroup(const char *root, pid_t pid, char **ret);
+/* A process's cgroup paths, as proc_info.cgroup and .cgroup_systemd, read now
+ * from root's /proc; the caller frees both. -ESRCH/-ENOENT: gone. */
+int sample_read_cgroup(const char *root, pid_t pid, char **ret_cgroup, char **ret_systemd);
 void sampler_note_exec(struct sampler *s, pid_t pid);
 void sampler_note_exit(struct sampler *s, pid_t pid, pid_t tid);
 /* Events were lost (proc_connector_dispatch() returned -ENOBUFS): list /proc next pass. */

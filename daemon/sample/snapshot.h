@@ -46,6 +46,7 @@ struct proc_info {
         char *exe;      /* readlink of /proc/PID/exe, NULL for kernel threads or unreadable */
         char *cmdline;  /* NUL separators replaced by spaces */
         char *cgroup;   /* cgroup v2 path, or v1 "cpu" controller path */
+        char *cgroup_systemd;  /* the path in systemd's tree: v2, else v1 name=systemd (slices, units) */
         char *unit;     /* systemd unit from the cgroup path, NULL if none */
         uid_t uid;
         /*
