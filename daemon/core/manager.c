@@ -196,7 +196,7 @@ static const struct task *effect_task(const struct manager *m, const struct task
 
 /* After an action has settled, compare the target's throughput proxy with
  * before; if it got worse beyond noise, undo and tell the planner not to
- * retry for a while (DESIGN.md: never make things worse). */
+ * retry for a while: a change of ours never leaves its target slower. */
 static void effect_check(struct manager *m) {
         for (size_t i = 0; i < m->n_effects;) {
                 struct pending_effect *p = &m->effects[i];

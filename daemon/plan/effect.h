@@ -17,8 +17,8 @@
  * Noise guard: no verdict before min_samples samples, and the verdict
  * uses their median, so one disturbed interval neither undoes a good
  * change nor keeps a bad one. The effects this guards against are large
- * (DESIGN.md: a ping-pong pair 230k round trips/s on one CPU vs 45k/s
- * split, 5x; [conservative-smp]: naive pinning 1373 s vs 1019 s, -26 %), beyond
+ * (plan/plan-pair.c, measured here: a pipe ping-pong pair ~260k round
+ * trips/s on one CPU vs ~90k split, ~3x; [conservative-smp]: naive pinning 1373 s vs 1019 s, -26 %), beyond
  * the default 10 % tolerance. Single samples are not: a shell busy loop
  * on this 2-CPU machine under load (loadavg 40, other builds running),
  * sampled over 1 s intervals, read util .41 .49 .36 .35 .40 .51 .44 .22.
