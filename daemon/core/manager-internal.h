@@ -2,10 +2,11 @@
 #pragma once
 
 /*
- * The manager's state, for the two files that hold it: core/manager.c
- * (setup, the pass, effect tracking, the loop) and control/reports.c
- * (the JSON reports of the control interface, read-only). Nothing else
- * includes this; the rest of the daemon sees core/manager.h.
+ * The manager's state, for the files of core/ that hold it: manager.c
+ * (setup, the pass, effect tracking, the loop), early-pass.c and
+ * manager-reports.c (the JSON reports of the control interface,
+ * read-only). Nothing outside core/ includes this; the rest of the daemon
+ * sees core/manager.h.
  */
 
 #include <stdbool.h>

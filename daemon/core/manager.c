@@ -32,14 +32,6 @@
 #include "sample/wake.h"
 
 
-const struct log_target *manager_log(const struct manager *m) {
-        return &m->log;
-}
-
-sd_event *manager_event(struct manager *m) {
-        return m->event;
-}
-
 uint64_t manager_rusage_cpu_usec(void) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
@@ -850,11 +842,24 @@ static void first_pass(struct manager *m) {
         m->in_pass = false;
 }
 
+/* What affctl's methods call: the reports (manager-reports.c) and the changes. */
+static const struct bus_methods manager_bus_methods = {
+        .status = manager_status_json,
+        .tasks = manager_tasks_json,
+        .actions = manager_actions_json,
+        .explain = manager_explain_json,
+        .pairs = manager_pairs_json,
+        .hogs = manager_hogs_json,
+        .reload = manager_reload,
+        .revert = manager_revert,
+        .set_dry_run = manager_set_dry_run,
+};
+
 /* The control socket (and the system bus name, when there is a bus). */
 static int setup_bus(struct manager *m) {
         int r;
 
-        r = bus_server_new(m, m->runtime_dir, &m->bus);
+        r = bus_server_new(&manager_bus_methods, m, m->event, &m->log, m->runtime_dir, &m->bus);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "cannot listen on %s/%s", m->runtime_dir, AFF_BUS_SOCKET);
         r = bus_server_attach_system(m->bus);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The control interface's reports (affctl status, tasks, actions, explain,
- * pairs, hogs): JSON built from the manager's state, read-only. The bus
- * server (bus.c) calls them through core/manager.h.
+ * pairs, hogs): JSON built from the manager's state, read-only. The
+ * manager owns them and hands them to the bus server (control/bus.h's
+ * struct bus_methods).
  */
 #include <errno.h>
 #include <inttypes.h>
