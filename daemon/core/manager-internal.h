@@ -25,12 +25,6 @@
 #include "sample/sample.h"
 #include "sample/wake.h"
 
-struct pending_effect {
-        struct action action;        /* the SET that was applied; action.kind says what the proxy is */
-        unsigned intervals;          /* passes since it was applied */
-        struct effect_state state;
-};
-
 struct manager {
         int instance_fd;               /* the machine-wide lock (instance.h), held for our life */
         char prev_runtime_dir[4096];
@@ -69,8 +63,7 @@ struct manager {
         struct coexist coexist_seen;  /* other placers as last logged (coexist.h) */
         struct findings findings;
         struct action_list actions;
-        struct pending_effect *effects;
-        size_t n_effects;
+        struct effect_tracker effects;  /* changes waiting for the effect check's verdict */
 
         bool dry_run;
         uint64_t interval_usec;

@@ -160,73 +160,23 @@ static void log_action(struct manager *m, const struct action *a, int r, const c
                            a->reason, a->policy);
 }
 
-static void effect_track(struct manager *m, const struct action *a) {
-        struct pending_effect *n;
+/* The effect check's verdict (plan/effect.c) on a change of ours: undo it, and
+ * tell the planner not to retry for a while: a change of ours never leaves
+ * its target slower. */
+static void effect_undo(const struct action *a, const char *why, void *userdata) {
+        struct manager *m = userdata;
+        struct action undo = *a;
+        char key[160];
+        int r;
 
-        if (!m->config->daemon.effect_check || a->verb != VERB_SET || a->type != ACT_AFFINITY ||
-            a->evidence_before <= 0)
-                return;
-        n = realloc(m->effects, (m->n_effects + 1) * sizeof(*n));
-        if (!n)
-                return; /* the effect check is a safety net; running without it beats failing */
-        m->effects = n;
-        n = &m->effects[m->n_effects++];
-        *n = (struct pending_effect) { .action = *a };
-        effect_state_init_full(&n->state, a->evidence_before, effect_direction_for(a->kind));
-}
-
-static void effect_forget(struct manager *m, size_t i) {
-        m->effects[i] = m->effects[--m->n_effects];
-}
-
-/* The task an action was about, if it is still the same task. */
-static const struct task *effect_task(const struct manager *m, const struct task_id *id) {
-        const struct task *t = snapshot_find_task(m->snap, id->tid);
-
-        return t && t->id.start_time == id->start_time ? t : NULL;
-}
-
-/* After an action has settled, compare the target's throughput proxy with
- * before; if it got worse beyond noise, undo and tell the planner not to
- * retry for a while: a change of ours never leaves its target slower. */
-static void effect_check(struct manager *m) {
-        for (size_t i = 0; i < m->n_effects;) {
-                struct pending_effect *p = &m->effects[i];
-                const struct task *t = effect_task(m, &p->action.task), *partner = NULL;
-                enum effect_verdict v;
-
-                if (p->action.kind == DETECT_PAIR)
-                        partner = effect_task(m, &p->action.partner);
-                /* Gone, or its pair broke up (a client disconnected): that is
-                 * no verdict on the change, and nothing is blocked for it. */
-                if (!t || (p->action.kind == DETECT_PAIR && !partner)) {
-                        effect_forget(m, i);
-                        continue;
-                }
-                v = effect_observe(&p->state, effect_proxy_for(p->action.kind, t, partner), ++p->intervals, 0,
-                                   m->config->daemon.effect_tolerance);
-                if (v == EFFECT_PENDING) {
-                        i++;
-                        continue;
-                }
-                if (v == EFFECT_UNDO) {
-                        struct action undo = p->action;
-                        char key[160];
-                        int r;
-
-                        undo.verb = VERB_RELEASE;
-                        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", p->state.last.why);
-                        r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
-                        log_action(m, &undo, r, "undo");
-                        if (r >= 0)
-                                m->actions_undone++;
-                        action_target_key(&p->action, key, sizeof(key));
-                        (void) plan_state_block(m->plan, key,
-                                                util_now_usec() + m->config->daemon.retry_after_usec,
-                                                undo.reason);
-                }
-                effect_forget(m, i);
-        }
+        undo.verb = VERB_RELEASE;
+        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", why);
+        r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
+        log_action(m, &undo, r, "undo");
+        if (r >= 0)
+                m->actions_undone++;
+        action_target_key(a, key, sizeof(key));
+        (void) plan_state_block(m->plan, key, util_now_usec() + m->config->daemon.retry_after_usec, undo.reason);
 }
 
 /* A policy that was removed or disabled by a reload leaves no change behind. */
@@ -440,13 +390,10 @@ static int manager_pass(struct manager *m) {
                 log_fields(&m->log, LOG_NOTICE, NULL,
                            "%d managed target(s) exited or were changed by someone else; no longer managed", r);
 
-        /* The releases of this pass end every affinity change; a verdict
-         * measured under the BPF scheduler would judge it, not the change. */
+        /* under sched_ext this pass releases every affinity change: no verdict on them */
         if (m->snap->coexist.sched_ext)
-                for (size_t i = m->n_effects; i > 0; i--)
-                        if (m->effects[i - 1].action.type == ACT_AFFINITY)
-                                effect_forget(m, i - 1);
-        effect_check(m);
+                effect_forget_affinity(&m->effects);
+        effect_check(&m->effects, m->snap, m->config->daemon.effect_tolerance, effect_undo, m);
 
         /* Tasks whose mask we set are not "narrowed by someone else". */
         if (applier_list(m->applier, &managed, &n_managed) >= 0)
@@ -509,7 +456,8 @@ static int manager_pass(struct manager *m) {
                 }
                 if (r > 0) {
                         m->actions_applied++;
-                        effect_track(m, a);
+                        if (m->config->daemon.effect_check)
+                                (void) effect_track(&m->effects, a);
                 }
         }
 
@@ -974,7 +922,7 @@ struct manager *manager_free(struct manager *m) {
         topology_free(m->topo);
         findings_clear(&m->findings);
         action_list_clear(&m->actions);
-        free(m->effects);
+        effect_tracker_clear(&m->effects);
         config_free(m->config);
         sd_event_unref(m->event);
         strv_free(m->config_dirs);
