@@ -539,9 +539,9 @@ static void fill_action(struct action *a, const struct pair_item *it, int k, enu
 }
 
 /* Release whatever of the pair is ours. Releases are never held back by the budget. */
-static int release(struct pair_plan *pp, struct pair_item *it, const char *state, const char *fmt, ...)
+static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state state, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
-static int release(struct pair_plan *pp, struct pair_item *it, const char *state, const char *fmt, ...) {
+static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state state, const char *fmt, ...) {
         char reason[160];
         va_list ap;
         int r;
@@ -565,7 +565,7 @@ static int release(struct pair_plan *pp, struct pair_item *it, const char *state
         it->st->placed_usec = 0;
         /* no co-location right after a release: that is how flapping starts */
         it->st->cooldown_until_usec = pp->ctx->in->now_usec + pp->ctx->in->config->daemon.cooldown_usec;
-        plan_set_state(it->st, state, "%s", reason);
+        plan_set_pair_state(it->st, state, "%s", reason);
         return 0;
 }
 
@@ -606,8 +606,8 @@ static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it,
  * or the CPU went away): let go of the rest. */
 static int release_half(struct pair_plan *pp, struct pair_item *it) {
         if (!complete(it))
-                return release(pp, it, "released", "pair: released: only one member still co-located");
-        return release(pp, it, "released", "pair: released: members no longer on one usable CPU");
+                return release(pp, it, PAIR_RELEASED, "pair: released: only one member still co-located");
+        return release(pp, it, PAIR_RELEASED, "pair: released: members no longer on one usable CPU");
 }
 
 static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
@@ -649,7 +649,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         r = use(pp, it);
         if (r < 0)
                 return r;
-        plan_set_state(it->st, "co-located", "%s", reason);
+        plan_set_pair_state(it->st, PAIR_COLOCATED, "%s", reason);
         set_colocated_state(it->st, cpu);
         return 0;
 }
@@ -665,7 +665,7 @@ static unsigned sets_needed(const struct pair_item *it, int cpu) {
 }
 
 static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason why, const char *detail) {
-        const char *state = why == NO_CPU_HOG ? "left alone: hog's CPU" : "left alone: no free CPU";
+        enum pair_state state = why == NO_CPU_HOG ? PAIR_LEFT_ALONE_HOG_CPU : PAIR_LEFT_ALONE_NO_FREE_CPU;
         const char *text = why == NO_CPU_HOG ? "only CPU free is a hog's"
                          : why == NO_CPU_BUSY ? "a busy thread on every allowed CPU"
                          : "no usable CPU in both members' allowed sets";
@@ -673,7 +673,7 @@ static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason
         /* seen is kept: still split, so it is placed as soon as a CPU frees up */
         if (it->m[0] || it->m[1])
                 return release(pp, it, state, "pair: released: %s (%s)", text, detail);
-        plan_set_state(it->st, state, "%s (%s)", text, detail[0] ? detail : "-");
+        plan_set_pair_state(it->st, state, "%s (%s)", text, detail[0] ? detail : "-");
         return 0;
 }
 
@@ -720,7 +720,7 @@ static int churn_note(struct pair_plan *pp, const struct task *survivor) {
         cs->seen++;
         /* kept (not aged out) while it matters */
         cs->no_retry_until_usec = now + PAIR_SHORT_MEMORY_USEC;
-        plan_set_state(cs, "short connections", "%u pair(s) ended within %.0f s of co-location", cs->seen,
+        plan_set_state(cs, PLAN_SHORT_CONNECTIONS, "%u pair(s) ended within %.0f s of co-location", cs->seen,
                        (double) PAIR_SHORT_USEC / USEC_PER_SEC);
         return 0;
 }
@@ -808,8 +808,8 @@ static int decide_gone(struct pair_plan *pp, struct pair_item *it) {
                         return r;
         }
         if (ours)
-                return release(pp, it, "released", "pair: released: member %d exited", (int) gone);
-        plan_set_state(st, "gone", "member %d exited", (int) gone);
+                return release(pp, it, PAIR_RELEASED, "pair: released: member %d exited", (int) gone);
+        plan_set_pair_state(st, PAIR_GONE, "member %d exited", (int) gone);
         return 0;
 }
 
@@ -821,7 +821,7 @@ static int decide_quiet(struct pair_plan *pp, struct pair_item *it) {
 
         st->seen = 0;
         if (!it->m[0] && !it->m[1]) {
-                plan_set_state(st, "quiet", "wake rate below the policy's WakeRate= (last %.0f/s)",
+                plan_set_pair_state(st, PAIR_QUIET, "wake rate below the policy's WakeRate= (last %.0f/s)",
                                st->last.wake_rate_per_s);
                 return 0;
         }
@@ -831,11 +831,11 @@ static int decide_quiet(struct pair_plan *pp, struct pair_item *it) {
         if (!complete(it) || it->pin_cpu < 0)
                 return release_half(pp, it);
         if (st->absent >= hyst || !it->p)
-                return release(pp, it, "released", "pair: released: quiet for %u intervals%s",
+                return release(pp, it, PAIR_RELEASED, "pair: released: quiet for %u intervals%s",
                                st->absent, it->p ? "" : " (policy gone)");
         /* keep it for now: hysteresis */
         pp->ctx->cpu_claim[it->pin_cpu] = 2;
-        plan_set_state(st, "co-located", "quiet for %u of %u intervals", st->absent, hyst);
+        plan_set_pair_state(st, PAIR_COLOCATED, "quiet for %u of %u intervals", st->absent, hyst);
         set_colocated_state(st, it->pin_cpu);
         return use(pp, it);
 }
@@ -851,32 +851,32 @@ static int decide_ineligible(struct pair_plan *pp, struct pair_item *it) {
         struct plan_target_state *st = it->st;
         const struct finding *f = it->f;
         bool ours = it->m[0] || it->m[1];
-        const char *state;
+        enum pair_state state;
         int r;
 
         if (f->shape != PAIR_PINGPONG) {
-                state = f->shape == PAIR_HUB ? "left alone: hub" : "left alone: stream";
+                state = f->shape == PAIR_HUB ? PAIR_LEFT_ALONE_HUB : PAIR_LEFT_ALONE_STREAM;
                 st->seen = 0;
                 if (ours)
                         return (r = release(pp, it, state, "pair: released: %s", f->note)) < 0 ? r : 1;
-                plan_set_state(st, state, "%s", f->note);
+                plan_set_pair_state(st, state, "%s", f->note);
                 return 1;
         }
         if (!it->p || it->p->action != ACTION_COLOCATE) {
                 st->seen = 0;
                 if (ours)
-                        return (r = release(pp, it, "watching", "pair: released: policy %s does not co-locate",
+                        return (r = release(pp, it, PAIR_WATCHING, "pair: released: policy %s does not co-locate",
                                             st->policy)) < 0 ? r : 1;
-                plan_set_state(st, "watching", "policy %s: Action=%s (report only)", st->policy,
+                plan_set_pair_state(st, PAIR_WATCHING, "policy %s: Action=%s (report only)", st->policy,
                                it->p ? policy_action_to_string(it->p->action) : "?");
                 return 1;
         }
         if ((used(pp, &it->id[0]) || used(pp, &it->id[1])) && !chain(pp, it)) {
                 st->seen = 0;
                 if (ours)
-                        return (r = release(pp, it, "left alone: shared",
+                        return (r = release(pp, it, PAIR_LEFT_ALONE_SHARED,
                                             "pair: released: member in a stronger pair")) < 0 ? r : 1;
-                plan_set_state(st, "left alone: shared", "a member is in a stronger pair");
+                plan_set_pair_state(st, PAIR_LEFT_ALONE_SHARED, "a member is in a stronger pair");
                 return 1;
         }
         if (it->other[0] || it->other[1]) {
@@ -884,9 +884,9 @@ static int decide_ineligible(struct pair_plan *pp, struct pair_item *it) {
 
                 st->seen = 0;
                 if (ours)
-                        return (r = release(pp, it, "left alone: pinned", "pair: released: member pinned by %s",
+                        return (r = release(pp, it, PAIR_LEFT_ALONE_PINNED, "pair: released: member pinned by %s",
                                             o->reason)) < 0 ? r : 1;
-                plan_set_state(st, "left alone: pinned", "member %d already pinned: %s", (int) o->task.tid,
+                plan_set_pair_state(st, PAIR_LEFT_ALONE_PINNED, "member %d already pinned: %s", (int) o->task.tid,
                                o->reason);
                 return 1;
         }
@@ -920,7 +920,7 @@ static int keep(struct pair_plan *pp, struct pair_item *it, int cpu) {
         pp->ctx->cpu_claim[cpu] = 2;
         pp->load[cpu] += f->combined_util;
         it->st->cpu = cpu;
-        plan_set_state(it->st, "co-located", "%.0f wake-ups/s each way, util %.2f; %s", f->wake_rate_per_s,
+        plan_set_pair_state(it->st, PAIR_COLOCATED, "%.0f wake-ups/s each way, util %.2f; %s", f->wake_rate_per_s,
                        f->combined_util, (it->m[0] ?: it->m[1])->reason);
         set_colocated_state(it->st, cpu);
         return use(pp, it);
@@ -931,7 +931,7 @@ static int join(struct pair_plan *pp, struct pair_item *it, int cpu) {
         if (sets_needed(it, cpu) > pp->ctx->actions_left) {
                 /* ours is kept: the partner joins on a pass with budget */
                 pp->ctx->cpu_claim[cpu] = 2;
-                plan_set_state(it->st, "watching", "partner free again; no action budget "
+                plan_set_pair_state(it->st, PAIR_WATCHING, "partner free again; no action budget "
                                "left this interval to join it");
                 return use(pp, it);
         }
@@ -948,7 +948,7 @@ static int move(struct pair_plan *pp, struct pair_item *it) {
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
         if (sets_needed(it, cpu) > pp->ctx->actions_left)
-                return release(pp, it, "released", "pair: released: CPU %d no longer fit, no budget to move",
+                return release(pp, it, PAIR_RELEASED, "pair: released: CPU %d no longer fit, no budget to move",
                                it->pin_cpu);
         return place(pp, it, cpu, "moved");
 }
@@ -989,13 +989,13 @@ static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
 
         detect_pair_split_text(f, split, sizeof(split));
         if (f->split_fraction < 0) {
-                plan_set_state(st, "watching", "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
+                plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
                 return false;
         }
         if (f->split_fraction < DETECT_PAIR_SPLIT_MIN) {
                 if (st->seen > 0)
                         st->seen--;
-                plan_set_state(st, "watching", "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
+                plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
                 return false;
         }
         if (st->seen < UINT32_MAX)
@@ -1011,7 +1011,7 @@ static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
          * Hysteresis= intervals.
          */
         if (st->seen < (f->split_basis != SPLIT_BASIS_LOOK ? 1u : hyst)) {
-                plan_set_state(st, "watching", "%s for %u of %u intervals, %.0f wake-ups/s each way",
+                plan_set_pair_state(st, PAIR_WATCHING, "%s for %u of %u intervals, %.0f wake-ups/s each way",
                                split, st->seen, hyst, f->wake_rate_per_s);
                 return false;
         }
@@ -1028,17 +1028,17 @@ static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][1
 
         if (MAX(churn_count(pp, it->t[0]), churn_count(pp, it->t[1])) >= PAIR_SHORT_MIN &&
             now - st->first_seen_usec < PAIR_SHORT_USEC) {
-                plan_set_state(st, "watching", "split; a member serves short connections: co-located once "
+                plan_set_pair_state(st, PAIR_WATCHING, "split; a member serves short connections: co-located once "
                                "this pair has lasted %.0f s", (double) PAIR_SHORT_USEC / USEC_PER_SEC);
                 return true;
         }
         if (plan_state_blocked(pp->ctx->state, st->key, akey[0], now, &why) ||
             plan_state_blocked(pp->ctx->state, NULL, akey[1], now, &why)) {
-                plan_set_state(st, "left alone: blocked", "%s", why ?: "not retried yet");
+                plan_set_pair_state(st, PAIR_LEFT_ALONE_BLOCKED, "%s", why ?: "not retried yet");
                 return true;
         }
         if (st->cooldown_until_usec > now) {
-                plan_set_state(st, "watching", "split, cool-down for %.0f s more",
+                plan_set_pair_state(st, PAIR_WATCHING, "split, cool-down for %.0f s more",
                                (double) (st->cooldown_until_usec - now) / USEC_PER_SEC);
                 return true;
         }
@@ -1060,7 +1060,7 @@ static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][12
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
         if (pp->ctx->actions_left < sets_needed(it, cpu)) {
-                plan_set_state(it->st, "watching", "split; no action budget left this interval");
+                plan_set_pair_state(it->st, PAIR_WATCHING, "split; no action budget left this interval");
                 return 0;
         }
         it->st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;

@@ -303,7 +303,7 @@ static int group_release(struct spread_pass *sp) {
                 r = release_all(sp->ctx, sp->g, "policy no longer spreads");
                 if (r < 0)
                         return r;
-                plan_set_state(st, "released", "policy %s no longer spreads", sp->g->name);
+                plan_set_state(st, PLAN_RELEASED, "policy %s no longer spreads", sp->g->name);
                 return 1;
         }
         if (!sp->managed || st->absent < sp->hyst)
@@ -320,7 +320,7 @@ static int group_release(struct spread_pass *sp) {
         if (r < 0)
                 return r;
         st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
-        plan_set_state(st, "released", "%s", why);
+        plan_set_state(st, PLAN_RELEASED, "%s", why);
         return 1;
 }
 
@@ -397,33 +397,33 @@ static bool not_yet(struct spread_pass *sp) {
                 return false;
         if (!sp->present) {
                 if (!p || !p->enabled)
-                        plan_set_state(st, "gone", "policy %s is gone or disabled", sp->g->name);
+                        plan_set_state(st, PLAN_GONE, "policy %s is gone or disabled", sp->g->name);
                 else if (!spreadable(p))
-                        plan_set_state(st, "report", "report only (policy %s)", sp->g->name);
+                        plan_set_state(st, PLAN_REPORT, "report only (policy %s)", sp->g->name);
                 else if (sp->n_busy < 2)
-                        plan_set_state(st, "watching", "%zu busy thread%s, spreading needs 2", sp->n_busy,
+                        plan_set_state(st, PLAN_WATCHING, "%zu busy thread%s, spreading needs 2", sp->n_busy,
                                        sp->n_busy == 1 ? "" : "s");
                 else if (sp->busy_machine)
-                        plan_set_state(st, "left alone", "machine busy: %.0f%% per CPU > %.0f%%",
+                        plan_set_state(st, PLAN_LEFT_ALONE, "machine busy: %.0f%% per CPU > %.0f%%",
                                        sp->load_per_cpu * 100, SPREAD_MACHINE_BUSY * 100);
                 else
-                        plan_set_state(st, "watching", "not migrating: %.2f/s per thread <= %.2f/s", sp->rate,
+                        plan_set_state(st, PLAN_WATCHING, "not migrating: %.2f/s per thread <= %.2f/s", sp->rate,
                                        sp->mig_min);
                 return true;
         }
         if (st->seen < sp->hyst) {
-                plan_set_state(st, "watching", "watching %u/%u", st->seen, sp->hyst);
+                plan_set_state(st, PLAN_WATCHING, "watching %u/%u", st->seen, sp->hyst);
                 return true;
         }
         if (plan_state_blocked(sp->ctx->state, st->key, NULL, in->now_usec, &why)) {
                 char w[sizeof(st->why)];
 
                 snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
-                plan_set_state(st, "blocked", "%s", w);
+                plan_set_state(st, PLAN_BLOCKED, "%s", w);
                 return true;
         }
         if (st->cooldown_until_usec > in->now_usec) {
-                plan_set_state(st, "cooldown", "cooldown: %" PRIu64 "s left",
+                plan_set_state(st, PLAN_COOLDOWN, "cooldown: %" PRIu64 "s left",
                                (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
                 return true;
         }
@@ -469,7 +469,7 @@ static int fit_all(struct spread_pass *sp) {
                         r = release_all(sp->ctx, sp->g, "group no longer fits");
                         if (r < 0)
                                 return r;
-                        plan_set_state(sp->g->st, "left alone", "does not fit: %zu threads, %.0f%% together on %s",
+                        plan_set_state(sp->g->st, PLAN_LEFT_ALONE, "does not fit: %zu threads, %.0f%% together on %s",
                                        sp->n_busy, sp->combined * 100,
                                        cpumask_format_list(&sp->avail, cpus, sizeof(cpus)) ?: "?");
                         return 1;
@@ -519,13 +519,13 @@ static void claim_and_report(struct spread_pass *sp, int n) {
                 if (!sp->order[i]->keep)
                         pending++;
         if (pending > 0)
-                plan_set_state(st, "spreading", "%zu threads on %s, %zu waiting for the action budget",
+                plan_set_state(st, PLAN_SPREADING, "%zu threads on %s, %zu waiting for the action budget",
                                sp->n_busy, cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?", pending);
         else if (sp->n_order > 0)
-                plan_set_state(st, "spreading", "spreading %zu threads over %s", sp->n_busy,
+                plan_set_state(st, PLAN_SPREADING, "spreading %zu threads over %s", sp->n_busy,
                                cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?");
         else
-                plan_set_state(st, "spread", "%zu threads on %s", sp->n_busy,
+                plan_set_state(st, PLAN_SPREAD, "%zu threads on %s", sp->n_busy,
                                cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?");
         st->last.cpus_seen = used;
 }
@@ -685,7 +685,7 @@ int plan_spread(struct plan_ctx *ctx) {
                 if (!g->st)
                         return -ENOMEM;
                 if (!alive && !g->f) {
-                        plan_set_state(g->st, "gone", "no members left");
+                        plan_set_state(g->st, PLAN_GONE, "no members left");
                         continue;
                 }
                 snprintf(g->st->policy, sizeof(g->st->policy), "%s", g->name);
