@@ -17,7 +17,7 @@ declare -A allowed=(
         [detect]="common config sample detect"
         [apply]="common config sample apply"
         [plan]="common config sample detect plan apply/action.h"
-        [control]="common config sample detect plan apply control core/manager.h core/manager-internal.h core/log.h"
+        [control]="common config sample detect plan apply control core/log.h"
         [core]="common config sample detect plan apply control core"
         [ctl]="common config"
 )

@@ -6,6 +6,7 @@
 #include "common/json-util.h"
 #include "common/util.h"
 #include "common/metrics.h"
+#include "common/states.h"
 
 static double num(struct json_object *o, const char *path) {
         struct json_object *v = json_path(o, path);
@@ -55,9 +56,11 @@ static struct json_object *count_states(struct json_object *doc, const char *key
                         struct json_object *st = json_path(json_object_array_get_idx(arr, i), "state"), *c;
                         char s[64];
 
-                        /* states are a small fixed set (the CPU is a field of its own),
-                         * as a label's values must be */
-                        snprintf(s, sizeof(s), "%s", st ? json_object_get_string(st) : "unknown");
+                        /* a label's values must be a small fixed set: the states of
+                         * common/states.h (the CPU is a field of its own) */
+                        snprintf(s, sizeof(s), "%s",
+                                 st && state_is_known(json_object_get_string(st)) ? json_object_get_string(st)
+                                                                                  : "unknown");
 
                         if (json_object_object_get_ex(counts, s, &c))
                                 json_object_set_int64(c, json_object_get_int64(c) + 1);

@@ -65,7 +65,7 @@
  * (dotted: json_path()), of one change, of a capability, of Reload's reply.
  * The other reports (Tasks, Pairs, Hogs, Explain) affctl prints as they
  * come, as tables by their keys; those keys are documented with the
- * function that builds them (control/report-json.h, reports.c).
+ * function that builds them (control/report-json.h, core/manager-reports.c).
  */
 #define AFF_STATUS_PROTOCOL          "protocol"
 #define AFF_STATUS_VERSION           "version"

@@ -7,7 +7,7 @@
  *
  * Every /proc and /sys path the project reads or writes goes through
  * util_path_at() so that tests can point the whole program at a fixture
- * tree (DESIGN.md: "every path through a root prefix").
+ * tree (tests/fixtures/): no path is read without the root prefix.
  */
 
 #include <errno.h>

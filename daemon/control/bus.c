@@ -13,7 +13,6 @@
 #include "common/protocol.h"
 #include "common/util.h"
 #include "core/log.h"
-#include "core/manager.h"
 
 /*
  * The private socket is open to every local user (reads are not secret),
@@ -44,7 +43,10 @@ struct bus_peer {
 };
 
 struct bus_server {
+        const struct bus_methods *methods;
         struct manager *manager;
+        sd_event *event;
+        const struct log_target *log;
         char *socket_path;
         int listen_fd;
         sd_event_source *listen_source;
@@ -81,11 +83,11 @@ static int reply_or_error(sd_bus_message *m, sd_bus_error *error, int r, struct 
                 return reply_or_error(m, error, r, o);                                       \
         }
 
-JSON_METHOD(method_status, manager_status_json(b->manager, &o))
-JSON_METHOD(method_actions, manager_actions_json(b->manager, &o))
-JSON_METHOD(method_pairs, manager_pairs_json(b->manager, &o))
-JSON_METHOD(method_hogs, manager_hogs_json(b->manager, &o))
-JSON_METHOD(method_reload, manager_reload(b->manager, &o))
+JSON_METHOD(method_status, b->methods->status(b->manager, &o))
+JSON_METHOD(method_actions, b->methods->actions(b->manager, &o))
+JSON_METHOD(method_pairs, b->methods->pairs(b->manager, &o))
+JSON_METHOD(method_hogs, b->methods->hogs(b->manager, &o))
+JSON_METHOD(method_reload, b->methods->reload(b->manager, &o))
 
 static int method_tasks(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct bus_server *b = userdata;
@@ -96,7 +98,7 @@ static int method_tasks(sd_bus_message *m, void *userdata, sd_bus_error *error) 
         r = sd_bus_message_read(m, "u", &limit);
         if (r < 0)
                 return r;
-        r = manager_tasks_json(b->manager, limit, &o);
+        r = b->methods->tasks(b->manager, limit, &o);
         return reply_or_error(m, error, r, o);
 }
 
@@ -114,7 +116,7 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         r = sd_bus_message_read(m, "u", &pid);
         if (r < 0)
                 return r;
-        r = manager_explain_json(b->manager, (pid_t) pid, &o);
+        r = b->methods->explain(b->manager, (pid_t) pid, &o);
         if (r == -ESRCH)
                 return sd_bus_error_setf(error, AFF_BUS_ERROR_NO_SUCH_TASK,
                                          "no process %u is known to affinityd", pid);
@@ -130,7 +132,7 @@ static int method_revert(sd_bus_message *m, void *userdata, sd_bus_error *error)
         r = sd_bus_message_read(m, "u", &pid);
         if (r < 0)
                 return r;
-        r = manager_revert(b->manager, (pid_t) pid, &o);
+        r = b->methods->revert(b->manager, (pid_t) pid, &o);
         return reply_or_error(m, error, r, o);
 }
 
@@ -142,7 +144,7 @@ static int method_set_dry_run(sd_bus_message *m, void *userdata, sd_bus_error *e
         r = sd_bus_message_read(m, "b", &on);
         if (r < 0)
                 return r;
-        r = manager_set_dry_run(b->manager, on, &o);
+        r = b->methods->set_dry_run(b->manager, on, &o);
         return reply_or_error(m, error, r, o);
 }
 
@@ -230,7 +232,7 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         /* the kernel's word for who connected, before any byte is read */
         if (getsockopt(nfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || !peer_admit(b, cred.uid)) {
                 if (b->refused++ % 1000 == 0)
-                        log_fields(manager_log(b->manager), LOG_NOTICE, NULL, "control socket: connection of uid %u refused (%u open, "
+                        log_fields(b->log, LOG_NOTICE, NULL, "control socket: connection of uid %u refused (%u open, "
                                            "at most %u, %u per user): %" PRIu64 " refused so far",
                                            (unsigned) cred.uid, b->n_peers, BUS_PEERS_MAX, BUS_PEERS_PER_UID,
                                            b->refused);
@@ -266,7 +268,8 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         return 0;
 }
 
-int bus_server_new(struct manager *m, const char *runtime_dir, struct bus_server **ret) {
+int bus_server_new(const struct bus_methods *methods, struct manager *m, sd_event *event,
+                   const struct log_target *log, const char *runtime_dir, struct bus_server **ret) {
         struct bus_server *b;
         struct sockaddr_un sa = { .sun_family = AF_UNIX };
         int r;
@@ -274,7 +277,10 @@ int bus_server_new(struct manager *m, const char *runtime_dir, struct bus_server
         b = calloc(1, sizeof(*b));
         if (!b)
                 return -ENOMEM;
+        b->methods = methods;
         b->manager = m;
+        b->event = event;
+        b->log = log;
         b->listen_fd = -1;
         if (asprintf(&b->socket_path, "%s/%s", runtime_dir, AFF_BUS_SOCKET) < 0) {
                 b->socket_path = NULL;
@@ -303,10 +309,10 @@ int bus_server_new(struct manager *m, const char *runtime_dir, struct bus_server
                 r = -errno;
                 goto fail;
         }
-        r = sd_event_add_io(manager_event(m), &b->listen_source, b->listen_fd, EPOLLIN, on_accept, b);
+        r = sd_event_add_io(event, &b->listen_source, b->listen_fd, EPOLLIN, on_accept, b);
         if (r < 0)
                 goto fail;
-        r = sd_event_add_time(manager_event(m), &b->reap_timer, CLOCK_MONOTONIC, util_now_usec() + BUS_REAP_USEC,
+        r = sd_event_add_time(event, &b->reap_timer, CLOCK_MONOTONIC, util_now_usec() + BUS_REAP_USEC,
                               100 * USEC_PER_MSEC, on_reap, b);
         if (r < 0)
                 goto fail;
@@ -328,7 +334,7 @@ int bus_server_attach_system(struct bus_server *b) {
         if ((r = sd_bus_add_object_vtable(bus, NULL, AFF_BUS_PATH, AFF_BUS_INTERFACE,
                                           manager_vtable, b)) < 0 ||
             (r = sd_bus_request_name(bus, AFF_BUS_NAME, 0)) < 0 ||
-            (r = sd_bus_attach_event(bus, manager_event(b->manager), SD_EVENT_PRIORITY_NORMAL)) < 0) {
+            (r = sd_bus_attach_event(bus, b->event, SD_EVENT_PRIORITY_NORMAL)) < 0) {
                 sd_bus_flush_close_unref(bus);
                 return r;
         }

@@ -15,10 +15,35 @@
  * users, changes for root.
  */
 
+#include <stdbool.h>
+#include <sys/types.h>
+#include <systemd/sd-event.h>
+
+struct json_object;
+struct log_target;
 struct manager;
 struct bus_server;
 
-int bus_server_new(struct manager *m, const char *runtime_dir, struct bus_server **ret);
+/*
+ * The methods the server answers with, handed in by the manager that owns
+ * them (core/), so that control/ calls into the manager without including
+ * it. Each returns the reply's JSON in *ret, or -errno; explain's -ESRCH
+ * means no such task.
+ */
+struct bus_methods {
+        int (*status)(struct manager *m, struct json_object **ret);
+        int (*tasks)(struct manager *m, unsigned limit, struct json_object **ret);
+        int (*actions)(struct manager *m, struct json_object **ret);
+        int (*explain)(struct manager *m, pid_t pid, struct json_object **ret);
+        int (*pairs)(struct manager *m, struct json_object **ret);
+        int (*hogs)(struct manager *m, struct json_object **ret);
+        int (*reload)(struct manager *m, struct json_object **ret);
+        int (*revert)(struct manager *m, pid_t pid, struct json_object **ret);
+        int (*set_dry_run)(struct manager *m, bool on, struct json_object **ret);
+};
+
+int bus_server_new(const struct bus_methods *methods, struct manager *m, sd_event *event,
+                   const struct log_target *log, const char *runtime_dir, struct bus_server **ret);
 struct bus_server *bus_server_free(struct bus_server *b);
 
 /* Connect to the system bus and take the well-known name; -errno if no bus runs. */

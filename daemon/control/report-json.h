@@ -3,7 +3,7 @@
 
 /*
  * The JSON reports built from the stages' public state, for the control
- * interface (reports.c) and for tests: each reads, none changes anything.
+ * interface (core/manager-reports.c) and for tests: each reads, none changes anything.
  */
 
 struct findings;

@@ -2,9 +2,9 @@
 #pragma once
 
 /*
- * Logging for the top of the daemon only (STYLE.md: collecting, detecting
- * and planning code returns errors and evidence; only the manager decides
- * what to log). Under systemd (JOURNAL_STREAM names our stderr) messages
+ * Logging for the top of the daemon only: collecting, detecting and
+ * planning code returns errors and evidence; only the manager decides
+ * what to log. Under systemd (JOURNAL_STREAM names our stderr) messages
  * go to the journal with structured fields; otherwise to stderr.
  *
  * The target is a value the manager owns, not a global.

@@ -2,10 +2,11 @@
 #pragma once
 
 /*
- * The manager's state, for the two files that hold it: core/manager.c
- * (setup, the pass, effect tracking, the loop) and control/reports.c
- * (the JSON reports of the control interface, read-only). Nothing else
- * includes this; the rest of the daemon sees core/manager.h.
+ * The manager's state, for the files of core/ that hold it: manager.c
+ * (setup, the pass, effect tracking, the loop), early-pass.c and
+ * manager-reports.c (the JSON reports of the control interface,
+ * read-only). Nothing outside core/ includes this; the rest of the daemon
+ * sees core/manager.h.
  */
 
 #include <stdbool.h>
@@ -23,12 +24,6 @@
 #include "sample/proc-connector.h"
 #include "sample/sample.h"
 #include "sample/wake.h"
-
-struct pending_effect {
-        struct action action;        /* the SET that was applied; action.kind says what the proxy is */
-        unsigned intervals;          /* passes since it was applied */
-        struct effect_state state;
-};
 
 struct manager {
         int instance_fd;               /* the machine-wide lock (instance.h), held for our life */
@@ -68,8 +63,7 @@ struct manager {
         struct coexist coexist_seen;  /* other placers as last logged (coexist.h) */
         struct findings findings;
         struct action_list actions;
-        struct pending_effect *effects;
-        size_t n_effects;
+        struct effect_tracker effects;  /* changes waiting for the effect check's verdict */
 
         bool dry_run;
         uint64_t interval_usec;

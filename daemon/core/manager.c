@@ -32,14 +32,6 @@
 #include "sample/wake.h"
 
 
-const struct log_target *manager_log(const struct manager *m) {
-        return &m->log;
-}
-
-sd_event *manager_event(struct manager *m) {
-        return m->event;
-}
-
 uint64_t manager_rusage_cpu_usec(void) {
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
@@ -168,73 +160,23 @@ static void log_action(struct manager *m, const struct action *a, int r, const c
                            a->reason, a->policy);
 }
 
-static void effect_track(struct manager *m, const struct action *a) {
-        struct pending_effect *n;
+/* The effect check's verdict (plan/effect.c) on a change of ours: undo it, and
+ * tell the planner not to retry for a while: a change of ours never leaves
+ * its target slower. */
+static void effect_undo(const struct action *a, const char *why, void *userdata) {
+        struct manager *m = userdata;
+        struct action undo = *a;
+        char key[160];
+        int r;
 
-        if (!m->config->daemon.effect_check || a->verb != VERB_SET || a->type != ACT_AFFINITY ||
-            a->evidence_before <= 0)
-                return;
-        n = realloc(m->effects, (m->n_effects + 1) * sizeof(*n));
-        if (!n)
-                return; /* the effect check is a safety net; running without it beats failing */
-        m->effects = n;
-        n = &m->effects[m->n_effects++];
-        *n = (struct pending_effect) { .action = *a };
-        effect_state_init_full(&n->state, a->evidence_before, effect_direction_for(a->kind));
-}
-
-static void effect_forget(struct manager *m, size_t i) {
-        m->effects[i] = m->effects[--m->n_effects];
-}
-
-/* The task an action was about, if it is still the same task. */
-static const struct task *effect_task(const struct manager *m, const struct task_id *id) {
-        const struct task *t = snapshot_find_task(m->snap, id->tid);
-
-        return t && t->id.start_time == id->start_time ? t : NULL;
-}
-
-/* After an action has settled, compare the target's throughput proxy with
- * before; if it got worse beyond noise, undo and tell the planner not to
- * retry for a while (DESIGN.md: never make things worse). */
-static void effect_check(struct manager *m) {
-        for (size_t i = 0; i < m->n_effects;) {
-                struct pending_effect *p = &m->effects[i];
-                const struct task *t = effect_task(m, &p->action.task), *partner = NULL;
-                enum effect_verdict v;
-
-                if (p->action.kind == DETECT_PAIR)
-                        partner = effect_task(m, &p->action.partner);
-                /* Gone, or its pair broke up (a client disconnected): that is
-                 * no verdict on the change, and nothing is blocked for it. */
-                if (!t || (p->action.kind == DETECT_PAIR && !partner)) {
-                        effect_forget(m, i);
-                        continue;
-                }
-                v = effect_observe(&p->state, effect_proxy_for(p->action.kind, t, partner), ++p->intervals, 0,
-                                   m->config->daemon.effect_tolerance);
-                if (v == EFFECT_PENDING) {
-                        i++;
-                        continue;
-                }
-                if (v == EFFECT_UNDO) {
-                        struct action undo = p->action;
-                        char key[160];
-                        int r;
-
-                        undo.verb = VERB_RELEASE;
-                        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", p->state.last.why);
-                        r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
-                        log_action(m, &undo, r, "undo");
-                        if (r >= 0)
-                                m->actions_undone++;
-                        action_target_key(&p->action, key, sizeof(key));
-                        (void) plan_state_block(m->plan, key,
-                                                util_now_usec() + m->config->daemon.retry_after_usec,
-                                                undo.reason);
-                }
-                effect_forget(m, i);
-        }
+        undo.verb = VERB_RELEASE;
+        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", why);
+        r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
+        log_action(m, &undo, r, "undo");
+        if (r >= 0)
+                m->actions_undone++;
+        action_target_key(a, key, sizeof(key));
+        (void) plan_state_block(m->plan, key, util_now_usec() + m->config->daemon.retry_after_usec, undo.reason);
 }
 
 /* A policy that was removed or disabled by a reload leaves no change behind. */
@@ -448,13 +390,10 @@ static int manager_pass(struct manager *m) {
                 log_fields(&m->log, LOG_NOTICE, NULL,
                            "%d managed target(s) exited or were changed by someone else; no longer managed", r);
 
-        /* The releases of this pass end every affinity change; a verdict
-         * measured under the BPF scheduler would judge it, not the change. */
+        /* under sched_ext this pass releases every affinity change: no verdict on them */
         if (m->snap->coexist.sched_ext)
-                for (size_t i = m->n_effects; i > 0; i--)
-                        if (m->effects[i - 1].action.type == ACT_AFFINITY)
-                                effect_forget(m, i - 1);
-        effect_check(m);
+                effect_forget_affinity(&m->effects);
+        effect_check(&m->effects, m->snap, m->config->daemon.effect_tolerance, effect_undo, m);
 
         /* Tasks whose mask we set are not "narrowed by someone else". */
         if (applier_list(m->applier, &managed, &n_managed) >= 0)
@@ -517,7 +456,8 @@ static int manager_pass(struct manager *m) {
                 }
                 if (r > 0) {
                         m->actions_applied++;
-                        effect_track(m, a);
+                        if (m->config->daemon.effect_check)
+                                (void) effect_track(&m->effects, a);
                 }
         }
 
@@ -647,68 +587,70 @@ static void recover_previous(struct manager *m) {
         applier_free(old);
 }
 
-int manager_new(const struct manager_options *o, struct manager **ret) {
-        struct config_errors errs = {};
-        struct config_paths paths;
-        struct manager *m;
-        sigset_t ss;
-        int r;
-
-        m = calloc(1, sizeof(*m));
-        if (!m)
-                return -ENOMEM;
+/* The options, with the strings they point to owned by the manager. */
+static int setup_options(struct manager *m, const struct manager_options *o) {
         m->opts = *o;
         m->instance_fd = -1;
         log_target_init(&m->log, o->log_level >= 0 ? o->log_level : LOG_INFO);
         m->root = strdup(o->root ? o->root : "/");
         m->runtime_dir = strdup(o->runtime_dir ? o->runtime_dir : AFF_RUNTIME_DIR);
         m->config_dirs = o->config_dirs ? strv_copy(o->config_dirs) : NULL;
-        if (!m->root || !m->runtime_dir || (o->config_dirs && !m->config_dirs)) {
-                r = -ENOMEM;
-                goto fail;
-        }
+        if (!m->root || !m->runtime_dir || (o->config_dirs && !m->config_dirs))
+                return -ENOMEM;
         m->opts.root = m->root;
         m->opts.runtime_dir = m->runtime_dir;
         m->opts.config_dirs = m->config_dirs;
         m->start_usec = util_now_usec();
+        return 0;
+}
+
+/* The configuration; one that is not valid stops the start. */
+static int setup_config(struct manager *m) {
+        struct config_errors errs = {};
+        struct config_paths paths;
+        int r;
 
         config_paths_from(m->config_dirs, &paths);
         r = config_load(&paths, &m->config, &errs);
         if (r < 0) {
                 log_config_errors(m, &errs);
                 config_errors_clear(&errs);
-                log_errno(&m->log, LOG_ERR, r, "configuration is not valid, not starting");
-                goto fail;
+                return log_errno(&m->log, LOG_ERR, r, "configuration is not valid, not starting");
         }
         apply_settings(m);
         check_nothing_to_do(m);
+        return 0;
+}
 
-        /* Before the runtime dir and its journal: a second instance must not
-         * restore, or even tidy, anything. */
-        {
-                char msg[512];
+/* The machine-wide instance lock: a second instance does not start. */
+static int setup_instance_lock(struct manager *m) {
+        char msg[512];
+        int r;
 
-                r = instance_lock(m->root, m->runtime_dir, INSTANCE_WAIT_USEC, msg, sizeof(msg), m->prev_runtime_dir,
-                                  sizeof(m->prev_runtime_dir));
-                if (r == -ENOENT)
-                        /* no <root>/run: a fixture tree, or a very bare container */
-                        log_fields(&m->log, streq(m->root, "/") ? LOG_WARNING : LOG_DEBUG, NULL,
-                                   "%s: not guarding against a second instance", msg);
-                else if (r < 0) {
-                        log_fields(&m->log, LOG_ERR, NULL, "%s; not starting", msg);
-                        goto fail;
-                } else
-                        m->instance_fd = r;
+        r = instance_lock(m->root, m->runtime_dir, INSTANCE_WAIT_USEC, msg, sizeof(msg), m->prev_runtime_dir,
+                          sizeof(m->prev_runtime_dir));
+        if (r == -ENOENT) {
+                /* no <root>/run: a fixture tree, or a very bare container */
+                log_fields(&m->log, streq(m->root, "/") ? LOG_WARNING : LOG_DEBUG, NULL,
+                           "%s: not guarding against a second instance", msg);
+                return 0;
         }
+        if (r < 0) {
+                log_fields(&m->log, LOG_ERR, NULL, "%s; not starting", msg);
+                return r;
+        }
+        m->instance_fd = r;
+        return 0;
+}
 
-        r = setup_runtime_dir(m);
-        if (r < 0)
-                goto fail;
+/* The event loop, its signals and the watchdog. */
+static int setup_event_loop(struct manager *m) {
+        sigset_t ss;
+        int r;
 
         r = sd_event_default(&m->event);
         if (r < 0)
-                goto fail;
-
+                return r;
         /* sd-event wants the signals blocked before it takes them. */
         sigemptyset(&ss);
         sigaddset(&ss, SIGTERM);
@@ -718,30 +660,38 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         if ((r = sd_event_add_signal(m->event, &m->sig_term, SIGTERM, on_signal, m)) < 0 ||
             (r = sd_event_add_signal(m->event, &m->sig_int, SIGINT, on_signal, m)) < 0 ||
             (r = sd_event_add_signal(m->event, &m->sig_hup, SIGHUP, on_signal, m)) < 0)
-                goto fail;
+                return r;
         /* WATCHDOG=1 at half of WatchdogSec=, when systemd asked for it. */
         (void) sd_event_set_watchdog(m->event, true);
+        return 0;
+}
+
+/* The topology and the samplers of /proc and of memory nodes. */
+static int setup_sampling(struct manager *m) {
+        int r;
 
         r = topology_load(m->root, &m->topo);
-        if (r < 0) {
-                log_errno(&m->log, LOG_ERR, r, "cannot read the CPU topology below %s", m->root);
-                goto fail;
-        }
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "cannot read the CPU topology below %s", m->root);
         log_topology_notes(m, m->topo);
         (void) util_read_file_at(m->root, "/sys/devices/system/cpu/online", m->topo_online,
                                  sizeof(m->topo_online));
         util_strip(m->topo_online);
 
         r = sampler_new(m->root, m->topo, m->config->daemon.max_tracked_threads, &m->sampler);
-        if (r < 0) {
-                log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
-                goto fail;
-        }
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
         r = memnode_memo_new(&m->memnodes);
-        if (r < 0) {
-                log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
-                goto fail;
-        }
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
+        return 0;
+}
+
+/* The system levers (optional), and a configuration that asks for one
+ * this kernel lacks stops the start. */
+static int setup_levers(struct manager *m) {
+        struct config_errors errs = {};
+        int r;
 
         r = levers_new(m->root, &m->levers);
         if (r < 0)
@@ -755,59 +705,64 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 if (check_levers(m, m->config, &errs) > 0) {
                         log_config_errors(m, &errs);
                         config_errors_clear(&errs);
-                        r = log_errno(&m->log, LOG_ERR, EINVAL, "configuration does not fit this kernel, not starting");
-                        goto fail;
+                        return log_errno(&m->log, LOG_ERR, EINVAL, "configuration does not fit this kernel, not starting");
                 }
         }
         m->sys = (struct apply_system) { .root = m->root, .levers = m->levers };
+        return 0;
+}
+
+/* The applier and its journal: a journal left by a crash (ours, or the
+ * previous instance's elsewhere) is put back before anything new. */
+static int setup_applier(struct manager *m) {
+        int r;
 
         r = applier_new(m->runtime_dir, &apply_ops_system, &m->sys, &m->applier);
-        if (r < 0) {
-                log_errno(&m->log, LOG_ERR, r, "cannot open the journal in %s", m->runtime_dir);
-                goto fail;
-        }
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "cannot open the journal in %s", m->runtime_dir);
         applier_set_event_handler(m->applier, on_applier_event, m);
         recover_previous(m);
-        /* A journal left by a crash: put everything back before doing anything new. */
         r = applier_recover(m->applier);
         if (r == -EPROTONOSUPPORT || r == -EBADMSG)
                 /* Moved aside, a fresh journal started: nothing was touched. */
                 log_fields(&m->log, LOG_ERR, NULL, "%s", applier_get_recover_report(m->applier)->message);
-        else if (r < 0) {
+        else if (r < 0)
                 /* Without a writable journal nothing could be undone safely: do not start. */
-                log_errno(&m->log, LOG_ERR, r, "cannot recover the journal in %s", m->runtime_dir);
-                goto fail;
-        } else if (applier_get_recover_report(m->applier)->entries > 0)
+                return log_errno(&m->log, LOG_ERR, r, "cannot recover the journal in %s", m->runtime_dir);
+        else if (applier_get_recover_report(m->applier)->entries > 0)
                 log_fields(&m->log, LOG_NOTICE, NULL, "%s", applier_get_recover_report(m->applier)->message);
+        return 0;
+}
 
-        m->plan = plan_state_new();
-        if (!m->plan) {
-                r = -ENOMEM;
-                goto fail;
-        }
+/* New processes are seen at once; without the connector the periodic scan finds them. */
+static void setup_proc_connector(struct manager *m) {
+        int r;
 
-        /* New processes are seen at once; without the connector the periodic scan finds them. */
         r = proc_connector_new(&m->pc);
         if (r >= 0)
                 r = sd_event_add_io(m->event, &m->pc_source, proc_connector_fd(m->pc), EPOLLIN,
                                     manager_on_proc_connector, m);
-
         if (r < 0) {
                 snprintf(m->pc_status, sizeof(m->pc_status), "unavailable: %s; periodic scan only",
                          strerror(-r));
                 log_errno(&m->log, LOG_NOTICE, r, "proc connector unavailable, using periodic scans only");
-        } else {
-                snprintf(m->pc_status, sizeof(m->pc_status), "listening");
-                /* fork notes find new processes: /proc is listed only every DEFAULT_LIST_PROC_EVERY
-                 * (60) passes (sample.c) */
-                sampler_set_process_events(m->sampler, true);
+                return;
         }
+        snprintf(m->pc_status, sizeof(m->pc_status), "listening");
+        /* fork notes find new processes: /proc is listed only every DEFAULT_LIST_PROC_EVERY
+         * (60) passes (sample.c) */
+        sampler_set_process_events(m->sampler, true);
+}
+
+/* The wake-up sampler. Never fails for lack of perf: it falls back and
+ * says why in its status; without any source, pairs are not seen. */
+static void setup_wake_sampler(struct manager *m) {
+        int r;
 
         mount_tracefs(m);
-        /* Never fails for lack of perf: it falls back and says why in its status. */
         r = wake_sampler_new(m->root, m->topo, m->config->daemon.wake_sample_period,
                              m->config->daemon.max_wake_events_per_s, &m->wake);
-        if (r >= 0 && o->no_perf)
+        if (r >= 0 && m->opts.no_perf)
                 r = wake_sampler_disable_perf(m->wake, "disabled by --no-perf");
         if (r >= 0) {
                 wake_sampler_set_floor(m->wake, detect_pair_rate_floor(m->config));
@@ -819,24 +774,42 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 m->wake = wake_sampler_free(m->wake);
         } else if (strncmp(wake_sampler_source(m->wake), "perf", 4) != 0)
                 log_fields(&m->log, LOG_NOTICE, NULL, "wake-up source: %s", wake_sampler_source(m->wake));
+}
 
-        /*
-         * The first pass before the socket exists, so that the first answer
-         * to `affctl status` (and READY=1) has a snapshot. As a timer due
-         * "now" it raced the first connection: sd-event may fire a timer up
-         * to its accuracy late, and a status in that window had no
-         * coexistence, no tasks (seen once in CI: daemon-coexist.sh read
-         * nulls right after the socket came up).
-         */
+/*
+ * The first pass before the socket exists, so that the first answer to
+ * `affctl status` (and READY=1) has a snapshot. As a timer due "now" it
+ * raced the first connection: sd-event may fire a timer up to its
+ * accuracy late, and a status in that window had no coexistence, no tasks
+ * (seen once in CI: daemon-coexist.sh read nulls right after the socket
+ * came up).
+ */
+static void first_pass(struct manager *m) {
         m->in_pass = true;
         (void) manager_pass(m);
         m->in_pass = false;
+}
 
-        r = bus_server_new(m, m->runtime_dir, &m->bus);
-        if (r < 0) {
-                log_errno(&m->log, LOG_ERR, r, "cannot listen on %s/%s", m->runtime_dir, AFF_BUS_SOCKET);
-                goto fail;
-        }
+/* What affctl's methods call: the reports (manager-reports.c) and the changes. */
+static const struct bus_methods manager_bus_methods = {
+        .status = manager_status_json,
+        .tasks = manager_tasks_json,
+        .actions = manager_actions_json,
+        .explain = manager_explain_json,
+        .pairs = manager_pairs_json,
+        .hogs = manager_hogs_json,
+        .reload = manager_reload,
+        .revert = manager_revert,
+        .set_dry_run = manager_set_dry_run,
+};
+
+/* The control socket (and the system bus name, when there is a bus). */
+static int setup_bus(struct manager *m) {
+        int r;
+
+        r = bus_server_new(&manager_bus_methods, m, m->event, &m->log, m->runtime_dir, &m->bus);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "cannot listen on %s/%s", m->runtime_dir, AFF_BUS_SOCKET);
         r = bus_server_attach_system(m->bus);
         if (r < 0)
                 snprintf(m->bus_status, sizeof(m->bus_status), "private socket only (system bus: %s)",
@@ -844,19 +817,71 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         else
                 snprintf(m->bus_status, sizeof(m->bus_status), "private socket + system bus name %s",
                          AFF_BUS_NAME);
+        return 0;
+}
 
-        /* The second pass an interval after the first (above), then every interval. */
+/* The second pass an interval after the first (first_pass()), then every interval. */
+static int setup_timer(struct manager *m) {
+        int r;
+
         r = sd_event_add_time(m->event, &m->timer, CLOCK_MONOTONIC, util_now_usec() + m->interval_usec,
                               10 * USEC_PER_MSEC, on_timer, m);
         if (r < 0)
-                goto fail;
+                return r;
         (void) sd_event_source_set_enabled(m->timer, SD_EVENT_ON);
+        return 0;
+}
 
+/*
+ * The daemon's setup, as steps in an order that matters:
+ *  - the configuration first: an invalid one starts nothing;
+ *  - the instance lock before the runtime dir and its journal: a second
+ *    instance must not restore, or even tidy, anything;
+ *  - the levers before the applier (its system ops use them), and the
+ *    journal recovered before the first pass changes anything new;
+ *  - the first pass before the socket, so the first status has a snapshot;
+ *  - the timer last: the second pass an interval after the first.
+ */
+int manager_new(const struct manager_options *o, struct manager **ret) {
+        struct manager *m;
+        int r;
+
+        m = calloc(1, sizeof(*m));
+        if (!m)
+                return -ENOMEM;
+        r = setup_options(m, o);
+        if (r >= 0)
+                r = setup_config(m);
+        if (r >= 0)
+                r = setup_instance_lock(m);
+        if (r >= 0)
+                r = setup_runtime_dir(m);
+        if (r >= 0)
+                r = setup_event_loop(m);
+        if (r >= 0)
+                r = setup_sampling(m);
+        if (r >= 0)
+                r = setup_levers(m);
+        if (r >= 0)
+                r = setup_applier(m);
+        if (r >= 0) {
+                m->plan = plan_state_new();
+                r = m->plan ? 0 : -ENOMEM;
+        }
+        if (r >= 0) {
+                setup_proc_connector(m);
+                setup_wake_sampler(m);
+                first_pass(m);
+                r = setup_bus(m);
+        }
+        if (r >= 0)
+                r = setup_timer(m);
+        if (r < 0) {
+                manager_free(m);
+                return r;
+        }
         *ret = m;
         return 0;
-fail:
-        manager_free(m);
-        return r;
 }
 
 int manager_run(struct manager *m) {
@@ -897,7 +922,7 @@ struct manager *manager_free(struct manager *m) {
         topology_free(m->topo);
         findings_clear(&m->findings);
         action_list_clear(&m->actions);
-        free(m->effects);
+        effect_tracker_clear(&m->effects);
         config_free(m->config);
         sd_event_unref(m->event);
         strv_free(m->config_dirs);

@@ -33,11 +33,8 @@ struct manager *manager_free(struct manager *m);
 /* Run until SIGTERM/SIGINT; restores every change before returning. */
 int manager_run(struct manager *m);
 
-sd_event *manager_event(struct manager *m);
-/* The daemon's log, for the control socket's notices. */
-const struct log_target *manager_log(const struct manager *m);
-
-/* Control interface (bus.c calls these). Each returns a new JSON object. */
+/* The control interface's methods (manager-reports.c and manager.c), handed
+ * to the bus server as its struct bus_methods. Each returns a new JSON object. */
 int manager_status_json(struct manager *m, struct json_object **ret);
 int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **ret);
 int manager_actions_json(struct manager *m, struct json_object **ret);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Policy matching (policy_matches, detect_policy_for from detect.h) and
- * the safety defaults of DESIGN.md: leave alone kernel threads, real-time
- * tasks, tasks someone else narrowed, and affinityd itself, unless a
- * policy says otherwise. See match.h for the order of the checks.
+ * the safety defaults: leave alone kernel threads, real-time tasks, tasks
+ * someone else narrowed, and affinityd itself, unless a policy says
+ * otherwise (the shipped exclusions, README.md's Safety). See match.h for the order of the checks.
  */
 #include <fnmatch.h>
 #include <string.h>

@@ -156,3 +156,67 @@ enum effect_verdict effect_observe(struct effect_state *s, double value, unsigne
                 s->after_median = s->last.after;
         return s->last.verdict;
 }
+
+int effect_track(struct effect_tracker *tr, const struct action *a) {
+        struct effect_pending *n;
+
+        if (a->verb != VERB_SET || a->type != ACT_AFFINITY || a->evidence_before <= 0)
+                return 0;
+        n = realloc(tr->items, (tr->n + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        tr->items = n;
+        n = &tr->items[tr->n++];
+        *n = (struct effect_pending) { .action = *a };
+        effect_state_init_full(&n->state, a->evidence_before, effect_direction_for(a->kind));
+        return 0;
+}
+
+static void effect_forget(struct effect_tracker *tr, size_t i) {
+        tr->items[i] = tr->items[--tr->n];
+}
+
+/* The task an action was about, if it is still the same task. */
+static const struct task *effect_task(const struct snapshot *snap, const struct task_id *id) {
+        const struct task *t = snapshot_find_task(snap, id->tid);
+
+        return t && t->id.start_time == id->start_time ? t : NULL;
+}
+
+void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double tolerance,
+                  void (*undo)(const struct action *a, const char *why, void *userdata), void *userdata) {
+        for (size_t i = 0; i < tr->n;) {
+                struct effect_pending *p = &tr->items[i];
+                const struct task *t = effect_task(snap, &p->action.task), *partner = NULL;
+                enum effect_verdict v;
+
+                if (p->action.kind == DETECT_PAIR)
+                        partner = effect_task(snap, &p->action.partner);
+                /* Gone, or its pair broke up (a client disconnected): that is
+                 * no verdict on the change, and nothing is blocked for it. */
+                if (!t || (p->action.kind == DETECT_PAIR && !partner)) {
+                        effect_forget(tr, i);
+                        continue;
+                }
+                v = effect_observe(&p->state, effect_proxy_for(p->action.kind, t, partner), ++p->intervals, 0,
+                                   tolerance);
+                if (v == EFFECT_PENDING) {
+                        i++;
+                        continue;
+                }
+                if (v == EFFECT_UNDO)
+                        undo(&p->action, p->state.last.why, userdata);
+                effect_forget(tr, i);
+        }
+}
+
+void effect_forget_affinity(struct effect_tracker *tr) {
+        for (size_t i = tr->n; i > 0; i--)
+                if (tr->items[i - 1].action.type == ACT_AFFINITY)
+                        effect_forget(tr, i - 1);
+}
+
+void effect_tracker_clear(struct effect_tracker *tr) {
+        free(tr->items);
+        *tr = (struct effect_tracker) {};
+}

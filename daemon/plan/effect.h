@@ -7,18 +7,18 @@
  *
  * The planner puts a throughput proxy into action.evidence_before
  * (effect_proxy_for() below: a hog's useful CPU, a pair's round trips, a
- * run-delay victim's run delay). After the change the manager keeps an
- * effect_state per action, feeds it the same proxy once per interval
- * (effect_observe() drops the first: its window straddles the change) and
- * on EFFECT_UNDO releases the change (applier_apply VERB_RELEASE) and
+ * run-delay victim's run delay). After the change effect_track() keeps an
+ * effect_state per action, effect_check() feeds it the same proxy once per
+ * interval (effect_observe() drops the first: its window straddles the
+ * change) and on EFFECT_UNDO the manager releases the change (applier_apply VERB_RELEASE) and
  * calls plan_state_block(key, now + RetryAfter) so the planner does not
  * retry.
  *
  * Noise guard: no verdict before min_samples samples, and the verdict
  * uses their median, so one disturbed interval neither undoes a good
  * change nor keeps a bad one. The effects this guards against are large
- * (DESIGN.md: a ping-pong pair 230k round trips/s on one CPU vs 45k/s
- * split, 5x; [conservative-smp]: naive pinning 1373 s vs 1019 s, -26 %), beyond
+ * (plan/plan-pair.c, measured here: a pipe ping-pong pair ~260k round
+ * trips/s on one CPU vs ~90k split, ~3x; [conservative-smp]: naive pinning 1373 s vs 1019 s, -26 %), beyond
  * the default 10 % tolerance. Single samples are not: a shell busy loop
  * on this 2-CPU machine under load (loadavg 40, other builds running),
  * sampled over 1 s intervals, read util .41 .49 .36 .35 .40 .51 .44 .22.
@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
+#include "apply/action.h"
 #include "sample/snapshot.h"
 
 #define EFFECT_TOLERANCE_DEFAULT 0.10   /* EffectTolerance=10% */
@@ -136,3 +137,35 @@ void effect_state_init(struct effect_state *s, double before);
 void effect_state_init_full(struct effect_state *s, double before, enum effect_direction direction);
 enum effect_verdict effect_observe(struct effect_state *s, double value, unsigned intervals, unsigned settle,
                                    double tolerance);
+
+/*
+ * The changes waiting for their verdict, one per affinity SET with a
+ * proxy measured before it (action.evidence_before > 0). The manager
+ * tracks each SET it applied (effect_track()), and once a pass, after
+ * sampling, has each judged (effect_check()): a change whose target or
+ * pair partner is gone is forgotten with no verdict (a client that
+ * disconnected says nothing of the change), one that made its target
+ * slower is handed to undo(), which releases it and blocks its retry.
+ */
+struct effect_pending {
+        struct action action;        /* the SET applied; action.kind says what the proxy is */
+        unsigned intervals;          /* passes since it was applied */
+        struct effect_state state;
+};
+
+struct effect_tracker {
+        struct effect_pending *items;
+        size_t n;
+};
+
+/* Track a SET of ours; anything else is ignored. -ENOMEM: not tracked (the
+ * effect check is a safety net; running without it beats failing). */
+int effect_track(struct effect_tracker *tr, const struct action *a);
+/* Judge every tracked change on snap; undo(action, why, userdata) for each
+ * that made its target slower beyond tolerance. */
+void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double tolerance,
+                  void (*undo)(const struct action *a, const char *why, void *userdata), void *userdata);
+/* Forget the affinity changes: under a sched_ext scheduler their releases
+ * end them, and a verdict would judge the BPF scheduler, not the change. */
+void effect_forget_affinity(struct effect_tracker *tr);
+void effect_tracker_clear(struct effect_tracker *tr);

@@ -651,7 +651,7 @@ static int release(struct hog_plan *hp, struct hog_item *it, bool move, const ch
         if (!move)
                 /* no re-pin right after a release: that is how flapping starts */
                 it->st->cooldown_until_usec = ctx->in->now_usec + ctx->in->config->daemon.cooldown_usec;
-        plan_set_state(it->st, "released", "%s", reason);
+        plan_set_state(it->st, PLAN_RELEASED, "%s", reason);
         return 0;
 }
 
@@ -751,10 +751,10 @@ static int review_pins(struct hog_plan *hp) {
                 it->st->cpu = c;
                 hp->ctx->cpu_claim[c] = 1;
                 if (it->st->absent > 0)
-                        plan_set_state(it->st, "pinned", "pinned to %d (not a hog for %u/%u intervals)", c,
+                        plan_set_state(it->st, PLAN_PINNED, "pinned to %d (not a hog for %u/%u intervals)", c,
                                   it->st->absent, hp->K);
                 else
-                        plan_set_state(it->st, "pinned", "pinned to %d", c);
+                        plan_set_state(it->st, PLAN_PINNED, "pinned to %d", c);
         }
         return 0;
 }
@@ -774,12 +774,12 @@ static void explain_idle(struct hog_plan *hp, struct hog_item *it) {
         uint64_t W = detect_window_usec(it->p, DETECT_HOG);
 
         if (!it->t)
-                plan_set_state(it->st, "gone", "exited");
+                plan_set_state(it->st, PLAN_GONE, "exited");
         else if (!it->busy)
-                plan_set_state(it->st, "watching", "not a hog: demand %.0f%% < %.0f%%", it->demand * 100,
+                plan_set_state(it->st, PLAN_WATCHING, "not a hog: demand %.0f%% < %.0f%%", it->demand * 100,
                           it->util_min * 100);
         else if (!it->migrating)
-                plan_set_state(it->st, "watching", "not migrating: %.2f/s <= %.2f/s over %" PRIu64 "s",
+                plan_set_state(it->st, PLAN_WATCHING, "not migrating: %.2f/s <= %.2f/s over %" PRIu64 "s",
                           it->mig_rate, it->mig_min, W / USEC_PER_SEC);
 }
 
@@ -819,21 +819,21 @@ static int place(struct hog_plan *hp) {
                 if (!it->t)
                         continue;
                 if (it->paired) {
-                        plan_set_state(st, "left alone: pair", "wakes or is woken at pair rates (a pair "
+                        plan_set_state(st, PLAN_LEFT_ALONE_PAIR, "wakes or is woken at pair rates (a pair "
                                        "member or a busy client): not an independent hog");
                         continue;
                 }
                 if (!pinnable(it->p)) {
-                        plan_set_state(st, "report", "report only (policy %s)", st->policy[0] ? st->policy : "?");
+                        plan_set_state(st, PLAN_REPORT, "report only (policy %s)", st->policy[0] ? st->policy : "?");
                         continue;
                 }
                 if (hp->overcommit_now) {
-                        plan_set_state(st, "left alone", "left alone: %u hogs > %u usable CPUs", hp->overcommit_hogs,
+                        plan_set_state(st, PLAN_LEFT_ALONE, "left alone: %u hogs > %u usable CPUs", hp->overcommit_hogs,
                                   hp->overcommit_cpus);
                         continue;
                 }
                 if (!it->move && st->seen < hp->K) {
-                        plan_set_state(st, "watching", "watching %u/%u", st->seen, hp->K);
+                        plan_set_state(st, PLAN_WATCHING, "watching %u/%u", st->seen, hp->K);
                         continue;
                 }
                 snprintf(akey, sizeof(akey), "task:%d:%" PRIu64, (int) it->id.tid, it->id.start_time);
@@ -841,23 +841,23 @@ static int place(struct hog_plan *hp) {
                         char w[sizeof(st->why)];
 
                         snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
-                        plan_set_state(st, "blocked", "%s", w);
+                        plan_set_state(st, PLAN_BLOCKED, "%s", w);
                         continue;
                 }
                 if (!it->move && st->cooldown_until_usec > in->now_usec) {
-                        plan_set_state(st, "cooldown", "cooldown: %" PRIu64 "s left",
+                        plan_set_state(st, PLAN_COOLDOWN, "cooldown: %" PRIu64 "s left",
                                   (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
                         continue;
                 }
                 if (ctx->actions_left == 0) {
-                        plan_set_state(st, "watching", "action budget used up (MaxActionsPerInterval=%u)",
+                        plan_set_state(st, PLAN_WATCHING, "action budget used up (MaxActionsPerInterval=%u)",
                                   in->config->daemon.max_actions_per_interval);
                         continue;
                 }
 
                 c = pick_cpu(hp, it);
                 if (c < 0) {
-                        plan_set_state(st, "left alone", "no free CPU in %s",
+                        plan_set_state(st, PLAN_LEFT_ALONE, "no free CPU in %s",
                                   cpumask_format_list(&it->cand, cpus, sizeof(cpus)) ?: "?");
                         continue;
                 }
@@ -880,7 +880,7 @@ static int place(struct hog_plan *hp) {
                 st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
                 if (it->t->last_cpu >= 0 && it->t->last_cpu < hp->topo->n_cpus && hp->soft[it->t->last_cpu] > 0)
                         hp->soft[it->t->last_cpu]--;
-                plan_set_state(st, "pinning", "pinning to %d", c);
+                plan_set_state(st, PLAN_PINNING, "pinning to %d", c);
         }
         return 0;
 }

@@ -483,7 +483,7 @@ static int release(struct levers_plan *lp, const struct managed *m, const char *
 
         st = plan_state_get(lp->ctx->state, m->key);
         if (st) {
-                line_fmt(st->state, sizeof(st->state), "released");
+                line_fmt(st->state, sizeof(st->state), "%s", plan_state_to_string(PLAN_RELEASED));
                 line_fmt(st->why, sizeof(st->why), "%s", why);
         }
         return emit(lp, &a);
@@ -579,7 +579,7 @@ static int set_one(struct levers_plan *lp, struct action *a, const struct policy
         if (!may_set(lp, key, p->name, why, sizeof(why))) {
                 st = plan_state_get(lp->ctx->state, key);
                 if (st && why[0]) {
-                        line_fmt(st->state, sizeof(st->state), "left alone");
+                        line_fmt(st->state, sizeof(st->state), "%s", plan_state_to_string(PLAN_LEFT_ALONE));
                         line_fmt(st->why, sizeof(st->why), "%s", why);
                 }
                 return 0;
@@ -589,7 +589,7 @@ static int set_one(struct levers_plan *lp, struct action *a, const struct policy
         line_fmt(a->reason, sizeof(a->reason), "%s", reason);
         st = plan_state_get(lp->ctx->state, key);
         if (st) {
-                line_fmt(st->state, sizeof(st->state), "applied");
+                line_fmt(st->state, sizeof(st->state), "%s", plan_state_to_string(PLAN_APPLIED));
                 line_fmt(st->why, sizeof(st->why), "%s", reason);
         }
         return emit(lp, a);
@@ -657,7 +657,7 @@ static int plan_sets(struct levers_plan *lp) {
 
                         if (st->seen < need) {
                                 if (st->seen > 0) {
-                                        line_fmt(st->state, sizeof(st->state), "watching");
+                                        line_fmt(st->state, sizeof(st->state), "%s", plan_state_to_string(PLAN_WATCHING));
                                         line_fmt(st->why, sizeof(st->why), "%s, %u of %u intervals", st->last.note,
                                                  st->seen, need);
                                 }
@@ -671,7 +671,7 @@ static int plan_sets(struct levers_plan *lp) {
                         line_fmt(reason, sizeof(reason), "policy %s: Detector=always%s", p->name,
                                  match_is_empty(p) ? "" : ", a task matches");
                 }
-                line_fmt(st->state, sizeof(st->state), "applied");
+                line_fmt(st->state, sizeof(st->state), "%s", plan_state_to_string(PLAN_APPLIED));
                 line_fmt(st->why, sizeof(st->why), "%s", reason);
                 r = set_profile(lp, p, reason);
         }

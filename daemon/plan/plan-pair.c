@@ -539,9 +539,9 @@ static void fill_action(struct action *a, const struct pair_item *it, int k, enu
 }
 
 /* Release whatever of the pair is ours. Releases are never held back by the budget. */
-static int release(struct pair_plan *pp, struct pair_item *it, const char *state, const char *fmt, ...)
+static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state state, const char *fmt, ...)
         __attribute__((format(printf, 4, 5)));
-static int release(struct pair_plan *pp, struct pair_item *it, const char *state, const char *fmt, ...) {
+static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state state, const char *fmt, ...) {
         char reason[160];
         va_list ap;
         int r;
@@ -565,7 +565,7 @@ static int release(struct pair_plan *pp, struct pair_item *it, const char *state
         it->st->placed_usec = 0;
         /* no co-location right after a release: that is how flapping starts */
         it->st->cooldown_until_usec = pp->ctx->in->now_usec + pp->ctx->in->config->daemon.cooldown_usec;
-        plan_set_state(it->st, state, "%s", reason);
+        plan_set_pair_state(it->st, state, "%s", reason);
         return 0;
 }
 
@@ -606,8 +606,8 @@ static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it,
  * or the CPU went away): let go of the rest. */
 static int release_half(struct pair_plan *pp, struct pair_item *it) {
         if (!complete(it))
-                return release(pp, it, "released", "pair: released: only one member still co-located");
-        return release(pp, it, "released", "pair: released: members no longer on one usable CPU");
+                return release(pp, it, PAIR_RELEASED, "pair: released: only one member still co-located");
+        return release(pp, it, PAIR_RELEASED, "pair: released: members no longer on one usable CPU");
 }
 
 static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
@@ -649,7 +649,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         r = use(pp, it);
         if (r < 0)
                 return r;
-        plan_set_state(it->st, "co-located", "%s", reason);
+        plan_set_pair_state(it->st, PAIR_COLOCATED, "%s", reason);
         set_colocated_state(it->st, cpu);
         return 0;
 }
@@ -665,7 +665,7 @@ static unsigned sets_needed(const struct pair_item *it, int cpu) {
 }
 
 static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason why, const char *detail) {
-        const char *state = why == NO_CPU_HOG ? "left alone: hog's CPU" : "left alone: no free CPU";
+        enum pair_state state = why == NO_CPU_HOG ? PAIR_LEFT_ALONE_HOG_CPU : PAIR_LEFT_ALONE_NO_FREE_CPU;
         const char *text = why == NO_CPU_HOG ? "only CPU free is a hog's"
                          : why == NO_CPU_BUSY ? "a busy thread on every allowed CPU"
                          : "no usable CPU in both members' allowed sets";
@@ -673,7 +673,7 @@ static int no_cpu(struct pair_plan *pp, struct pair_item *it, enum no_cpu_reason
         /* seen is kept: still split, so it is placed as soon as a CPU frees up */
         if (it->m[0] || it->m[1])
                 return release(pp, it, state, "pair: released: %s (%s)", text, detail);
-        plan_set_state(it->st, state, "%s (%s)", text, detail[0] ? detail : "-");
+        plan_set_pair_state(it->st, state, "%s (%s)", text, detail[0] ? detail : "-");
         return 0;
 }
 
@@ -720,7 +720,7 @@ static int churn_note(struct pair_plan *pp, const struct task *survivor) {
         cs->seen++;
         /* kept (not aged out) while it matters */
         cs->no_retry_until_usec = now + PAIR_SHORT_MEMORY_USEC;
-        plan_set_state(cs, "short connections", "%u pair(s) ended within %.0f s of co-location", cs->seen,
+        plan_set_state(cs, PLAN_SHORT_CONNECTIONS, "%u pair(s) ended within %.0f s of co-location", cs->seen,
                        (double) PAIR_SHORT_USEC / USEC_PER_SEC);
         return 0;
 }
@@ -782,162 +782,221 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
         return true;
 }
 
-static int decide(struct pair_plan *pp, struct pair_item *it) {
-        const struct plan_input *in = pp->ctx->in;
+/* Keep the finding of this interval, or count the intervals without one. */
+static void remember_finding(struct pair_item *it) {
         struct plan_target_state *st = it->st;
-        unsigned hyst = MAX(in->config->daemon.hysteresis_intervals, 1u);
-        const struct finding *f = it->f;
-        bool ours = it->m[0] || it->m[1];
-        char akey[2][128], detail[160];
-        const char *why = NULL;
-        enum no_cpu_reason ncr;
-        char split[96];
-        int cpu;
 
-        if (f) {
-                st->last = *f;
+        if (it->f) {
+                st->last = *it->f;
                 st->last.policy = NULL;
                 st->absent = 0;
         } else if (st->absent < UINT32_MAX)
                 st->absent++;
+}
 
-        /* Gone: a member exited (or its TID names another task now). */
-        if (!it->t[0] || !it->t[1]) {
-                pid_t gone = !it->t[0] ? it->id[0].tid : it->id[1].tid;
-                st->seen = 0;
-                if (ours && st->placed_usec && in->now_usec - st->placed_usec < PAIR_SHORT_USEC) {
-                        int r = churn_note(pp, it->t[0] ?: it->t[1]);
-                        if (r < 0)
-                                return r;
-                }
-                if (ours)
-                        return release(pp, it, "released", "pair: released: member %d exited", (int) gone);
-                plan_set_state(st, "gone", "member %d exited", (int) gone);
+/* Gone: a member exited (or its TID names another task now). */
+static int decide_gone(struct pair_plan *pp, struct pair_item *it) {
+        const struct plan_input *in = pp->ctx->in;
+        struct plan_target_state *st = it->st;
+        pid_t gone = !it->t[0] ? it->id[0].tid : it->id[1].tid;
+        bool ours = it->m[0] || it->m[1];
+
+        st->seen = 0;
+        if (ours && st->placed_usec && in->now_usec - st->placed_usec < PAIR_SHORT_USEC) {
+                int r = churn_note(pp, it->t[0] ?: it->t[1]);
+                if (r < 0)
+                        return r;
+        }
+        if (ours)
+                return release(pp, it, PAIR_RELEASED, "pair: released: member %d exited", (int) gone);
+        plan_set_pair_state(st, PAIR_GONE, "member %d exited", (int) gone);
+        return 0;
+}
+
+/* Quiet: no finding (wake rate below WakeRate=, or not ours to touch any
+ * more). Ours stays on its kept pin for Hysteresis= intervals. */
+static int decide_quiet(struct pair_plan *pp, struct pair_item *it) {
+        unsigned hyst = MAX(pp->ctx->in->config->daemon.hysteresis_intervals, 1u);
+        struct plan_target_state *st = it->st;
+
+        st->seen = 0;
+        if (!it->m[0] && !it->m[1]) {
+                plan_set_pair_state(st, PAIR_QUIET, "wake rate below the policy's WakeRate= (last %.0f/s)",
+                               st->last.wake_rate_per_s);
                 return 0;
         }
+        /* a chain's link, quiet for a pass: hysteresis too, while its stronger pair holds */
+        if (!complete(it) && (used(pp, &it->id[0]) || used(pp, &it->id[1])))
+                (void) chain(pp, it);
+        if (!complete(it) || it->pin_cpu < 0)
+                return release_half(pp, it);
+        if (st->absent >= hyst || !it->p)
+                return release(pp, it, PAIR_RELEASED, "pair: released: quiet for %u intervals%s",
+                               st->absent, it->p ? "" : " (policy gone)");
+        /* keep it for now: hysteresis */
+        pp->ctx->cpu_claim[it->pin_cpu] = 2;
+        plan_set_pair_state(st, PAIR_COLOCATED, "quiet for %u of %u intervals", st->absent, hyst);
+        set_colocated_state(st, it->pin_cpu);
+        return use(pp, it);
+}
 
-        /* Quiet: no finding (wake rate below WakeRate=, or not ours to touch any more). */
-        if (!f) {
-                st->seen = 0;
-                if (!ours) {
-                        plan_set_state(st, "quiet", "wake rate below the policy's WakeRate= (last %.0f/s)",
-                                  st->last.wake_rate_per_s);
-                        return 0;
-                }
-                /* a chain's link, quiet for a pass: hysteresis too, while its stronger pair holds */
-                if (!complete(it) && (used(pp, &it->id[0]) || used(pp, &it->id[1])))
-                        (void) chain(pp, it);
-                if (!complete(it) || it->pin_cpu < 0)
-                        return release_half(pp, it);
-                if (st->absent >= hyst || !it->p)
-                        return release(pp, it, "released", "pair: released: quiet for %u intervals%s",
-                                       st->absent, it->p ? "" : " (policy gone)");
-                /* keep it for now: hysteresis */
-                pp->ctx->cpu_claim[it->pin_cpu] = 2;
-                plan_set_state(st, "co-located", "quiet for %u of %u intervals", st->absent, hyst);
-                set_colocated_state(st, it->pin_cpu);
-                return use(pp, it);
-        }
+/*
+ * A pair with a finding that is not to be co-located: not a ping-pong
+ * pair, a policy that does not co-locate, a member in a stronger pair it
+ * cannot chain to (chain() is tried here, and makes the pair a link when
+ * it can), or a member someone else pinned. Releases what is ours, or says
+ * why it is left alone. 1: decided; 0: eligible; negative errno.
+ */
+static int decide_ineligible(struct pair_plan *pp, struct pair_item *it) {
+        struct plan_target_state *st = it->st;
+        const struct finding *f = it->f;
+        bool ours = it->m[0] || it->m[1];
+        enum pair_state state;
+        int r;
 
         if (f->shape != PAIR_PINGPONG) {
-                const char *state = f->shape == PAIR_HUB ? "left alone: hub" : "left alone: stream";
-
+                state = f->shape == PAIR_HUB ? PAIR_LEFT_ALONE_HUB : PAIR_LEFT_ALONE_STREAM;
                 st->seen = 0;
                 if (ours)
-                        return release(pp, it, state, "pair: released: %s", f->note);
-                plan_set_state(st, state, "%s", f->note);
-                return 0;
+                        return (r = release(pp, it, state, "pair: released: %s", f->note)) < 0 ? r : 1;
+                plan_set_pair_state(st, state, "%s", f->note);
+                return 1;
         }
         if (!it->p || it->p->action != ACTION_COLOCATE) {
                 st->seen = 0;
                 if (ours)
-                        return release(pp, it, "watching", "pair: released: policy %s does not co-locate",
-                                       st->policy);
-                plan_set_state(st, "watching", "policy %s: Action=%s (report only)", st->policy,
-                          it->p ? policy_action_to_string(it->p->action) : "?");
-                return 0;
+                        return (r = release(pp, it, PAIR_WATCHING, "pair: released: policy %s does not co-locate",
+                                            st->policy)) < 0 ? r : 1;
+                plan_set_pair_state(st, PAIR_WATCHING, "policy %s: Action=%s (report only)", st->policy,
+                               it->p ? policy_action_to_string(it->p->action) : "?");
+                return 1;
         }
         if ((used(pp, &it->id[0]) || used(pp, &it->id[1])) && !chain(pp, it)) {
                 st->seen = 0;
                 if (ours)
-                        return release(pp, it, "left alone: shared", "pair: released: member in a stronger pair");
-                plan_set_state(st, "left alone: shared", "a member is in a stronger pair");
-                return 0;
+                        return (r = release(pp, it, PAIR_LEFT_ALONE_SHARED,
+                                            "pair: released: member in a stronger pair")) < 0 ? r : 1;
+                plan_set_pair_state(st, PAIR_LEFT_ALONE_SHARED, "a member is in a stronger pair");
+                return 1;
         }
         if (it->other[0] || it->other[1]) {
                 const struct managed *o = it->other[0] ?: it->other[1];
+
                 st->seen = 0;
                 if (ours)
-                        return release(pp, it, "left alone: pinned", "pair: released: member pinned by %s",
-                                       o->reason);
-                plan_set_state(st, "left alone: pinned", "member %d already pinned: %s", (int) o->task.tid, o->reason);
-                return 0;
+                        return (r = release(pp, it, PAIR_LEFT_ALONE_PINNED, "pair: released: member pinned by %s",
+                                            o->reason)) < 0 ? r : 1;
+                plan_set_pair_state(st, PAIR_LEFT_ALONE_PINNED, "member %d already pinned: %s", (int) o->task.tid,
+                               o->reason);
+                return 1;
         }
+        return 0;
+}
 
-        if (action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[0] }, akey[0], sizeof(akey[0])) == NULL ||
-            action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[1] }, akey[1], sizeof(akey[1])) == NULL)
-                return -ENAMETOOLONG;
+/* The members' affinity action target keys (the effect check's blocks are kept by them). */
+static int member_keys(const struct pair_item *it, char akey[2][128]) {
+        for (int k = 0; k < 2; k++)
+                if (!action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = it->id[k] }, akey[k],
+                                       sizeof(akey[k])))
+                        return -ENAMETOOLONG;
+        return 0;
+}
 
-        if (ours) {
-                int adopt = complete(it) ? -1 : adoptable_cpu(pp, it, akey);
+/* The CPU a pair of ours holds is still a home: not a hog's, usable, and
+ * in both members' allowed sets and the policy's CPUs=. */
+static bool still_fits(const struct pair_plan *pp, const struct pair_item *it, int cpu) {
+        cpumask_t cand;
 
-                /* a chain whose stronger pair moved: moved after it, below */
-                if (adopt < 0 && (!complete(it) || (it->pin_cpu < 0 && it->chain_cpu < 0)))
-                        return release_half(pp, it);
-                cpu = adopt >= 0 ? adopt : it->pin_cpu;
-                if (cpu >= 0 && cpu < pp->n_cpus && pp->ctx->cpu_claim[cpu] != 1 &&
-                    cpumask_test(&pp->usable, cpu)) {
-                        cpumask_t cand = candidates(pp, it);
-                        if (cpumask_test(&cand, cpu) && adopt >= 0) {
-                                if (sets_needed(it, cpu) > pp->ctx->actions_left) {
-                                        /* ours is kept: the partner joins on a pass with budget */
-                                        pp->ctx->cpu_claim[cpu] = 2;
-                                        plan_set_state(st, "watching", "partner free again; no action budget "
-                                                       "left this interval to join it");
-                                        return use(pp, it);
-                                }
-                                return place(pp, it, cpu, "joined");
-                        }
-                        if (cpumask_test(&cand, cpu)) {
-                                /* keep */
-                                pp->ctx->cpu_claim[cpu] = 2;
-                                pp->load[cpu] += f->combined_util;
-                                st->cpu = cpu;
-                                plan_set_state(st, "co-located", "%.0f wake-ups/s each way, util %.2f; %s",
-                                          f->wake_rate_per_s, f->combined_util,
-                                          (it->m[0] ?: it->m[1])->reason);
-                                set_colocated_state(st, cpu);
-                                return use(pp, it);
-                        }
-                }
-                /* Our CPU is a hog's now, offline, or outside the allowed set: move. */
-                cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
-                if (cpu < 0)
-                        return no_cpu(pp, it, ncr, detail);
-                if (sets_needed(it, cpu) > pp->ctx->actions_left)
-                        return release(pp, it, "released", "pair: released: CPU %d no longer fit, no budget to move",
-                                       it->pin_cpu);
-                return place(pp, it, cpu, "moved");
+        if (cpu < 0 || cpu >= pp->n_cpus || pp->ctx->cpu_claim[cpu] == 1 || !cpumask_test(&pp->usable, cpu))
+                return false;
+        cand = candidates(pp, it);
+        return cpumask_test(&cand, cpu);
+}
+
+/* Keep: both members stay on the kept pin's CPU. */
+static int keep(struct pair_plan *pp, struct pair_item *it, int cpu) {
+        const struct finding *f = it->f;
+
+        pp->ctx->cpu_claim[cpu] = 2;
+        pp->load[cpu] += f->combined_util;
+        it->st->cpu = cpu;
+        plan_set_pair_state(it->st, PAIR_COLOCATED, "%.0f wake-ups/s each way, util %.2f; %s", f->wake_rate_per_s,
+                       f->combined_util, (it->m[0] ?: it->m[1])->reason);
+        set_colocated_state(it->st, cpu);
+        return use(pp, it);
+}
+
+/* Join: the free partner of our lone pin moves to its CPU (adoptable_cpu()). */
+static int join(struct pair_plan *pp, struct pair_item *it, int cpu) {
+        if (sets_needed(it, cpu) > pp->ctx->actions_left) {
+                /* ours is kept: the partner joins on a pass with budget */
+                pp->ctx->cpu_claim[cpu] = 2;
+                plan_set_pair_state(it->st, PAIR_WATCHING, "partner free again; no action budget "
+                               "left this interval to join it");
+                return use(pp, it);
         }
+        return place(pp, it, cpu, "joined");
+}
 
-        /*
-         * Not ours: co-locate once it has been split for Hysteresis= intervals
-         * more than it was together: a together interval takes one off
-         * rather than starting over, because with the fallback source the
-         * split may be one look at both members' last CPU, and one unlucky
-         * look must not restart the count of a pair that is split most of
-         * the time. Unknown (the fallback could not tell) counts neither way.
-         */
+/* Move: our CPU is a hog's now, offline, or outside the allowed set; the
+ * new one is choose_cpu()'s (a chain link's: its stronger pair's CPU). */
+static int move(struct pair_plan *pp, struct pair_item *it) {
+        enum no_cpu_reason ncr;
+        char detail[160];
+        int cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
+
+        if (cpu < 0)
+                return no_cpu(pp, it, ncr, detail);
+        if (sets_needed(it, cpu) > pp->ctx->actions_left)
+                return release(pp, it, PAIR_RELEASED, "pair: released: CPU %d no longer fit, no budget to move",
+                               it->pin_cpu);
+        return place(pp, it, cpu, "moved");
+}
+
+/*
+ * A pair of ours: keep it on its kept pin (it->pin_cpu: both members there,
+ * or a chain's link already on its stronger pair's CPU), let the partner
+ * of a lone pin join it (adoptable_cpu()), or move it when that CPU no
+ * longer fits; else release it.
+ */
+static int keep_or_move(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
+        int adopted = complete(it) ? -1 : adoptable_cpu(pp, it, akey);
+
+        /* a chain whose stronger pair moved: moved after it */
+        if (adopted < 0 && (!complete(it) || (it->pin_cpu < 0 && it->chain_cpu < 0)))
+                return release_half(pp, it);
+        if (adopted >= 0 && still_fits(pp, it, adopted))
+                return join(pp, it, adopted);
+        if (adopted < 0 && still_fits(pp, it, it->pin_cpu))
+                return keep(pp, it, it->pin_cpu);
+        return move(pp, it);
+}
+
+/*
+ * Not ours: co-locate once it has been split for Hysteresis= intervals
+ * more than it was together: a together interval takes one off rather
+ * than starting over, because with the fallback source the split may be
+ * one look at both members' last CPU, and one unlucky look must not
+ * restart the count of a pair that is split most of the time. Unknown
+ * (the fallback could not tell) counts neither way. True: split long
+ * enough; else the state says how long so far.
+ */
+static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
+        unsigned hyst = MAX(pp->ctx->in->config->daemon.hysteresis_intervals, 1u);
+        struct plan_target_state *st = it->st;
+        const struct finding *f = it->f;
+        char split[96];
+
         detect_pair_split_text(f, split, sizeof(split));
         if (f->split_fraction < 0) {
-                plan_set_state(st, "watching", "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
-                return 0;
+                plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
+                return false;
         }
         if (f->split_fraction < DETECT_PAIR_SPLIT_MIN) {
                 if (st->seen > 0)
                         st->seen--;
-                plan_set_state(st, "watching", "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
-                return 0;
+                plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
+                return false;
         }
         if (st->seen < UINT32_MAX)
                 st->seen++;
@@ -946,40 +1005,91 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
          * wake-up of the window (thousands per second for a pair over the
          * threshold), and the fallback's migration count covers the window
          * too: that is the persistence Hysteresis= exists to establish; one
-         * look at two last CPUs is not. Acting on the first such interval is
-         * what makes the fix land within two intervals of the pair starting
-         * (the target in BENCHMARKS.md); release still waits Hysteresis= intervals.
+         * look at two last CPUs is not. Acting on the first such interval
+         * is what makes the fix land within two intervals of the pair
+         * starting (the target in BENCHMARKS.md); release still waits
+         * Hysteresis= intervals.
          */
         if (st->seen < (f->split_basis != SPLIT_BASIS_LOOK ? 1u : hyst)) {
-                plan_set_state(st, "watching", "%s for %u of %u intervals, %.0f wake-ups/s each way",
-                          split, st->seen, hyst, f->wake_rate_per_s);
-                return 0;
+                plan_set_pair_state(st, PAIR_WATCHING, "%s for %u of %u intervals, %.0f wake-ups/s each way",
+                               split, st->seen, hyst, f->wake_rate_per_s);
+                return false;
         }
+        return true;
+}
+
+/* Split long enough, but held back: a server of short connections, a
+ * block from the effect check, or the cool-down after a release. True:
+ * held back, and the state says why. */
+static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
+        uint64_t now = pp->ctx->in->now_usec;
+        struct plan_target_state *st = it->st;
+        const char *why = NULL;
+
         if (MAX(churn_count(pp, it->t[0]), churn_count(pp, it->t[1])) >= PAIR_SHORT_MIN &&
-            in->now_usec - st->first_seen_usec < PAIR_SHORT_USEC) {
-                plan_set_state(st, "watching", "split; a member serves short connections: co-located once "
+            now - st->first_seen_usec < PAIR_SHORT_USEC) {
+                plan_set_pair_state(st, PAIR_WATCHING, "split; a member serves short connections: co-located once "
                                "this pair has lasted %.0f s", (double) PAIR_SHORT_USEC / USEC_PER_SEC);
-                return 0;
+                return true;
         }
-        if (plan_state_blocked(pp->ctx->state, st->key, akey[0], in->now_usec, &why) ||
-            plan_state_blocked(pp->ctx->state, NULL, akey[1], in->now_usec, &why)) {
-                plan_set_state(st, "left alone: blocked", "%s", why ?: "not retried yet");
-                return 0;
+        if (plan_state_blocked(pp->ctx->state, st->key, akey[0], now, &why) ||
+            plan_state_blocked(pp->ctx->state, NULL, akey[1], now, &why)) {
+                plan_set_pair_state(st, PAIR_LEFT_ALONE_BLOCKED, "%s", why ?: "not retried yet");
+                return true;
         }
-        if (st->cooldown_until_usec > in->now_usec) {
-                plan_set_state(st, "watching", "split, cool-down for %.0f s more",
-                          (double) (st->cooldown_until_usec - in->now_usec) / USEC_PER_SEC);
-                return 0;
+        if (st->cooldown_until_usec > now) {
+                plan_set_pair_state(st, PAIR_WATCHING, "split, cool-down for %.0f s more",
+                               (double) (st->cooldown_until_usec - now) / USEC_PER_SEC);
+                return true;
         }
+        return false;
+}
+
+/* Place new: a pair not ours, split long enough and not held back, goes on
+ * choose_cpu()'s CPU (a chain link's: its stronger pair's) when the budget
+ * has room for both members. */
+static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
+        const struct plan_input *in = pp->ctx->in;
+        enum no_cpu_reason ncr;
+        char detail[160];
+        int cpu;
+
+        if (!split_long_enough(pp, it) || held_back(pp, it, akey))
+                return 0;
         cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
         if (pp->ctx->actions_left < sets_needed(it, cpu)) {
-                plan_set_state(st, "watching", "split; no action budget left this interval");
+                plan_set_pair_state(it->st, PAIR_WATCHING, "split; no action budget left this interval");
                 return 0;
         }
-        st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+        it->st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
         return place(pp, it, cpu, "co-locate");
+}
+
+/*
+ * One pair, in order: gone or quiet; ineligible (not a ping-pong pair, not
+ * co-located by its policy, shared, pinned by someone else); ours: keep,
+ * join or move; not ours: place new once split long enough.
+ */
+static int decide(struct pair_plan *pp, struct pair_item *it) {
+        char akey[2][128];
+        int r;
+
+        remember_finding(it);
+        if (!it->t[0] || !it->t[1])
+                return decide_gone(pp, it);
+        if (!it->f)
+                return decide_quiet(pp, it);
+        r = decide_ineligible(pp, it);
+        if (r != 0)
+                return MIN(r, 0);
+        r = member_keys(it, akey);
+        if (r < 0)
+                return r;
+        if (it->m[0] || it->m[1])
+                return keep_or_move(pp, it, akey);
+        return place_new(pp, it, akey);
 }
 
 /* Our pins whose pair the planner no longer knows (state forgotten): release. */

@@ -194,34 +194,33 @@ static int pick(const struct topology *topo, const cpumask_t *avail, const doubl
         return best;
 }
 
-static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *usable, double load_per_cpu,
-                      unsigned K) {
-        const struct plan_input *in = ctx->in;
-        const struct snapshot *snap = in->snap;
-        const struct topology *topo = snap->topo;
+/* One group's pass: what the steps of plan_group() share. */
+struct spread_pass {
+        struct plan_ctx *ctx;
+        struct group *g;
+        const cpumask_t *usable;
+        double load_per_cpu;            /* the machine's util per usable CPU (machine_load()) */
+        unsigned hyst;                  /* Hysteresis= intervals, at least 1 */
+        double util_min, mig_min;       /* the policy's Util= and Migrations= */
+        cpumask_t pcpus;                /* the policy's CPUs= */
+        size_t n_busy;                  /* members at Util= or above */
+        double combined;                /* their util together */
+        double rate;                    /* migrations per busy member per s, decayed over Window= */
+        bool busy_machine, present, managed;
+        double *load;                   /* per CPU: util of the members kept or placed there */
+        int *count;                     /* per CPU: members kept or placed there */
+        cpumask_t avail;                /* CPUs the group may use */
+        struct member *order[FINDING_MAX_MEMBERS * 2]; /* members to place, biggest first */
+        size_t n_order;
+};
+
+/* Members: evidence, and the CPUs each may go to. */
+static void members_read(struct spread_pass *sp, double win_s) {
+        const struct snapshot *snap = sp->ctx->in->snap;
+        struct group *g = sp->g;
+        double hops = 0, window_s;
         struct plan_target_state *st = g->st;
-        double util_min, mig_min, hops = 0, rate, W, win_s, combined = 0;
-        _cleanup_free_ double *load = NULL;
-        _cleanup_free_ int *count = NULL;
-        struct member *order[ELEMENTSOF(g->members)];
-        cpumask_t pcpus, avail;
-        size_t n_busy = 0, n_order = 0;
-        bool migrating, busy_machine, present, managed;
-        uint64_t win;
-        char cpus[64];
-        int n = topo->n_cpus, r;
 
-        util_min = detect_util_min(g->p, DETECT_SPREAD);
-        mig_min = detect_migrations_min_per_s(g->p, DETECT_SPREAD);
-        pcpus = plan_policy_cpus(g->p);
-
-        win = snap->window_usec ?: in->config->daemon.interval_usec;
-        win_s = (double) win / USEC_PER_SEC;
-        W = (double) detect_window_usec(g->p, DETECT_SPREAD) / USEC_PER_SEC;
-        if (W <= 0)
-                W = 1;
-
-        /* members: evidence and where each may go */
         for (size_t i = 0; i < g->n; i++) {
                 struct member *mb = &g->members[i];
                 const struct task *t = snapshot_find_task(snap, mb->id.tid);
@@ -231,91 +230,114 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                 if (mb->m) {
                         mb->pin_cpu = cpumask_single(&mb->m->mask);
                         if (!plan_managed_original(mb->m, &base))
-                                base = topo->online;
+                                base = snap->topo->online;
                 } else
-                        base = mb->t ? mb->t->allowed : topo->online;
-                mb->cand = cpumask_and(&base, usable);
-                mb->cand = cpumask_and(&mb->cand, &pcpus);
+                        base = mb->t ? mb->t->allowed : snap->topo->online;
+                mb->cand = cpumask_and(&base, sp->usable);
+                mb->cand = cpumask_and(&mb->cand, &sp->pcpus);
                 if (!mb->t)
                         continue;
                 mb->util = mb->t->util;
-                if (mb->util >= util_min) {
-                        n_busy++;
-                        combined += mb->util;
+                if (mb->util >= sp->util_min) {
+                        sp->n_busy++;
+                        sp->combined += mb->util;
                 }
                 if (!mb->m && mb->t->have_migrations)
                         hops += mb->t->migrations_per_s * win_s;
         }
 
         /* the group's migrations per busy member over the window, decayed (as for hogs) */
-        st->migrations_decayed = st->migrations_decayed * exp(-win_s / W) + (n_busy ? hops / n_busy : 0);
-        rate = st->migrations_decayed / W;
-        st->migrations_window_per_s = rate;
-        migrating = rate > mig_min;
-        busy_machine = load_per_cpu > SPREAD_MACHINE_BUSY;
-        managed = any_managed(g);
+        window_s = (double) detect_window_usec(g->p, DETECT_SPREAD) / USEC_PER_SEC;
+        if (window_s <= 0)
+                window_s = 1;
+        st->migrations_decayed = st->migrations_decayed * exp(-win_s / window_s) +
+                                 (sp->n_busy ? hops / sp->n_busy : 0);
+        sp->rate = st->migrations_decayed / window_s;
+        st->migrations_window_per_s = sp->rate;
+}
 
-        /* evidence for affctl hogs, with every member we track (pinned ones too) */
+/* Evidence for affctl hogs, with every member we track (pinned ones too). */
+static void evidence_set(struct spread_pass *sp) {
+        struct group *g = sp->g;
+        struct plan_target_state *st = g->st;
+
         if (g->f)
                 st->last = *g->f;
         else
                 st->last = (struct finding) { .kind = DETECT_SPREAD, .last_cpu = -1 };
         st->last.policy = NULL;
         st->last.n_members = 0;
-        st->last.combined_util = combined;
+        st->last.combined_util = sp->combined;
         for (size_t i = 0; i < g->n && st->last.n_members < FINDING_MAX_MEMBERS; i++)
-                if (g->members[i].t && (g->members[i].util >= util_min || g->members[i].m))
+                if (g->members[i].t && (g->members[i].util >= sp->util_min || g->members[i].m))
                         st->last.members[st->last.n_members++] = g->members[i].id;
-        st->last.util = n_busy ? combined / n_busy : 0;
+        st->last.util = sp->n_busy ? sp->combined / sp->n_busy : 0;
+}
 
-        present = spreadable(g->p) && n_busy >= 2 && !busy_machine && (managed || migrating);
-        if (present) {
+/* Present this interval (a spread group worth spreading): count for hysteresis. */
+static void presence_count(struct spread_pass *sp) {
+        struct plan_target_state *st = sp->g->st;
+        bool migrating = sp->rate > sp->mig_min;
+
+        sp->busy_machine = sp->load_per_cpu > SPREAD_MACHINE_BUSY;
+        sp->managed = any_managed(sp->g);
+        sp->present = spreadable(sp->g->p) && sp->n_busy >= 2 && !sp->busy_machine && (sp->managed || migrating);
+        if (sp->present) {
                 st->seen = MIN(st->seen + 1, 1000000u);
                 st->absent = 0;
         } else {
                 st->absent = MIN(st->absent + 1, 1000000u);
                 st->seen = 0;
         }
+}
 
-        /* whole-group releases */
-        if (managed && !spreadable(g->p)) {
-                r = release_all(ctx, g, "policy no longer spreads");
+/* Whole-group releases: the policy no longer spreads, or the group has
+ * been absent Hysteresis= intervals. 1: released; 0: not; negative errno. */
+static int group_release(struct spread_pass *sp) {
+        const struct plan_input *in = sp->ctx->in;
+        struct plan_target_state *st = sp->g->st;
+        char why[128];
+        int r;
+
+        if (sp->managed && !spreadable(sp->g->p)) {
+                r = release_all(sp->ctx, sp->g, "policy no longer spreads");
                 if (r < 0)
                         return r;
-                plan_set_state(st, "released", "policy %s no longer spreads", g->name);
-                return 0;
+                plan_set_state(st, PLAN_RELEASED, "policy %s no longer spreads", sp->g->name);
+                return 1;
         }
-        if (managed && st->absent >= K) {
-                char why[128];
-
-                if (n_busy < 2)
-                        snprintf(why, sizeof(why), "group shrank to %zu busy thread%s", n_busy, n_busy == 1 ? "" : "s");
-                else if (busy_machine)
-                        snprintf(why, sizeof(why), "machine busy: %.0f%% per CPU > %.0f%%", load_per_cpu * 100,
-                                 SPREAD_MACHINE_BUSY * 100);
-                else
-                        snprintf(why, sizeof(why), "no longer a spread group");
-                r = release_all(ctx, g, why);
-                if (r < 0)
-                        return r;
-                st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
-                plan_set_state(st, "released", "%s", why);
+        if (!sp->managed || st->absent < sp->hyst)
                 return 0;
-        }
+        if (sp->n_busy < 2)
+                snprintf(why, sizeof(why), "group shrank to %zu busy thread%s", sp->n_busy,
+                         sp->n_busy == 1 ? "" : "s");
+        else if (sp->busy_machine)
+                snprintf(why, sizeof(why), "machine busy: %.0f%% per CPU > %.0f%%", sp->load_per_cpu * 100,
+                         SPREAD_MACHINE_BUSY * 100);
+        else
+                snprintf(why, sizeof(why), "no longer a spread group");
+        r = release_all(sp->ctx, sp->g, why);
+        if (r < 0)
+                return r;
+        st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+        plan_set_state(st, PLAN_RELEASED, "%s", why);
+        return 1;
+}
 
-        load = calloc(n, sizeof(*load));
-        count = calloc(n, sizeof(*count));
-        if (!load || !count)
-                return -ENOMEM;
-
-        /* CPUs this group may use: not a hog's, not a pair's, not another group's */
-        avail = *usable;
-        avail = cpumask_and(&avail, &pcpus);
+/* CPUs this group may use: not a hog's, not a pair's, not another group's. */
+static void avail_init(struct spread_pass *sp, int n) {
+        sp->avail = *sp->usable;
+        sp->avail = cpumask_and(&sp->avail, &sp->pcpus);
         for (int c = 0; c < n; c++)
-                if (ctx->cpu_claim[c])
-                        cpumask_clear(&avail, c);
+                if (sp->ctx->cpu_claim[c])
+                        cpumask_clear(&sp->avail, c);
+}
 
-        /* member pins in force: keep, or release (and move) */
+/* Member pins in force: keep, or release (and move). */
+static int pins_review(struct spread_pass *sp, int n) {
+        struct group *g = sp->g;
+        int r;
+
         for (size_t i = 0; i < g->n; i++) {
                 struct member *mb = &g->members[i];
                 int c = mb->pin_cpu;
@@ -323,7 +345,7 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                 if (!mb->m)
                         continue;
                 if (!mb->t) {
-                        r = emit(ctx, g, mb, VERB_RELEASE, &mb->m->mask, "spread %s: member exited", g->name);
+                        r = emit(sp->ctx, g, mb, VERB_RELEASE, &mb->m->mask, "spread %s: member exited", g->name);
                         if (r < 0)
                                 return r;
                         mb->release = true;
@@ -332,7 +354,7 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                 if (!cpumask_equal(&mb->t->allowed, &mb->m->mask)) {
                         bool moved_by_kernel = c < 0 || !cpumask_test(&mb->t->allowed, c);
 
-                        r = emit(ctx, g, mb, VERB_RELEASE, &mb->m->mask, "spread %s: %s", g->name,
+                        r = emit(sp->ctx, g, mb, VERB_RELEASE, &mb->m->mask, "spread %s: %s", g->name,
                                  moved_by_kernel ? "pinned CPU left the task's allowed CPUs"
                                                  : "affinity changed by someone else");
                         if (r < 0)
@@ -340,14 +362,14 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                         mb->release = true;
                         if (moved_by_kernel) {
                                 mb->move = true;
-                                mb->cand = cpumask_and(&mb->t->allowed, usable);
-                                mb->cand = cpumask_and(&mb->cand, &pcpus);
+                                mb->cand = cpumask_and(&mb->t->allowed, sp->usable);
+                                mb->cand = cpumask_and(&mb->cand, &sp->pcpus);
                         }
                         continue;
                 }
-                if (c < 0 || c >= n || !cpumask_test(&avail, c) || !cpumask_test(&mb->cand, c) ||
-                    load[c] + mb->util > 1.0 + 1e-9) {
-                        r = emit(ctx, g, mb, VERB_RELEASE, &mb->m->mask,
+                if (c < 0 || c >= n || !cpumask_test(&sp->avail, c) || !cpumask_test(&mb->cand, c) ||
+                    sp->load[c] + mb->util > 1.0 + 1e-9) {
+                        r = emit(sp->ctx, g, mb, VERB_RELEASE, &mb->m->mask,
                                  "spread %s: CPU %d no longer usable for the group", g->name, c);
                         if (r < 0)
                                 return r;
@@ -356,140 +378,217 @@ static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *us
                         continue;
                 }
                 mb->keep = true;
-                load[c] += mb->util;
-                count[c]++;
-        }
-
-        if (!present && !any_managed(g)) {
-                if (!g->p || !g->p->enabled)
-                        plan_set_state(st, "gone", "policy %s is gone or disabled", g->name);
-                else if (!spreadable(g->p))
-                        plan_set_state(st, "report", "report only (policy %s)", g->name);
-                else if (n_busy < 2)
-                        plan_set_state(st, "watching", "%zu busy thread%s, spreading needs 2", n_busy, n_busy == 1 ? "" : "s");
-                else if (busy_machine)
-                        plan_set_state(st, "left alone", "machine busy: %.0f%% per CPU > %.0f%%", load_per_cpu * 100,
-                                  SPREAD_MACHINE_BUSY * 100);
-                else
-                        plan_set_state(st, "watching", "not migrating: %.2f/s per thread <= %.2f/s", rate, mig_min);
-                return 0;
-        }
-        if (!any_managed(g)) {
-                const char *why = NULL;
-
-                if (st->seen < K) {
-                        plan_set_state(st, "watching", "watching %u/%u", st->seen, K);
-                        return 0;
-                }
-                if (plan_state_blocked(ctx->state, st->key, NULL, in->now_usec, &why)) {
-                        char w[sizeof(st->why)];
-
-                        snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
-                        plan_set_state(st, "blocked", "%s", w);
-                        return 0;
-                }
-                if (st->cooldown_until_usec > in->now_usec) {
-                        plan_set_state(st, "cooldown", "cooldown: %" PRIu64 "s left",
-                                  (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
-                        return 0;
-                }
-        }
-
-        /* the busy members without a pin (and the ones to move), biggest first */
-        for (size_t i = 0; i < g->n; i++) {
-                struct member *mb = &g->members[i];
-                char akey[128];
-
-                if (!mb->t || mb->keep || mb->util < util_min)
-                        continue;
-                if (mb->release && !mb->move)
-                        continue;
-                if (!present && !mb->move)
-                        continue; /* hysteresis holds the pins in force; nothing new meanwhile */
-                snprintf(akey, sizeof(akey), "task:%d:%" PRIu64, (int) mb->id.tid, mb->id.start_time);
-                if (plan_state_blocked(ctx->state, NULL, akey, in->now_usec, NULL))
-                        continue; /* an effect check undid it: it stays the scheduler's */
-                order[n_order++] = mb;
-        }
-        qsort_safe(order, n_order, sizeof(order[0]), cmp_util_desc);
-
-        /* all or nothing: a group half placed is worse than one left alone */
-        for (size_t i = 0; i < n_order; i++) {
-                struct member *mb = order[i];
-                int c = pick(topo, &avail, load, count, mb);
-
-                if (c < 0) {
-                        for (size_t j = 0; j < i; j++)
-                                order[j]->new_cpu = -1;
-                        r = release_all(ctx, g, "group no longer fits");
-                        if (r < 0)
-                                return r;
-                        plan_set_state(st, "left alone", "does not fit: %zu threads, %.0f%% together on %s",
-                                  n_busy, combined * 100, cpumask_format_list(&avail, cpus, sizeof(cpus)) ?: "?");
-                        return 0;
-                }
-                mb->new_cpu = c;
-                load[c] += mb->util;
-                count[c]++;
-        }
-
-        for (size_t i = 0; i < n_order; i++) {
-                struct member *mb = order[i];
-                cpumask_t one = cpumask_of(mb->new_cpu);
-
-                if (ctx->actions_left == 0)
-                        break;
-                r = emit(ctx, g, mb, VERB_SET, &one, "spread %s: util %.0f%%, group %.0f%% on %zu threads -> CPU %d",
-                         g->name, mb->util * 100, combined * 100, n_busy, mb->new_cpu);
-                if (r < 0)
-                        return r;
-                mb->keep = true;
-        }
-
-        /* claim what the group uses, so levers and later groups see it */
-        for (int c = 0; c < n; c++)
-                if (count[c] > 0 && !ctx->cpu_claim[c])
-                        ctx->cpu_claim[c] = 3;
-
-        {
-                cpumask_t used;
-                size_t pending = 0;
-
-                cpumask_zero(&used);
-                for (int c = 0; c < n; c++)
-                        if (count[c] > 0)
-                                cpumask_set(&used, c);
-                for (size_t i = 0; i < n_order; i++)
-                        if (!order[i]->keep)
-                                pending++;
-                if (pending > 0)
-                        plan_set_state(st, "spreading", "%zu threads on %s, %zu waiting for the action budget",
-                                  n_busy, cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?", pending);
-                else if (n_order > 0)
-                        plan_set_state(st, "spreading", "spreading %zu threads over %s", n_busy,
-                                  cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?");
-                else
-                        plan_set_state(st, "spread", "%zu threads on %s", n_busy,
-                                  cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?");
-                st->last.cpus_seen = used;
+                sp->load[c] += mb->util;
+                sp->count[c]++;
         }
         return 0;
 }
 
-int plan_spread(struct plan_ctx *ctx) {
-        const struct plan_input *in;
-        _cleanup_free_ struct group *groups = NULL;
-        size_t n_groups = 0, cap;
-        cpumask_t usable;
-        double load;
-        unsigned K;
+/* Nothing of ours in force: say why the group is left alone, or wait for
+ * Hysteresis=, a block of the effect check, or the cool-down. True: not
+ * placed this pass, and the state says why. */
+static bool not_yet(struct spread_pass *sp) {
+        const struct plan_input *in = sp->ctx->in;
+        struct plan_target_state *st = sp->g->st;
+        const struct policy *p = sp->g->p;
+        const char *why = NULL;
+
+        if (any_managed(sp->g))
+                return false;
+        if (!sp->present) {
+                if (!p || !p->enabled)
+                        plan_set_state(st, PLAN_GONE, "policy %s is gone or disabled", sp->g->name);
+                else if (!spreadable(p))
+                        plan_set_state(st, PLAN_REPORT, "report only (policy %s)", sp->g->name);
+                else if (sp->n_busy < 2)
+                        plan_set_state(st, PLAN_WATCHING, "%zu busy thread%s, spreading needs 2", sp->n_busy,
+                                       sp->n_busy == 1 ? "" : "s");
+                else if (sp->busy_machine)
+                        plan_set_state(st, PLAN_LEFT_ALONE, "machine busy: %.0f%% per CPU > %.0f%%",
+                                       sp->load_per_cpu * 100, SPREAD_MACHINE_BUSY * 100);
+                else
+                        plan_set_state(st, PLAN_WATCHING, "not migrating: %.2f/s per thread <= %.2f/s", sp->rate,
+                                       sp->mig_min);
+                return true;
+        }
+        if (st->seen < sp->hyst) {
+                plan_set_state(st, PLAN_WATCHING, "watching %u/%u", st->seen, sp->hyst);
+                return true;
+        }
+        if (plan_state_blocked(sp->ctx->state, st->key, NULL, in->now_usec, &why)) {
+                char w[sizeof(st->why)];
+
+                snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
+                plan_set_state(st, PLAN_BLOCKED, "%s", w);
+                return true;
+        }
+        if (st->cooldown_until_usec > in->now_usec) {
+                plan_set_state(st, PLAN_COOLDOWN, "cooldown: %" PRIu64 "s left",
+                               (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
+                return true;
+        }
+        return false;
+}
+
+/* The busy members without a pin (and the ones to move), biggest first. */
+static void order_collect(struct spread_pass *sp) {
+        struct group *g = sp->g;
+
+        for (size_t i = 0; i < g->n; i++) {
+                struct member *mb = &g->members[i];
+                char akey[128];
+
+                if (!mb->t || mb->keep || mb->util < sp->util_min)
+                        continue;
+                if (mb->release && !mb->move)
+                        continue;
+                if (!sp->present && !mb->move)
+                        continue; /* hysteresis holds the pins in force; nothing new meanwhile */
+                snprintf(akey, sizeof(akey), "task:%d:%" PRIu64, (int) mb->id.tid, mb->id.start_time);
+                if (plan_state_blocked(sp->ctx->state, NULL, akey, sp->ctx->in->now_usec, NULL))
+                        continue; /* an effect check undid it: it stays the scheduler's */
+                sp->order[sp->n_order++] = mb;
+        }
+        qsort_safe(sp->order, sp->n_order, sizeof(sp->order[0]), cmp_util_desc);
+}
+
+/* A CPU for every member to place, or none: a group half placed is worse
+ * than one left alone. 1: does not fit, released; 0: all fit; negative errno. */
+static int fit_all(struct spread_pass *sp) {
+        const struct topology *topo = sp->ctx->in->snap->topo;
+        char cpus[64];
         int r;
 
-        if (!ctx || !ctx->in || !ctx->in->snap || !ctx->in->snap->topo || !ctx->cpu_claim)
-                return -EINVAL;
-        in = ctx->in;
+        for (size_t i = 0; i < sp->n_order; i++) {
+                struct member *mb = sp->order[i];
+                int c = pick(topo, &sp->avail, sp->load, sp->count, mb);
 
-        cap = 0;
+                if (c < 0) {
+                        for (size_t j = 0; j < i; j++)
+                                sp->order[j]->new_cpu = -1;
+                        r = release_all(sp->ctx, sp->g, "group no longer fits");
+                        if (r < 0)
+                                return r;
+                        plan_set_state(sp->g->st, PLAN_LEFT_ALONE, "does not fit: %zu threads, %.0f%% together on %s",
+                                       sp->n_busy, sp->combined * 100,
+                                       cpumask_format_list(&sp->avail, cpus, sizeof(cpus)) ?: "?");
+                        return 1;
+                }
+                mb->new_cpu = c;
+                sp->load[c] += mb->util;
+                sp->count[c]++;
+        }
+        return 0;
+}
+
+/* Pin the members placed, as far as the action budget goes. */
+static int pins_set(struct spread_pass *sp) {
+        for (size_t i = 0; i < sp->n_order; i++) {
+                struct member *mb = sp->order[i];
+                cpumask_t one = cpumask_of(mb->new_cpu);
+                int r;
+
+                if (sp->ctx->actions_left == 0)
+                        break;
+                r = emit(sp->ctx, sp->g, mb, VERB_SET, &one,
+                         "spread %s: util %.0f%%, group %.0f%% on %zu threads -> CPU %d", sp->g->name,
+                         mb->util * 100, sp->combined * 100, sp->n_busy, mb->new_cpu);
+                if (r < 0)
+                        return r;
+                mb->keep = true;
+        }
+        return 0;
+}
+
+/* Claim what the group uses, so levers and later groups see it, and say where it is. */
+static void claim_and_report(struct spread_pass *sp, int n) {
+        struct plan_target_state *st = sp->g->st;
+        size_t pending = 0;
+        cpumask_t used;
+        char cpus[64];
+
+        for (int c = 0; c < n; c++)
+                if (sp->count[c] > 0 && !sp->ctx->cpu_claim[c])
+                        sp->ctx->cpu_claim[c] = 3;
+
+        cpumask_zero(&used);
+        for (int c = 0; c < n; c++)
+                if (sp->count[c] > 0)
+                        cpumask_set(&used, c);
+        for (size_t i = 0; i < sp->n_order; i++)
+                if (!sp->order[i]->keep)
+                        pending++;
+        if (pending > 0)
+                plan_set_state(st, PLAN_SPREADING, "%zu threads on %s, %zu waiting for the action budget",
+                               sp->n_busy, cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?", pending);
+        else if (sp->n_order > 0)
+                plan_set_state(st, PLAN_SPREADING, "spreading %zu threads over %s", sp->n_busy,
+                               cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?");
+        else
+                plan_set_state(st, PLAN_SPREAD, "%zu threads on %s", sp->n_busy,
+                               cpumask_format_list(&used, cpus, sizeof(cpus)) ?: "?");
+        st->last.cpus_seen = used;
+}
+
+/*
+ * One group, in order: read its members and count its presence; release
+ * the whole group, or review the pins in force; wait (not_yet()); place
+ * the rest all or nothing, pin them, claim their CPUs.
+ */
+static int plan_group(struct plan_ctx *ctx, struct group *g, const cpumask_t *usable, double load_per_cpu,
+                      unsigned hyst) {
+        const struct plan_input *in = ctx->in;
+        int n = in->snap->topo->n_cpus, r;
+        uint64_t win = in->snap->window_usec ?: in->config->daemon.interval_usec;
+        _cleanup_free_ double *load = calloc(n, sizeof(*load));
+        _cleanup_free_ int *count = calloc(n, sizeof(*count));
+        struct spread_pass sp = {
+                .ctx = ctx,
+                .g = g,
+                .usable = usable,
+                .load_per_cpu = load_per_cpu,
+                .hyst = hyst,
+                .util_min = detect_util_min(g->p, DETECT_SPREAD),
+                .mig_min = detect_migrations_min_per_s(g->p, DETECT_SPREAD),
+                .pcpus = plan_policy_cpus(g->p),
+                .load = load,
+                .count = count,
+        };
+
+        members_read(&sp, (double) win / USEC_PER_SEC);
+        evidence_set(&sp);
+        presence_count(&sp);
+        r = group_release(&sp);
+        if (r != 0)
+                return MIN(r, 0);
+        if (!load || !count)
+                return -ENOMEM;
+        avail_init(&sp, n);
+        r = pins_review(&sp, n);
+        if (r < 0)
+                return r;
+        if (not_yet(&sp))
+                return 0;
+        order_collect(&sp);
+        r = fit_all(&sp);
+        if (r != 0)
+                return MIN(r, 0);
+        r = pins_set(&sp);
+        if (r < 0)
+                return r;
+        claim_and_report(&sp, n);
+        return 0;
+}
+
+/* The groups of this pass: from the findings, our pins in force, and the
+ * groups the planner remembers (*ret_n of them; *ret NULL when none). */
+static int groups_collect(struct plan_ctx *ctx, struct group **ret, size_t *ret_n) {
+        const struct plan_input *in = ctx->in;
+        _cleanup_free_ struct group *groups = NULL;
+        size_t n_groups = 0, cap = 0;
+
+        *ret = NULL;
+        *ret_n = 0;
         for (size_t i = 0; in->findings && i < in->findings->n; i++)
                 cap += in->findings->items[i].kind == DETECT_SPREAD;
         for (size_t i = 0; i < in->n_managed; i++)
@@ -543,10 +642,30 @@ int plan_spread(struct plan_ctx *ctx) {
                 for (size_t j = 0; j < st->last.n_members; j++)
                         (void) member_get(g, &st->last.members[j]);
         }
+        *ret = TAKE_PTR(groups);
+        *ret_n = n_groups;
+        return 0;
+}
+
+int plan_spread(struct plan_ctx *ctx) {
+        const struct plan_input *in;
+        _cleanup_free_ struct group *groups = NULL;
+        size_t n_groups = 0;
+        cpumask_t usable;
+        double load;
+        unsigned hyst;
+        int r;
+
+        if (!ctx || !ctx->in || !ctx->in->snap || !ctx->in->snap->topo || !ctx->cpu_claim)
+                return -EINVAL;
+        in = ctx->in;
+        r = groups_collect(ctx, &groups, &n_groups);
+        if (r < 0 || n_groups == 0)
+                return r;
 
         usable = snapshot_usable(in->snap);
         load = machine_load(in->snap, &usable);
-        K = MAX(in->config->daemon.hysteresis_intervals, 1u);
+        hyst = MAX(in->config->daemon.hysteresis_intervals, 1u);
 
         for (size_t i = 0; i < n_groups; i++) {
                 struct group *g = &groups[i];
@@ -566,12 +685,12 @@ int plan_spread(struct plan_ctx *ctx) {
                 if (!g->st)
                         return -ENOMEM;
                 if (!alive && !g->f) {
-                        plan_set_state(g->st, "gone", "no members left");
+                        plan_set_state(g->st, PLAN_GONE, "no members left");
                         continue;
                 }
                 snprintf(g->st->policy, sizeof(g->st->policy), "%s", g->name);
 
-                r = plan_group(ctx, g, &usable, load, K);
+                r = plan_group(ctx, g, &usable, load, hyst);
                 if (r < 0)
                         return r;
         }

@@ -105,7 +105,7 @@ struct plan_target_state *plan_state_get(struct plan_state *s, const char *key) 
         t->cpu = -1;
         t->last.last_cpu = -1;
         t->generation = s->generation;
-        strcpy(t->state, "watching");
+        strcpy(t->state, plan_state_to_string(PLAN_WATCHING));
         s->targets[s->n_targets++] = t;
         return t;
 }
@@ -159,7 +159,7 @@ int plan_state_foreign(struct plan_state *s, const struct task_id *id) {
          * (the matcher sees it narrowed until they put it back). */
         if (t->foreign_changes >= PLAN_FOREIGN_MAX) {
                 t->no_retry_until_usec = UINT64_MAX;
-                plan_set_state(t, "left alone", "%s", PLAN_FOREIGN_WHY);
+                plan_set_state(t, PLAN_LEFT_ALONE, "%s", PLAN_FOREIGN_WHY);
         }
         return (int) MIN(t->foreign_changes, (unsigned) INT_MAX);
 }
@@ -356,7 +356,7 @@ static int plan_yield_affinity(struct plan_ctx *ctx) {
                 t->seen = 0;
                 t->absent = 0;
                 t->cpu = -1;
-                plan_set_state(t, "left alone", "%s", COEXIST_SCHED_EXT_WHY);
+                plan_set_state(t, PLAN_LEFT_ALONE, "%s", COEXIST_SCHED_EXT_WHY);
         }
         return 0;
 }
@@ -432,10 +432,19 @@ int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct 
         return 0;
 }
 
-void plan_set_state(struct plan_target_state *st, const char *state, const char *fmt, ...) {
+void plan_set_state(struct plan_target_state *st, enum plan_state_id state, const char *fmt, ...) {
         va_list ap;
 
-        snprintf(st->state, sizeof(st->state), "%s", state);
+        snprintf(st->state, sizeof(st->state), "%s", plan_state_to_string(state));
+        va_start(ap, fmt);
+        vsnprintf(st->why, sizeof(st->why), fmt, ap);
+        va_end(ap);
+}
+
+void plan_set_pair_state(struct plan_target_state *st, enum pair_state state, const char *fmt, ...) {
+        va_list ap;
+
+        snprintf(st->state, sizeof(st->state), "%s", pair_state_to_string(state));
         va_start(ap, fmt);
         vsnprintf(st->why, sizeof(st->why), fmt, ap);
         va_end(ap);

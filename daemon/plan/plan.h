@@ -47,6 +47,7 @@
  */
 
 #include "apply/action.h"
+#include "common/states.h"
 #include "config/config.h"
 #include "detect/detect.h"
 #include "sample/snapshot.h"
@@ -59,7 +60,7 @@ struct plan_target_state {
         unsigned absent;             /* consecutive intervals it was absent */
         uint64_t cooldown_until_usec;
         uint64_t no_retry_until_usec;
-        char state[48];              /* "watching", "pinned", "co-located", "left alone" */
+        char state[48];              /* a string of common/states.h: plan_state_id or pair_state */
         char why[160];               /* last decision's reason (affctl hogs/pairs/explain) */
         struct finding last;         /* last evidence; last.policy is always NULL here */
 
@@ -170,8 +171,11 @@ int plan_levers(struct plan_ctx *ctx);
  * forgotten at the end of plan_run(). The pointer stays valid until then.
  */
 struct plan_target_state *plan_state_get(struct plan_state *s, const char *key);
-/* Record a target's state and why, for affctl hogs/pairs/explain. */
-void plan_set_state(struct plan_target_state *st, const char *state, const char *fmt, ...)
+/* Record a target's state (its string from common/states.h's table) and
+ * why, for affctl hogs/pairs/explain; a pair's with plan_set_pair_state(). */
+void plan_set_state(struct plan_target_state *st, enum plan_state_id state, const char *fmt, ...)
+        __attribute__((format(printf, 3, 4)));
+void plan_set_pair_state(struct plan_target_state *st, enum pair_state state, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
 /* Find only; NULL if unknown. Does not mark it. */
 struct plan_target_state *plan_state_find(const struct plan_state *s, const char *key);

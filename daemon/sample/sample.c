@@ -927,69 +927,88 @@ static bool busy_enough_for_sched(const struct sampler *s, const struct task *t,
                (double) s->clk_tck >= SCHED_UTIL_MIN * (double) (now - q->stat_upto);
 }
 
-static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const struct stat_fields *pre,
-                       uint64_t now) {
-        const pid_t pid = p->info.pid;
+/* What one pass read of one thread. */
+struct thread_sample {
         struct stat_fields f;
-        struct status_fields st = {};
-        uint64_t run_ns = 0, wait_ns = 0, slices = 0, migrations = 0;
-        bool fresh = false, ran, need_status, need_schedstat, need_sched;
-        bool got_status = false, got_schedstat = false, got_sched = false;
-        uint64_t born_usec = 0;
-        struct thread_priv *q;
-        struct task *t;
+        struct status_fields st;
+        uint64_t run_ns, wait_ns, slices, migrations;
+        bool fresh;             /* first sight (or a new task in the slot) */
+        bool ran;               /* ran since the last read */
+        bool need_status, need_schedstat, need_sched;
+        bool got_status, got_schedstat, got_sched;
+};
+
+/* The thread's stat, or pre when the caller read it already. False: not
+ * read (vanished or broken), counted. */
+static bool thread_read_stat(struct sampler *s, pid_t pid, pid_t tid, const struct stat_fields *pre,
+                             struct stat_fields *ret) {
         char rel[96];
-        uint32_t slot, i;
+        uint32_t slot;
         ssize_t n;
 
-        if (pre)
-                f = *pre;
-        else {
-                snprintf(rel, sizeof(rel), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
-                n = read_small(s, rel);
-                s->stats.cheap_reads++;
-                if (n < 0 || sample_parse_stat(s->buf, &f) < 0) {
-                        if (sample_table_get(&s->tids, tid, &slot))
-                                s->priv[slot].failed_pass = s->pass;
-                        if (n < 0 && gone((int) n))
-                                s->stats.threads_vanished++;
-                        else if (n >= 0)
-                                s->stats.errors++;
-                        return 0;
-                }
+        if (pre) {
+                *ret = *pre;
+                return true;
         }
-        s->stats.threads_read++;
+        snprintf(rel, sizeof(rel), "/proc/%d/task/%d/stat", (int) pid, (int) tid);
+        n = read_small(s, rel);
+        s->stats.cheap_reads++;
+        if (n >= 0 && sample_parse_stat(s->buf, ret) >= 0)
+                return true;
+        if (sample_table_get(&s->tids, tid, &slot))
+                s->priv[slot].failed_pass = s->pass;
+        if (n < 0 && gone((int) n))
+                s->stats.threads_vanished++;
+        else if (n >= 0)
+                s->stats.errors++;
+        return false;
+}
 
-        if (!sample_table_get(&s->tids, tid, &slot)) {
-                int r = thread_append(s, p, tid, &i);
-                if (r < 0) {
+/* The thread's slot: its own, a new one, or its own reset for a new task
+ * in it (ts->fresh). False: no room to track it. */
+static bool thread_slot(struct sampler *s, struct proc_rec *p, pid_t tid, struct thread_sample *ts,
+                        uint32_t *ret) {
+        uint32_t i;
+
+        if (!sample_table_get(&s->tids, tid, &i)) {
+                if (thread_append(s, p, tid, &i) < 0) {
                         s->stats.threads_untracked++;
                         p->untracked = true;
-                        return 0;
+                        return false;
                 }
-                fresh = true;
-        } else {
-                i = slot;
-                if (s->priv[i].proc != p || s->priv[i].generation != p->generation ||
-                    s->tasks[i].id.start_time != f.start_time || s->priv[i].seen_pass == 0 ||
-                    s->priv[i].remove_pass == s->pass) {
-                        thread_reset(s, i, p, tid);
-                        fresh = true;
-                }
+                ts->fresh = true;
+        } else if (s->priv[i].proc != p || s->priv[i].generation != p->generation ||
+                   s->tasks[i].id.start_time != ts->f.start_time || s->priv[i].seen_pass == 0 ||
+                   s->priv[i].remove_pass == s->pass) {
+                thread_reset(s, i, p, tid);
+                ts->fresh = true;
         }
-        t = &s->tasks[i];
-        q = &s->priv[i];
+        *ret = i;
+        return true;
+}
 
-        ran = !fresh && (f.utime + f.stime != t->utime_ticks + t->stime_ticks ||
-                         f.processor != t->last_cpu || f.state == 'R');
-        need_status = fresh || ran || s->pass >= q->next_status_pass;
+/* Which of status, schedstat and sched this pass reads. */
+static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p, const struct task *t,
+                              const struct thread_priv *q, struct thread_sample *ts) {
+        const struct stat_fields *f = &ts->f;
+
+        ts->ran = !ts->fresh && (f->utime + f->stime != t->utime_ticks + t->stime_ticks ||
+                                 f->processor != t->last_cpu || f->state == 'R');
+        ts->need_status = ts->fresh || ts->ran || s->pass >= q->next_status_pass;
         /* MODE_ACCOUNT needs every read thread's run time to judge the cold ones. */
-        need_schedstat = s->cap_task_schedstat &&
-                         (fresh || ran || p->mode == MODE_ACCOUNT || p->mode == MODE_TRUSTED ||
-                          s->pass >= q->next_expensive_pass);
-        need_sched = s->cap_task_sched && (fresh || ran || s->pass >= q->next_expensive_pass);
+        ts->need_schedstat = s->cap_task_schedstat &&
+                             (ts->fresh || ts->ran || p->mode == MODE_ACCOUNT || p->mode == MODE_TRUSTED ||
+                              s->pass >= q->next_expensive_pass);
+        ts->need_sched = s->cap_task_sched && (ts->fresh || ts->ran || s->pass >= q->next_expensive_pass);
+}
 
-        if (need_status) {
+/* Read what thread_plan_reads() chose. False: the thread is gone (counted). */
+static bool thread_read_files(struct sampler *s, pid_t pid, pid_t tid, const struct task *t,
+                              struct thread_priv *q, struct thread_sample *ts, uint64_t now) {
+        char rel[96];
+        ssize_t n;
+
+        if (ts->need_status) {
                 snprintf(rel, sizeof(rel), "/proc/%d/task/%d/status", (int) pid, (int) tid);
                 n = read_small(s, rel);
                 s->stats.status_reads++;
@@ -998,121 +1017,172 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
                         q->failed_pass = s->pass;
                         if (gone((int) n))
                                 s->stats.threads_vanished++;
-                        return 0;
+                        return false;
                 }
-                got_status = sample_parse_status(s->buf, &st) >= 0;
+                ts->got_status = sample_parse_status(s->buf, &ts->st) >= 0;
         }
-        if (need_schedstat) {
+        if (ts->need_schedstat) {
                 n = read_expensive(s, pid, tid, "schedstat", &s->cap_task_schedstat);
                 if (n < 0)
                         goto vanished;
-                got_schedstat = n > 0 && sample_parse_schedstat(s->buf, &run_ns, &wait_ns, &slices) >= 0;
+                ts->got_schedstat = n > 0 &&
+                                    sample_parse_schedstat(s->buf, &ts->run_ns, &ts->wait_ns, &ts->slices) >= 0;
         }
-        if (need_sched && ran && s->pass < q->next_expensive_pass && !busy_enough_for_sched(s, t, q, &f, got_schedstat,
-                                                                                           run_ns, now))
-                need_sched = false;
-        if (need_sched) {
+        if (ts->need_sched && ts->ran && s->pass < q->next_expensive_pass &&
+            !busy_enough_for_sched(s, t, q, &ts->f, ts->got_schedstat, ts->run_ns, now))
+                ts->need_sched = false;
+        if (ts->need_sched) {
                 n = read_expensive(s, pid, tid, "sched", &s->cap_task_sched);
                 if (n < 0)
                         goto vanished;
-                got_sched = n > 0 && sample_parse_sched_migrations(s->buf, &migrations) >= 0;
+                ts->got_sched = n > 0 && sample_parse_sched_migrations(s->buf, &ts->migrations) >= 0;
         }
+        return true;
 
-        /* Everything read: update the record. */
-        if (!fresh) {
-                uint64_t w = now > q->stat_upto ? now - q->stat_upto : 0;
+vanished:
+        q->failed_pass = s->pass;
+        s->stats.threads_vanished++;
+        return false;
+}
 
-                t->window_usec = w;
-                t->util = 0;
-                if (w > 0) {
-                        if (got_schedstat && t->have_schedstat && q->schedstat_upto == q->stat_upto &&
-                            run_ns >= t->run_ns)
-                                /* ns-precise when both ends of the window have schedstat */
-                                t->util = (double) (run_ns - t->run_ns) / ((double) w * 1000.0);
-                        else
-                                t->util = (double) (f.utime + f.stime - t->utime_ticks - t->stime_ticks) *
-                                          (double) USEC_PER_SEC / (double) s->clk_tck / (double) w;
-                }
-                t->util = t->util < 0 ? 0 : t->util > 1.0 ? 1.0 : t->util;
+/* Rates over the window since the last read of a thread seen before. */
+static void rates_since_last(const struct sampler *s, struct task *t, const struct thread_priv *q,
+                             const struct thread_sample *ts, uint64_t now) {
+        const struct stat_fields *f = &ts->f;
+        const struct status_fields *st = &ts->st;
+        uint64_t w = now > q->stat_upto ? now - q->stat_upto : 0;
 
-                t->nvcsw_per_s = t->nivcsw_per_s = 0;
-                if (got_status && st.have_ctxt && q->status_upto && now > q->status_upto &&
-                    st.nvcsw >= t->nvcsw && st.nivcsw >= t->nivcsw) {
-                        double dt = (double) (now - q->status_upto) / (double) USEC_PER_SEC;
-                        t->nvcsw_per_s = (double) (st.nvcsw - t->nvcsw) / dt;
-                        t->nivcsw_per_s = (double) (st.nivcsw - t->nivcsw) / dt;
-                }
-                t->run_delay_ms_per_s = 0;
-                if (got_schedstat && t->have_schedstat && q->schedstat_upto && now > q->schedstat_upto &&
-                    wait_ns >= t->wait_ns)
-                        t->run_delay_ms_per_s = (double) (wait_ns - t->wait_ns) / (double) (now - q->schedstat_upto);
-                t->migrations_per_s = 0;
-                if (got_sched && t->have_migrations && q->sched_upto && now > q->sched_upto &&
-                    migrations >= t->nr_migrations)
-                        t->migrations_per_s = (double) (migrations - t->nr_migrations) * (double) USEC_PER_SEC /
-                                              (double) (now - q->sched_upto);
-        } else if ((born_usec = born_in_window_usec(s, f.start_time)) > 0) {
-                /* born in this window: rates over its whole life */
-                double age_s = (double) born_usec / (double) USEC_PER_SEC;
-
-                t->window_usec = born_usec;
-                t->util = got_schedstat ? (double) run_ns / ((double) born_usec * 1000.0)
-                                        : (double) (f.utime + f.stime) / (double) s->clk_tck / age_s;
-                t->util = t->util < 0 ? 0 : t->util > 1.0 ? 1.0 : t->util;
-                t->nvcsw_per_s = got_status && st.have_ctxt ? (double) st.nvcsw / age_s : 0;
-                t->nivcsw_per_s = got_status && st.have_ctxt ? (double) st.nivcsw / age_s : 0;
-                t->run_delay_ms_per_s = got_schedstat ? (double) wait_ns / (double) born_usec : 0;
-                t->migrations_per_s = got_sched ? (double) migrations / age_s : 0;
+        t->window_usec = w;
+        t->util = 0;
+        if (w > 0) {
+                if (ts->got_schedstat && t->have_schedstat && q->schedstat_upto == q->stat_upto &&
+                    ts->run_ns >= t->run_ns)
+                        /* ns-precise when both ends of the window have schedstat */
+                        t->util = (double) (ts->run_ns - t->run_ns) / ((double) w * 1000.0);
+                else
+                        t->util = (double) (f->utime + f->stime - t->utime_ticks - t->stime_ticks) *
+                                  (double) USEC_PER_SEC / (double) s->clk_tck / (double) w;
         }
+        t->util = t->util < 0 ? 0 : t->util > 1.0 ? 1.0 : t->util;
 
-        if (got_schedstat) {
+        t->nvcsw_per_s = t->nivcsw_per_s = 0;
+        if (ts->got_status && st->have_ctxt && q->status_upto && now > q->status_upto &&
+            st->nvcsw >= t->nvcsw && st->nivcsw >= t->nivcsw) {
+                double dt = (double) (now - q->status_upto) / (double) USEC_PER_SEC;
+                t->nvcsw_per_s = (double) (st->nvcsw - t->nvcsw) / dt;
+                t->nivcsw_per_s = (double) (st->nivcsw - t->nivcsw) / dt;
+        }
+        t->run_delay_ms_per_s = 0;
+        if (ts->got_schedstat && t->have_schedstat && q->schedstat_upto && now > q->schedstat_upto &&
+            ts->wait_ns >= t->wait_ns)
+                t->run_delay_ms_per_s = (double) (ts->wait_ns - t->wait_ns) / (double) (now - q->schedstat_upto);
+        t->migrations_per_s = 0;
+        if (ts->got_sched && t->have_migrations && q->sched_upto && now > q->sched_upto &&
+            ts->migrations >= t->nr_migrations)
+                t->migrations_per_s = (double) (ts->migrations - t->nr_migrations) * (double) USEC_PER_SEC /
+                                      (double) (now - q->sched_upto);
+}
+
+/* A thread born in this window: rates over its whole life. */
+static void rates_since_birth(const struct sampler *s, struct task *t, const struct thread_sample *ts,
+                              uint64_t born_usec) {
+        double age_s = (double) born_usec / (double) USEC_PER_SEC;
+        bool ctxt = ts->got_status && ts->st.have_ctxt;
+
+        t->window_usec = born_usec;
+        t->util = ts->got_schedstat ? (double) ts->run_ns / ((double) born_usec * 1000.0)
+                                    : (double) (ts->f.utime + ts->f.stime) / (double) s->clk_tck / age_s;
+        t->util = t->util < 0 ? 0 : t->util > 1.0 ? 1.0 : t->util;
+        t->nvcsw_per_s = ctxt ? (double) ts->st.nvcsw / age_s : 0;
+        t->nivcsw_per_s = ctxt ? (double) ts->st.nivcsw / age_s : 0;
+        t->run_delay_ms_per_s = ts->got_schedstat ? (double) ts->wait_ns / (double) born_usec : 0;
+        t->migrations_per_s = ts->got_sched ? (double) ts->migrations / age_s : 0;
+}
+
+/* The counters read become the record's, and the next reads are scheduled. */
+static void counters_keep(const struct sampler *s, struct proc_rec *p, pid_t tid, struct task *t,
+                          struct thread_priv *q, const struct thread_sample *ts, uint64_t now) {
+        if (ts->got_schedstat) {
                 if (!p->explained_partial)
-                        p->explained_ns += fresh || !t->have_schedstat || run_ns < t->run_ns ? run_ns
-                                                                                         : run_ns - t->run_ns;
-                t->run_ns = run_ns;
-                t->wait_ns = wait_ns;
-                t->slices = slices;
+                        p->explained_ns += ts->fresh || !t->have_schedstat || ts->run_ns < t->run_ns
+                                                   ? ts->run_ns : ts->run_ns - t->run_ns;
+                t->run_ns = ts->run_ns;
+                t->wait_ns = ts->wait_ns;
+                t->slices = ts->slices;
                 t->have_schedstat = true;
                 q->schedstat_upto = now;
         } else
                 p->explained_partial = true;
-        if (got_sched) {
-                t->nr_migrations = migrations;
+        if (ts->got_sched) {
+                t->nr_migrations = ts->migrations;
                 t->have_migrations = true;
                 q->sched_upto = now;
         }
-        if (need_schedstat || need_sched)
-                q->next_expensive_pass = s->pass + (fresh ? 1 + (unsigned) tid % s->opt.expensive_every_passes
-                                                          : s->opt.expensive_every_passes);
-        if (got_status) {
-                if (st.have_allowed)
-                        t->allowed = st.allowed;
-                if (st.have_ctxt) {
-                        t->nvcsw = st.nvcsw;
-                        t->nivcsw = st.nivcsw;
+        if (ts->need_schedstat || ts->need_sched)
+                q->next_expensive_pass = s->pass + (ts->fresh ? 1 + (unsigned) tid % s->opt.expensive_every_passes
+                                                              : s->opt.expensive_every_passes);
+        if (ts->got_status) {
+                if (ts->st.have_allowed)
+                        t->allowed = ts->st.allowed;
+                if (ts->st.have_ctxt) {
+                        t->nvcsw = ts->st.nvcsw;
+                        t->nivcsw = ts->st.nivcsw;
                         q->status_upto = now;
                 }
         }
-        if (need_status)
-                q->next_status_pass = s->pass + (fresh ? 1 + (unsigned) tid % s->opt.status_every_passes
-                                                       : s->opt.status_every_passes);
+        if (ts->need_status)
+                q->next_status_pass = s->pass + (ts->fresh ? 1 + (unsigned) tid % s->opt.status_every_passes
+                                                           : s->opt.status_every_passes);
+}
 
-        t->id = (struct task_id) { .pid = pid, .tid = tid, .start_time = f.start_time };
+/* Identity and the stat fields, as of this read. */
+static void identity_keep(struct proc_rec *p, pid_t tid, struct task *t, const struct stat_fields *f) {
+        t->id = (struct task_id) { .pid = p->info.pid, .tid = tid, .start_time = f->start_time };
         t->proc = &p->info;
-        memcpy(t->comm, f.comm, sizeof(t->comm));
-        t->kthread = f.flags & SAMPLE_PF_KTHREAD;
-        t->policy = sample_policy_from_kernel(f.policy);
-        t->nice = f.nice;
-        t->last_cpu = f.processor;
-        t->utime_ticks = f.utime;
-        t->stime_ticks = f.stime;
-        t->have_rates = !fresh || born_usec > 0;
+        memcpy(t->comm, f->comm, sizeof(t->comm));
+        t->kthread = f->flags & SAMPLE_PF_KTHREAD;
+        t->policy = sample_policy_from_kernel(f->policy);
+        t->nice = f->nice;
+        t->last_cpu = f->processor;
+        t->utime_ticks = f->utime;
+        t->stime_ticks = f->stime;
+}
+
+/* One thread of process p: read it, update its record and rates. 1: read;
+ * 0: not (gone, broken, or no room), counted in s->stats. */
+static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const struct stat_fields *pre,
+                       uint64_t now) {
+        struct thread_sample ts = {};
+        uint64_t born_usec = 0;
+        struct thread_priv *q;
+        struct task *t;
+        uint32_t i;
+
+        if (!thread_read_stat(s, p->info.pid, tid, pre, &ts.f))
+                return 0;
+        s->stats.threads_read++;
+        if (!thread_slot(s, p, tid, &ts, &i))
+                return 0;
+        t = &s->tasks[i];
+        q = &s->priv[i];
+        thread_plan_reads(s, p, t, q, &ts);
+        if (!thread_read_files(s, p->info.pid, tid, t, q, &ts, now))
+                return 0;
+
+        /* Everything read: update the record. */
+        if (!ts.fresh)
+                rates_since_last(s, t, q, &ts, now);
+        else if ((born_usec = born_in_window_usec(s, ts.f.start_time)) > 0)
+                rates_since_birth(s, t, &ts, born_usec);
+        counters_keep(s, p, tid, t, q, &ts, now);
+        identity_keep(p, tid, t, &ts.f);
+        t->have_rates = !ts.fresh || born_usec > 0;
         q->stat_upto = now;
         /* At first sight, a thread that has used CPU before (1 ms, or a tick) is
          * treated as recently active: in a big pool it is the likely one to run. */
-        if (fresh && (got_schedstat ? run_ns >= NSEC_PER_MSEC : f.utime + f.stime > 0))
-                ran = true;
-        if (ran) {
+        if (ts.fresh && (ts.got_schedstat ? ts.run_ns >= NSEC_PER_MSEC : ts.f.utime + ts.f.stime > 0))
+                ts.ran = true;
+        if (ts.ran) {
                 q->last_ran_pass = s->pass;
                 /* Most recently active first: a search for unexplained CPU time finds
                  * a thread that was busy a while ago before the ones that never ran.
@@ -1122,18 +1192,13 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
                         list_add(s, p, i);
                 }
         }
-        cpu_hist_push(q, t, f.processor);
+        cpu_hist_push(q, t, ts.f.processor);
         q->seen_pass = s->pass;
-        if (fresh)
+        if (ts.fresh)
                 s->stats.threads_new++;
         if (task_has_activity(t))
                 active_note(s, tid);
         return 1;
-
-vanished:
-        q->failed_pass = s->pass;
-        s->stats.threads_vanished++;
-        return 0;
 }
 
 /*

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The control interface's reports (affctl status, tasks, actions, explain,
- * pairs, hogs): JSON built from the manager's state, read-only. The bus
- * server (bus.c) calls them through core/manager.h.
+ * pairs, hogs): JSON built from the manager's state, read-only. The
+ * manager owns them and hands them to the bus server (control/bus.h's
+ * struct bus_methods).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -85,167 +86,253 @@ static int coexist_json(struct manager *m, struct json_object **ret) {
         return 0;
 }
 
-int manager_status_json(struct manager *m, struct json_object **ret) {
-        struct json_object *o = json_object_new_object(), *caps, *counts, *self, *files, *x = NULL;
-        const struct managed *mg;
-        size_t n_managed = 0;
-        char buf[256];
+/* Who and where: protocol, version, state, dry-run, interval, paths. */
+static int status_identity(const struct manager *m, struct json_object *o) {
+        int r = 0;
 
-        if (!o)
-                return -ENOMEM;
-        (void) applier_list(m->applier, &mg, &n_managed);
-
-        JADD(o, AFF_STATUS_PROTOCOL, json_object_new_int(AFF_PROTOCOL_VERSION));
-        JADD(o, AFF_STATUS_VERSION, json_object_new_string(PACKAGE_VERSION));
-        JADD(o, AFF_STATUS_PID, json_object_new_int(getpid()));
+        r = r ?: json_add(o, AFF_STATUS_PROTOCOL, json_object_new_int(AFF_PROTOCOL_VERSION));
+        r = r ?: json_add(o, AFF_STATUS_VERSION, json_object_new_string(PACKAGE_VERSION));
+        r = r ?: json_add(o, AFF_STATUS_PID, json_object_new_int(getpid()));
         /* an enum for machines; dry-run is its own boolean (AFF_STATUS_DRY_RUN) */
-        JADD(o, AFF_STATUS_STATE, json_object_new_string("running"));
-        JADD(o, AFF_STATUS_DRY_RUN, json_object_new_boolean(m->dry_run));
-        JADD(o, AFF_STATUS_INTERVAL_MS, json_object_new_int64((int64_t) (m->interval_usec / USEC_PER_MSEC)));
-        JADD(o, AFF_STATUS_UPTIME_S, json_object_new_int64((int64_t) ((util_now_usec() - m->start_usec) / USEC_PER_SEC)));
-        JADD(o, "root", json_object_new_string(m->root));
-        JADD(o, "runtime_dir", json_object_new_string(m->runtime_dir));
-        JADD(o, "control", json_object_new_string(m->bus_status));
+        r = r ?: json_add(o, AFF_STATUS_STATE, json_object_new_string("running"));
+        r = r ?: json_add(o, AFF_STATUS_DRY_RUN, json_object_new_boolean(m->dry_run));
+        r = r ?: json_add(o, AFF_STATUS_INTERVAL_MS, json_object_new_int64((int64_t) (m->interval_usec / USEC_PER_MSEC)));
+        r = r ?: json_add(o, AFF_STATUS_UPTIME_S,
+                          json_object_new_int64((int64_t) ((util_now_usec() - m->start_usec) / USEC_PER_SEC)));
+        r = r ?: json_add(o, "root", json_object_new_string(m->root));
+        r = r ?: json_add(o, "runtime_dir", json_object_new_string(m->runtime_dir));
+        r = r ?: json_add(o, "control", json_object_new_string(m->bus_status));
+        return r;
+}
 
-        files = json_object_new_array();
-        for (char **f = m->config->files; f && *f; f++)
+/* The configuration files, the number of policies, and warnings for the operator. */
+static int status_config(const struct manager *m, struct json_object *o) {
+        const struct applier_recover_report *rep = m->applier ? applier_get_recover_report(m->applier) : NULL;
+        struct json_object *files = json_object_new_array(), *w = json_object_new_array();
+        int r;
+
+        for (char **f = m->config->files; files && f && *f; f++)
                 json_object_array_add(files, json_object_new_string(*f));
-        JADD(o, AFF_STATUS_CONFIG_FILES, files);
-        JADD(o, AFF_STATUS_POLICIES, json_object_new_int((int) m->config->n_policies));
-        {
-                struct json_object *w = json_object_new_array();
-                const struct applier_recover_report *rep = m->applier ? applier_get_recover_report(m->applier) : NULL;
-
-                if (m->idle_warning[0])
-                        json_object_array_add(w, json_object_new_string(m->idle_warning));
-                /* Until the next start: an operator may have changes to put back by hand. */
-                if (rep && rep->moved_aside[0]) {
-                        char wbuf[700];
-                        snprintf(wbuf, sizeof(wbuf), "the journal found at start was damaged or unreadable: kept as %s "
-                                 "(see the log); check the changes it recorded by hand", rep->moved_aside);
-                        json_object_array_add(w, json_object_new_string(wbuf));
-                }
-                JADD(o, AFF_STATUS_WARNINGS, w);
+        r = json_add(o, AFF_STATUS_CONFIG_FILES, files);
+        r = r ?: json_add(o, AFF_STATUS_POLICIES, json_object_new_int((int) m->config->n_policies));
+        if (w && m->idle_warning[0])
+                json_object_array_add(w, json_object_new_string(m->idle_warning));
+        /* Until the next start: an operator may have changes to put back by hand. */
+        if (w && rep && rep->moved_aside[0]) {
+                char wbuf[700];
+                snprintf(wbuf, sizeof(wbuf), "the journal found at start was damaged or unreadable: kept as %s "
+                         "(see the log); check the changes it recorded by hand", rep->moved_aside);
+                json_object_array_add(w, json_object_new_string(wbuf));
         }
+        if (r < 0) {
+                json_object_put(w);
+                return r;
+        }
+        return json_add(o, AFF_STATUS_WARNINGS, w);
+}
 
-        caps = json_object_new_object();
-        if (m->levers) {
+/* What this machine lets us do: levers, wake-up source, tracefs, proc connector. */
+static int status_capabilities(const struct manager *m, struct json_object *o) {
+        struct json_object *caps = json_object_new_object(), *x = NULL;
+        int r = caps ? 0 : -ENOMEM;
+
+        if (r == 0 && m->levers) {
                 if (levers_caps_to_json(&m->caps, &x) >= 0) {
                         json_object_object_foreach(x, k, v)
-                                JADD(caps, k, json_object_get(v));
+                                r = r ?: json_add(caps, k, json_object_get(v));
                 }
                 json_object_put(x);
                 x = NULL;
-        } else
-                JADD(caps, "levers", json_object_new_string("unavailable"));
-        JADD(caps, "wake_source", json_object_new_string(m->wake ? wake_sampler_source(m->wake) : m->wake_status));
-        if (m->wake && wake_sampler_status_json(m->wake, &x) >= 0)
-                JADD(caps, "wake_sampler", x);
-        x = NULL;
-        JADD(caps, "tracefs", json_object_new_string(m->tracefs_status));
-        JADD(caps, "proc_connector", json_object_new_string(m->pc_status));
-        if (m->pc) {
+        } else if (r == 0)
+                r = json_add(caps, "levers", json_object_new_string("unavailable"));
+        r = r ?: json_add(caps, "wake_source",
+                          json_object_new_string(m->wake ? wake_sampler_source(m->wake) : m->wake_status));
+        if (r == 0 && m->wake && wake_sampler_status_json(m->wake, &x) >= 0)
+                r = json_add(caps, "wake_sampler", x);
+        r = r ?: json_add(caps, "tracefs", json_object_new_string(m->tracefs_status));
+        r = r ?: json_add(caps, "proc_connector", json_object_new_string(m->pc_status));
+        if (r == 0 && m->pc) {
                 struct proc_connector_stats pcs;
 
                 proc_connector_get_stats(m->pc, &pcs);
                 x = json_object_new_object();
-                JADD(x, "events", json_object_new_uint64(pcs.events));
-                JADD(x, "overruns", json_object_new_uint64(pcs.overruns));
-                JADD(caps, "process_events", x);
-                x = NULL;
+                r = x ? 0 : -ENOMEM;
+                r = r ?: json_add(x, "events", json_object_new_uint64(pcs.events));
+                r = r ?: json_add(x, "overruns", json_object_new_uint64(pcs.overruns));
+                if (r < 0)
+                        json_object_put(x);
+                r = r ?: json_add(caps, "process_events", x);
         }
-        JADD(o, AFF_STATUS_CAPABILITIES, caps);
+        if (r < 0) {
+                json_object_put(caps);
+                return r;
+        }
+        return json_add(o, AFF_STATUS_CAPABILITIES, caps);
+}
 
-        counts = json_object_new_object();
-        JADD(counts, "passes", json_object_new_int64((int64_t) m->passes));
-        JADD(counts, "tasks", json_object_new_int64(m->snap ? (int64_t) m->snap->n_tasks : 0));
-        JADD(counts, "findings", json_object_new_int64((int64_t) m->findings.n));
-        JADD(counts, "actions_in_force", json_object_new_int64((int64_t) n_managed));
-        JADD(counts, "actions_applied", json_object_new_int64((int64_t) m->actions_applied));
-        JADD(counts, "actions_failed", json_object_new_int64((int64_t) m->actions_failed));
-        JADD(counts, "actions_undone", json_object_new_int64((int64_t) m->actions_undone));
-        {
-                /* changes in force by the detector that led to them ("" for
-                 * levers no detector asked for, e.g. a policy's sysctl) */
-                struct json_object *k = json_object_new_object();
-                int64_t by[_DETECT_MAX + 1] = {};
+/* Changes in force by the detector that led to them ("other" for levers no
+ * detector asked for, e.g. a policy's sysctl), and findings by detector. */
+static int status_by_kind(const struct manager *m, const struct managed *mg, size_t n_managed,
+                          struct json_object *counts) {
+        struct json_object *in_force = json_object_new_object(), *found = json_object_new_object();
+        int64_t by[_DETECT_MAX + 1] = {};
+        int r = in_force && found ? 0 : -ENOMEM;
 
-                for (size_t i = 0; i < n_managed; i++)
-                        by[mg[i].kind >= 0 && mg[i].kind < _DETECT_MAX ? mg[i].kind : _DETECT_MAX]++;
-                for (int d = 0; d <= _DETECT_MAX; d++)
-                        if (by[d] > 0)
-                                JADD(k, d < _DETECT_MAX ? detector_to_string((enum detector) d) : "other",
+        for (size_t i = 0; i < n_managed; i++)
+                by[mg[i].kind >= 0 && mg[i].kind < _DETECT_MAX ? mg[i].kind : _DETECT_MAX]++;
+        for (int d = 0; r == 0 && d <= _DETECT_MAX; d++)
+                if (by[d] > 0)
+                        r = json_add(in_force, d < _DETECT_MAX ? detector_to_string((enum detector) d) : "other",
                                      json_object_new_int64(by[d]));
-                JADD(counts, "in_force_by_kind", k);
-        }
-        {
-                struct json_object *k = json_object_new_object();
-                for (int d = 0; d < _DETECT_MAX; d++) {
-                        int64_t n = 0;
-                        for (size_t i = 0; i < m->findings.n; i++)
-                                n += m->findings.items[i].kind == (enum detector) d;
-                        if (n > 0)
-                                JADD(k, detector_to_string((enum detector) d), json_object_new_int64(n));
-                }
-                JADD(counts, "findings_by_kind", k);
-        }
-        if (m->dry_run)
-                JADD(counts, "would_do", json_object_new_int64((int64_t) m->actions.n));
-        JADD(o, "counts", counts);
+        for (int d = 0; r == 0 && d < _DETECT_MAX; d++) {
+                int64_t n = 0;
 
-        /* The first screen of affctl status: the newest few changes in force
-         * (affctl actions lists them all), and in dry-run what the last pass
-         * would have done. */
+                for (size_t i = 0; i < m->findings.n; i++)
+                        n += m->findings.items[i].kind == (enum detector) d;
+                if (n > 0)
+                        r = json_add(found, detector_to_string((enum detector) d), json_object_new_int64(n));
+        }
+        if (r < 0) {
+                json_object_put(in_force);
+                json_object_put(found);
+                return r;
+        }
+        r = json_add(counts, "in_force_by_kind", in_force);
+        if (r < 0) {
+                json_object_put(found);
+                return r;
+        }
+        return json_add(counts, "findings_by_kind", found);
+}
+
+/* Passes, tasks, findings and changes counted. */
+static int status_counts(const struct manager *m, const struct managed *mg, size_t n_managed,
+                         struct json_object *o) {
+        struct json_object *counts = json_object_new_object();
+        int r = counts ? 0 : -ENOMEM;
+
+        r = r ?: json_add(counts, "passes", json_object_new_int64((int64_t) m->passes));
+        r = r ?: json_add(counts, "tasks", json_object_new_int64(m->snap ? (int64_t) m->snap->n_tasks : 0));
+        r = r ?: json_add(counts, "findings", json_object_new_int64((int64_t) m->findings.n));
+        r = r ?: json_add(counts, "actions_in_force", json_object_new_int64((int64_t) n_managed));
+        r = r ?: json_add(counts, "actions_applied", json_object_new_int64((int64_t) m->actions_applied));
+        r = r ?: json_add(counts, "actions_failed", json_object_new_int64((int64_t) m->actions_failed));
+        r = r ?: json_add(counts, "actions_undone", json_object_new_int64((int64_t) m->actions_undone));
+        r = r ?: status_by_kind(m, mg, n_managed, counts);
+        if (r == 0 && m->dry_run)
+                r = json_add(counts, "would_do", json_object_new_int64((int64_t) m->actions.n));
+        if (r < 0) {
+                json_object_put(counts);
+                return r;
+        }
+        return json_add(o, "counts", counts);
+}
+
+/* The first screen of affctl status: the newest few changes in force
+ * (affctl actions lists them all), and in dry-run what the last pass
+ * would have done. */
+static int status_changes(const struct manager *m, struct json_object *o) {
+        struct json_object *x = NULL;
+        int r = 0;
+
         if (applier_to_json(m->applier, util_now_usec(), &x) >= 0) {
                 struct json_object *top = json_object_new_array();
                 size_t n = json_object_array_length(x);
 
-                for (size_t i = n; i > 0 && n - i < STATUS_CHANGES_MAX; i--)
+                for (size_t i = n; top && i > 0 && n - i < STATUS_CHANGES_MAX; i--)
                         json_object_array_add(top, json_object_get(json_object_array_get_idx(x, i - 1)));
                 json_object_put(x);
-                JADD(o, AFF_STATUS_CHANGES, top);
+                r = json_add(o, AFF_STATUS_CHANGES, top);
         }
-        x = NULL;
-        if (m->dry_run)
-                JADD(o, AFF_STATUS_WOULD_DO, would_do_json(m, STATUS_CHANGES_MAX));
+        if (r == 0 && m->dry_run)
+                r = json_add(o, AFF_STATUS_WOULD_DO, would_do_json(m, STATUS_CHANGES_MAX));
+        return r;
+}
 
-        self = json_object_new_object();
-        JADD(self, "cpu_percent", json_object_new_double(m->self_cpu_frac * 100.0));
-        JADD(self, "rss_kib", json_object_new_int64((int64_t) self_rss_kib()));
-        JADD(self, "last_pass_us", json_object_new_int64((int64_t) m->last_pass_cost_usec));
-        JADD(self, "cpu_us_total", json_object_new_int64((int64_t) manager_rusage_cpu_usec()));
-        JADD(o, "self", self);
+/* The daemon's own cost, and its sampler's counters and NUMA maps. */
+static int status_self(const struct manager *m, struct json_object *o) {
+        struct json_object *self = json_object_new_object(), *x = NULL;
+        int r = self ? 0 : -ENOMEM;
 
-        if (sampler_stats_to_json(m->sampler, &x) >= 0)
-                JADD(o, "sampler", x);
-        if (memnode_memo_to_json(m->memnodes, &x) >= 0)
-                JADD(o, "numa_maps", x);
+        r = r ?: json_add(self, "cpu_percent", json_object_new_double(m->self_cpu_frac * 100.0));
+        r = r ?: json_add(self, "rss_kib", json_object_new_int64((int64_t) self_rss_kib()));
+        r = r ?: json_add(self, "last_pass_us", json_object_new_int64((int64_t) m->last_pass_cost_usec));
+        r = r ?: json_add(self, "cpu_us_total", json_object_new_int64((int64_t) manager_rusage_cpu_usec()));
+        if (r < 0) {
+                json_object_put(self);
+                return r;
+        }
+        r = json_add(o, "self", self);
+        if (r == 0 && sampler_stats_to_json(m->sampler, &x) >= 0)
+                r = json_add(o, "sampler", x);
+        if (r == 0 && memnode_memo_to_json(m->memnodes, &x) >= 0)
+                r = json_add(o, "numa_maps", x);
+        return r;
+}
 
-        /* System-wide levers in force, with what they were: what a stop would put back. */
-        {
-                struct json_object *levers = json_object_new_array();
-                for (size_t i = 0; i < n_managed; i++) {
-                        struct json_object *e;
-                        if (mg[i].type == ACT_AFFINITY)
-                                continue;
-                        e = json_object_new_object();
-                        JADD(e, AFF_CHANGE_TYPE, json_object_new_string(action_type_to_string(mg[i].type)));
-                        JADD(e, AFF_CHANGE_TARGET, json_object_new_string(mg[i].key));
-                        JADD(e, AFF_CHANGE_ORIGINAL, json_object_new_string(mg[i].original));
-                        JADD(e, AFF_CHANGE_CURRENT, json_object_new_string(mg[i].current));
-                        JADD(e, AFF_CHANGE_POLICY, json_object_new_string(mg[i].policy));
+/* System-wide levers in force, with what they were: what a stop would put back. */
+static int status_levers_changed(const struct managed *mg, size_t n_managed, struct json_object *o) {
+        struct json_object *levers = json_object_new_array();
+        int r = levers ? 0 : -ENOMEM;
+
+        for (size_t i = 0; r == 0 && i < n_managed; i++) {
+                struct json_object *e;
+
+                if (mg[i].type == ACT_AFFINITY)
+                        continue;
+                e = json_object_new_object();
+                r = e ? 0 : -ENOMEM;
+                r = r ?: json_add(e, AFF_CHANGE_TYPE, json_object_new_string(action_type_to_string(mg[i].type)));
+                r = r ?: json_add(e, AFF_CHANGE_TARGET, json_object_new_string(mg[i].key));
+                r = r ?: json_add(e, AFF_CHANGE_ORIGINAL, json_object_new_string(mg[i].original));
+                r = r ?: json_add(e, AFF_CHANGE_CURRENT, json_object_new_string(mg[i].current));
+                r = r ?: json_add(e, AFF_CHANGE_POLICY, json_object_new_string(mg[i].policy));
+                if (r < 0)
+                        json_object_put(e);
+                else
                         json_object_array_add(levers, e);
-                }
-                JADD(o, "levers_changed", levers);
         }
+        if (r < 0) {
+                json_object_put(levers);
+                return r;
+        }
+        return json_add(o, "levers_changed", levers);
+}
+
+/* Other placers seen, and the topology. */
+static int status_machine(struct manager *m, struct json_object *o) {
+        struct json_object *x = NULL;
+        int r = 0;
 
         if (coexist_json(m, &x) >= 0)
-                JADD(o, "coexistence", x);
+                r = json_add(o, "coexistence", x);
+        r = r ?: json_add(o, "online_cpus", json_object_new_string(m->topo_online));
+        if (r == 0 && topology_to_json(m->topo, &x) >= 0)
+                r = json_add(o, "topology", x);
+        return r;
+}
 
-        snprintf(buf, sizeof(buf), "%s", m->topo_online);
-        JADD(o, "online_cpus", json_object_new_string(buf));
-        if (topology_to_json(m->topo, &x) >= 0)
-                JADD(o, "topology", x);
+int manager_status_json(struct manager *m, struct json_object **ret) {
+        struct json_object *o = json_object_new_object();
+        const struct managed *mg;
+        size_t n_managed = 0;
+        int r;
+
+        if (!o)
+                return -ENOMEM;
+        (void) applier_list(m->applier, &mg, &n_managed);
+        r = status_identity(m, o);
+        r = r ?: status_config(m, o);
+        r = r ?: status_capabilities(m, o);
+        r = r ?: status_counts(m, mg, n_managed, o);
+        r = r ?: status_changes(m, o);
+        r = r ?: status_self(m, o);
+        r = r ?: status_levers_changed(mg, n_managed, o);
+        r = r ?: status_machine(m, o);
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
         *ret = o;
         return 0;
 }
