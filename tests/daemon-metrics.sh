@@ -34,7 +34,8 @@ sed -i '/^\[Daemon\]/a MetricsTextfile='"$work"'/textfile/affinityd.prom' "$cfg/
 # The pair is held split (pingpong --hold: CPU 0 and CPU 1) and the pair
 # policy may change narrowed masks, so it is split whatever the load: a
 # loaded machine's kernel otherwise keeps a released pair together, and
-# there is no change for the metrics to count.
+# there is no change for the metrics to count. Co-located on one of the
+# two CPUs, one member's mask changes (the other is already there).
 # Held split on a loaded machine it may run under the shipped WakeRate=
 # (1.8k wake-ups/s each way seen with every CPU 40 % busy): this test is
 # about the metrics, so the floor is one no ping-pong falls under.
@@ -48,14 +49,14 @@ wait_for 10 test -s "$prom" || fail "no metrics file at $prom"
 CHILDREN+=("$!")
 wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
 metrics_say() { ctl metrics >"$work/m.txt" && parse "$work/m.txt" "$@" >/dev/null 2>&1; }
-wait_for 20 metrics_say 'affinityd_changes_in_force{kind=pair}=2' ||
-        { ctl pairs; parse "$work/m.txt" 'affinityd_changes_in_force{kind=pair}=2'; fail "affctl metrics never showed the pair's 2 changes"; }
-parse "$work/m.txt" 'affinityd_changes_applied_total>=2' 'affinityd_pairs{state=co-located}>=1' \
+wait_for 20 metrics_say 'affinityd_changes_in_force{kind=pair}>=1' ||
+        { ctl pairs; parse "$work/m.txt" 'affinityd_changes_in_force{kind=pair}>=1'; fail "affctl metrics never showed the pair's changes"; }
+parse "$work/m.txt" 'affinityd_changes_applied_total>=1' 'affinityd_pairs{state=co-located}>=1' \
         'affinityd_process_resident_memory_bytes>=1000000' 'affinityd_process_cpu_seconds_total>=0' \
         'affinityd_passes_total>=1' 'affinityd_changes_undone_total=0' 'affinityd_dry_run=0' ||
         { cat "$work/m.txt"; fail "affctl metrics is missing or wrong (above)"; }
 # the textfile says the same, a pass later
-file_says() { cp "$prom" "$work/f.txt" && parse "$work/f.txt" 'affinityd_changes_in_force{kind=pair}=2' >/dev/null 2>&1; }
+file_says() { cp "$prom" "$work/f.txt" && parse "$work/f.txt" 'affinityd_changes_in_force{kind=pair}>=1' >/dev/null 2>&1; }
 wait_for 5 file_says || { cat "$prom"; fail "the metrics file does not show the pair"; }
 parse "$work/f.txt" 'affinityd_build_info{version='"$(ctl status --json | jq -r .version)"'}=1' >/dev/null ||
         fail "the metrics file has no build_info"

@@ -325,6 +325,35 @@ static void test_anchor_let_go(void) {
         }
 }
 
+static void test_allow_narrowed_held_split(void) {
+        /* Two members someone held on CPUs 0 and 1 (a start-up script's
+         * taskset) have no CPU in common: with AllowNarrowed=yes their masks
+         * are no bound and the pair is co-located; without it, left alone. */
+        for (int allow = 0; allow < 2; allow++) {
+                struct task tasks[] = { mktask(140, 0.5, 0), mktask(141, 0.5, 1) };
+                struct policy p = pair_policy;
+                struct world w;
+                struct finding f;
+
+                p.allow_narrowed = allow;
+                tasks[0].allowed = cpumask_of(0);
+                tasks[1].allowed = cpumask_of(1);
+                world_init(&w, tasks, ELEMENTSOF(tasks));
+                f = mkpair(&tasks[0], &tasks[1], 1.0, "held split");
+                f.policy = &p;
+                f.split_basis = SPLIT_BASIS_WAKEUPS;
+                ASSERT_OK(findings_add(&w.findings, &f));
+                for (int i = 0; i < 3 && w.out.n == 0; i++)
+                        interval(&w);
+                if (!allow) {
+                        ASSERT_EQ(w.out.n, 0);
+                        ASSERT_TRUE(strstr(target(&w, 140, 141)->state, "left alone") != NULL);
+                } else
+                        (void) expect_colocated(&w, 140, 141);
+                world_done(&w);
+        }
+}
+
 static void test_fallback_bases(void) {
         /* The fallback's verdicts: one look waits for Hysteresis=; a window's
          * migration count acts at once; "unknown" neither counts nor shows as
@@ -1150,6 +1179,7 @@ int main(void) {
         test_split_pair_colocated();
         test_anchored_pair();
         test_anchor_let_go();
+        test_allow_narrowed_held_split();
         test_fallback_bases();
         test_prefers_member_cpu();
         test_stream_left_alone();

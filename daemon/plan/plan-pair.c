@@ -351,11 +351,19 @@ static int load_init(struct pair_plan *pp) {
         return 0;
 }
 
-/* The CPUs the pair may go to before looking at load: allowed ∩ usable ∩ CPUs=. */
+/*
+ * The CPUs the pair may go to before looking at load: allowed ∩ usable ∩
+ * CPUs=. With AllowNarrowed=yes the members' own masks (someone else's
+ * narrowing, or what it was before ours) are no bound: that is what the
+ * key says, and two members held on different CPUs (a start-up script's
+ * taskset) would otherwise have no CPU in common, ever.
+ */
 static cpumask_t candidates(const struct pair_plan *pp, const struct pair_item *it) {
         cpumask_t c = pp->usable, pcpus = plan_policy_cpus(it->p);
 
         c = cpumask_and(&c, &pcpus);
+        if (it->p && it->p->allow_narrowed)
+                return c;
         for (int k = 0; k < 2; k++) {
                 cpumask_t base;
 
