@@ -18,7 +18,7 @@ if [ "$(id -u)" = 0 ]; then
                 build-essential autoconf automake libtool pkg-config \
                 libsystemd-dev libcgroup-dev libnl-3-dev libnl-genl-3-dev libinih-dev libjson-c-dev \
                 linux-perf rt-tests util-linux procps jq debhelper dpkg-dev \
-                mariadb-server sysbench redis-server redis-tools python3-prometheus-client >/dev/null
+                mariadb-server sysbench redis-server redis-tools python3-prometheus-client prometheus >/dev/null
 fi
 
 # perf tracepoints need tracefs; systemd mounts it at boot (sys-kernel-tracing.mount),

@@ -126,6 +126,8 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
                         json_object_array_add(w, json_object_new_string(wbuf));
                 }
                 JADD(o, AFF_STATUS_WARNINGS, w);
+                /* the same for machines (affinityd_journal_damaged): "" or the path */
+                JADD(o, "journal_kept_as", json_object_new_string(rep ? rep->moved_aside : ""));
         }
 
         caps = json_object_new_object();
