@@ -5,6 +5,8 @@
 # (make check-vm). Must run as root on Debian 12.
 #
 # AFFINITYD_SKIP_VM=1 leaves out the VM (it needs ~10 min under TCG);
+# AFFINITYD_SKIP_CONTAINER=1 the container test (make check-container:
+# it builds the package and the image, a few minutes);
 # AFFINITYD_SKIP_SANITIZERS=1 the sanitizer build.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +20,8 @@ if [ "$(id -u)" = 0 ]; then
                 build-essential autoconf automake libtool pkg-config \
                 libsystemd-dev libcgroup-dev libnl-3-dev libnl-genl-3-dev libinih-dev libjson-c-dev \
                 linux-perf rt-tests util-linux procps jq debhelper dpkg-dev \
-                mariadb-server sysbench redis-server redis-tools python3-prometheus-client prometheus >/dev/null
+                mariadb-server sysbench redis-server redis-tools python3-prometheus-client prometheus \
+                python3-yaml podman runc mmdebstrap >/dev/null
 fi
 
 # perf tracepoints need tracefs; systemd mounts it at boot (sys-kernel-tracing.mount),
@@ -100,4 +103,7 @@ make distcheck >distcheck.log 2>&1 || {
 echo "make distcheck: ok"
 if [ -z "${AFFINITYD_SKIP_VM:-}" ]; then
         make check-vm
+fi
+if [ -z "${AFFINITYD_SKIP_CONTAINER:-}" ]; then
+        make check-container
 fi
