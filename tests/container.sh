@@ -30,8 +30,9 @@ NAME=affd-ctest-$$
 PROBE=localhost/affd-probe:$$
 work=$(mktemp -d /tmp/affd-container.XXXXXX)
 container_cleanup() {
-	podman rm -f -t 0 "$NAME" "$NAME-2" >/dev/null 2>&1 || true
-	podman rmi -f "$PROBE" >/dev/null 2>&1 || true
+	podman rm -f -i -t 0 "$NAME" >/dev/null 2>&1 || true
+	podman rm -f -i -t 0 "$NAME-2" >/dev/null 2>&1 || true
+	podman rmi -f -i "$PROBE" >/dev/null 2>&1 || true
 	cleanup
 	rm -rf "$work"
 }
@@ -50,7 +51,7 @@ cp /usr/bin/true "$work/probe/usr/bin/"
 for lib in $(ldd /usr/bin/true | grep -o '/[^ ]*'); do
 	cp --parents "$lib" "$work/probe/"
 done
-tar -C "$work/probe" -c . | podman import - "$PROBE" >/dev/null || skip "podman cannot import an image here"
+tar -C "$work/probe" -c . | podman import -q - "$PROBE" >/dev/null || skip "podman cannot import an image here"
 RUNTIME=() why=""
 for rt in "" runc crun; do
 	[ -z "$rt" ] || command -v "$rt" >/dev/null || continue
@@ -63,7 +64,7 @@ for rt in "" runc crun; do
 	why+="${rt:-default runtime}: $out; "
 done
 [ -z "$why" ] || skip "no container runs here: $why"
-echo "runtime: ${RUNTIME[*]:-podman's default}"
+echo "runtime: ${RUNTIME[*]:-the default one}"
 
 IMAGE=${AFFINITYD_IMAGE:-}
 if [ -z "$IMAGE" ]; then
@@ -122,7 +123,7 @@ wait_for 30 together || { clog "$NAME"; hctl pairs; fail "the daemon in the cont
 echo "1: co-located on CPU $(allowed_of "$P1") (was $orig1, $orig2)"
 out=$(podman exec "$NAME" affctl actions) || fail "affctl in the container failed"
 grep -q "pingpong\[$P1\]" <<<"$out" || { echo "$out"; fail "affctl actions in the container does not name pingpong[$P1]"; }
-hctl pairs | grep -q "pingpong\[$P[12]\] <-> pingpong\[$P[12]\]" || { hctl pairs; fail "the host's affctl pairs does not show the pair"; }
+hctl pairs --wide | grep -Eq "pingpong\[($P1|$P2)\] <-> pingpong\[($P1|$P2)\]" || { hctl pairs; fail "the host's affctl pairs does not show the pair"; }
 prom=$work/textfile/affinityd.prom
 wait_for 10 grep -q '^affinityd_changes_in_force{kind="pair"} 2$' "$prom" ||
 	{ cat "$prom" 2>/dev/null; fail "the metrics file (MetricsTextfile= of the ConfigMap) does not show the pair's 2 changes"; }
