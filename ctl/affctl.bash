@@ -19,13 +19,14 @@ _affctl_managed_pids() {
 _affctl() {
         local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD - 1]}
         local verbs="status tasks actions explain pairs hogs reload revert dry-run metrics check"
-        local opts="--runtime-dir --json --verbose --help"
+        local opts="--runtime-dir --json --wide --from-json --verbose --help"
         local verb="" i
         _affctl_opts=()
 
         for ((i = 1; i < COMP_CWORD; i++)); do
                 case ${COMP_WORDS[i]} in
                 --runtime-dir) _affctl_opts=(--runtime-dir "${COMP_WORDS[i + 1]}"); i=$((i + 1)) ;;
+                --from-json) i=$((i + 1)) ;;
                 -*) ;;
                 *) verb=${COMP_WORDS[i]}; break ;;
                 esac
@@ -33,6 +34,11 @@ _affctl() {
 
         if [ "$prev" = --runtime-dir ]; then
                 mapfile -t COMPREPLY < <(compgen -d -- "$cur")
+                return
+        fi
+        # a reply saved with --json
+        if [ "$prev" = --from-json ]; then
+                mapfile -t COMPREPLY < <(compgen -f -- "$cur")
                 return
         fi
         if [ -z "$verb" ]; then
@@ -56,9 +62,11 @@ _affctl() {
         dry-run)
                 [ $nargs -eq 0 ] && mapfile -t COMPREPLY < <(compgen -W "on off" -- "$cur") ;;
         status)
-                mapfile -t COMPREPLY < <(compgen -W "--verbose --json" -- "$cur") ;;
+                mapfile -t COMPREPLY < <(compgen -W "--verbose --json --wide --from-json" -- "$cur") ;;
         check)
                 mapfile -t COMPREPLY < <(compgen -f -- "$cur") ;;
+        tasks | actions | pairs | hogs)
+                mapfile -t COMPREPLY < <(compgen -W "--json --wide --from-json" -- "$cur") ;;
         *)
                 mapfile -t COMPREPLY < <(compgen -W "--json" -- "$cur") ;;
         esac

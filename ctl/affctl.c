@@ -27,6 +27,8 @@
 #include "common/util.h"
 #include "config/config.h"
 #include "common/metrics.h"
+#include "ctl/table.h"
+#include "ctl/views.h"
 
 enum {
         EXIT_FAILED = 1,
@@ -46,6 +48,10 @@ struct ctl {
         bool json;
         bool verbose;
         bool all;                  /* revert --all */
+        /* non-NULL: the reply is read from this file (a saved --json), not asked */
+        const char *from_json;
+        /* the text form's tables: the verb's columns, the width to fit, --wide */
+        struct table_opts table;
         /* non-NULL: the reply is kept here, not printed (affctl metrics) */
         struct json_object **keep;
         /* text output of this verb; NULL: the generic rendering */
@@ -73,6 +79,9 @@ static void usage(FILE *f) {
                 "Options:\n"
                 "  --runtime-dir DIR   daemon runtime directory (default " AFF_RUNTIME_DIR ")\n"
                 "  --json              print JSON\n"
+                "  --wide              tables: every field, nothing cut to the terminal's width\n"
+                "  --from-json FILE    show FILE (a reply saved with --json) instead of asking the\n"
+                "                      daemon (status, tasks, actions, explain, pairs, hogs)\n"
                 "  -v, --verbose       status: everything, the sampler's counters included\n"
                 "  -h, --help          this text\n"
                 "\n"
@@ -99,110 +108,6 @@ static int connect_daemon(const struct ctl *c, sd_bus **ret) {
         }
         *ret = bus;
         return 0;
-}
-
-/* Render a JSON value as indented "key: value" text. */
-static void render(struct json_object *o, int indent, const char *key);
-
-static bool is_table(struct json_object *a) {
-        size_t n = json_object_array_length(a);
-        if (n == 0)
-                return false;
-        for (size_t i = 0; i < n; i++)
-                if (!json_object_is_type(json_object_array_get_idx(a, i), json_type_object))
-                        return false;
-        return true;
-}
-
-static const char *scalar(struct json_object *v, char *buf, size_t size) {
-        if (!v)
-                return "-";
-        switch (json_object_get_type(v)) {
-        case json_type_double:
-                snprintf(buf, size, "%.2f", json_object_get_double(v));
-                return buf;
-        case json_type_string:
-                return json_object_get_string(v);
-        case json_type_array: {
-                /* short arrays of scalars inline */
-                size_t off = 0, n = json_object_array_length(v);
-                buf[0] = '\0';
-                for (size_t i = 0; i < n && off < size; i++) {
-                        char b2[64];
-                        int w = snprintf(buf + off, size - off, "%s%s", i ? "," : "",
-                                         scalar(json_object_array_get_idx(v, i), b2, sizeof(b2)));
-                        if (w < 0)
-                                break;
-                        off += (size_t) w;
-                }
-                return buf;
-        }
-        default:
-                return json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
-        }
-}
-
-/* Arrays of objects become a table, columns from the union of keys of the first rows. */
-static void render_table(struct json_object *a, int indent) {
-        size_t n = json_object_array_length(a), ncol = 0;
-        const char *cols[24];
-        int width[24];
-
-        for (size_t i = 0; i < n && i < 4; i++) {
-                json_object_object_foreach(json_object_array_get_idx(a, i), k, v) {
-                        bool have = false;
-                        if (json_object_is_type(v, json_type_object))
-                                continue;
-                        for (size_t c = 0; c < ncol; c++)
-                                if (streq(cols[c], k))
-                                        have = true;
-                        if (!have && ncol < ELEMENTSOF(cols))
-                                cols[ncol++] = k;
-                }
-        }
-        for (size_t c = 0; c < ncol; c++) {
-                width[c] = (int) strlen(cols[c]);
-                for (size_t i = 0; i < n; i++) {
-                        char b[256];
-                        struct json_object *v = NULL;
-                        json_object_object_get_ex(json_object_array_get_idx(a, i), cols[c], &v);
-                        int w = (int) strlen(scalar(v, b, sizeof(b)));
-                        if (w > width[c])
-                                width[c] = MIN(w, 60);
-                }
-        }
-        printf("%*s", indent, "");
-        for (size_t c = 0; c < ncol; c++)
-                printf("%-*s%s", width[c], cols[c], c + 1 < ncol ? "  " : "\n");
-        for (size_t i = 0; i < n; i++) {
-                printf("%*s", indent, "");
-                for (size_t c = 0; c < ncol; c++) {
-                        char b[256];
-                        struct json_object *v = NULL;
-                        json_object_object_get_ex(json_object_array_get_idx(a, i), cols[c], &v);
-                        printf("%-*.*s%s", width[c], 60, scalar(v, b, sizeof(b)),
-                               c + 1 < ncol ? "  " : "\n");
-                }
-        }
-}
-
-static void render(struct json_object *o, int indent, const char *key) {
-        char b[1024];
-
-        if (json_object_is_type(o, json_type_object)) {
-                if (key)
-                        printf("%*s%s:\n", indent, "", key);
-                json_object_object_foreach(o, k, v)
-                        render(v, key ? indent + 2 : indent, k);
-        } else if (json_object_is_type(o, json_type_array) && is_table(o)) {
-                if (key)
-                        printf("%*s%s:\n", indent, "", key);
-                render_table(o, key ? indent + 2 : indent);
-        } else if (json_object_is_type(o, json_type_array) && json_object_array_length(o) == 0) {
-                printf("%*s%s: (none)\n", indent, "", key ? key : "");
-        } else
-                printf("%*s%s%s%s\n", indent, "", key ? key : "", key ? ": " : "",
-                       scalar(o, b, sizeof(b)));
 }
 
 static int exit_for_bus_error(const sd_bus_error *e, int r) {
@@ -248,7 +153,44 @@ static int check_protocol(sd_bus *bus) {
         return ret;
 }
 
-/* Call a method returning one JSON string; print it. */
+/* The reply, as --json, a verb's own text or the tables; EXIT_FAILED for
+ * {"ok": false, ...} (reload with a broken policy). */
+static int show_reply(const struct ctl *c, struct json_object *o) {
+        struct json_object *ok;
+
+        if (c->keep)
+                *c->keep = json_object_get(o);
+        else if (c->json)
+                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+                                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
+        else if (c->print)
+                c->print(o, c);
+        else
+                table_render(o, &c->table, stdout);
+        if (json_object_object_get_ex(o, "ok", &ok) && !json_object_get_boolean(ok))
+                return EXIT_FAILED;
+        return 0;
+}
+
+/* --from-json: a reply saved earlier, shown as the daemon's would be. */
+static int show_saved(const struct ctl *c) {
+        struct json_object *o = json_object_from_file(c->from_json);
+        int ret;
+
+        if (!o) {
+                const char *why = json_util_get_last_err();
+
+                /* json-c's message may end in a newline */
+                fprintf(stderr, "affctl: %s: %.*s\n", c->from_json, why ? (int) strcspn(why, "\n") : 8,
+                        why ?: "not JSON");
+                return EXIT_FAILED;
+        }
+        ret = show_reply(c, o);
+        json_object_put(o);
+        return ret;
+}
+
+/* Call a method returning one JSON string; show it. */
 static int call_json(const struct ctl *c, const char *method, const char *sig, ...) {
         sd_bus_error error = SD_BUS_ERROR_NULL;
         sd_bus_message *reply = NULL, *m = NULL;
@@ -258,6 +200,8 @@ static int call_json(const struct ctl *c, const char *method, const char *sig, .
         int r, ret = 0;
         va_list ap;
 
+        if (c->from_json)
+                return show_saved(c);
         r = connect_daemon(c, &bus);
         if (r < 0) {
                 /* status answers "is it running?": the answer goes to stdout */
@@ -298,21 +242,7 @@ static int call_json(const struct ctl *c, const char *method, const char *sig, .
                 ret = EXIT_FAILED;
                 goto out;
         }
-        if (c->keep)
-                *c->keep = json_object_get(o);
-        else if (c->json)
-                printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
-                                                                         JSON_C_TO_STRING_NOSLASHESCAPE));
-        else if (c->print)
-                c->print(o, c);
-        else
-                render(o, 0, NULL);
-        /* Verbs that report {"ok": false, ...} fail the command (reload with a broken policy). */
-        {
-                struct json_object *ok;
-                if (json_object_object_get_ex(o, "ok", &ok) && !json_object_get_boolean(ok))
-                        ret = EXIT_FAILED;
-        }
+        ret = show_reply(c, o);
 out:
         json_object_put(o);
         sd_bus_error_free(&error);
@@ -354,24 +284,13 @@ static void line(const char **label, const char *fmt, ...) {
         putchar('\n');
 }
 
-static void print_duration(double s, char *buf, size_t size) {
-        if (s < 120)
-                snprintf(buf, size, "%.0f s", s);
-        else if (s < 2 * 3600)
-                snprintf(buf, size, "%.0f min", s / 60);
-        else if (s < 2 * 86400)
-                snprintf(buf, size, "%.1f h", s / 3600);
-        else
-                snprintf(buf, size, "%.1f days", s / 86400);
-}
-
 /* One change (in force or, in dry-run, would-be): what, where, why, in one line. */
 static void print_change(const char **label, struct json_object *e, bool in_force) {
         const char *reason = jstr(e, AFF_CHANGE_REASON);
         char age[32] = "";
 
         if (in_force)
-                print_duration(jdouble(e, AFF_CHANGE_AGE_S), age, sizeof(age));
+                view_duration(jdouble(e, AFF_CHANGE_AGE_S), age, sizeof(age));
         line(label, "%s%s %s → %s: %.80s%s [%s%s%s]", in_force ? "" : "would ",
              in_force ? jstr(e, AFF_CHANGE_TYPE) : jstr(e, AFF_CHANGE_VERB), jstr(e, AFF_CHANGE_TARGET),
              in_force ? jstr(e, AFF_CHANGE_CURRENT) : jstr(e, AFF_CHANGE_VALUE), reason, strlen(reason) > 80 ? "…" : "",
@@ -419,7 +338,7 @@ static void print_status(struct json_object *o, const struct ctl *c) {
         char up[32], kinds[256] = "";
         size_t off = 0;
 
-        print_duration(jdouble(o, AFF_STATUS_UPTIME_S), up, sizeof(up));
+        view_duration(jdouble(o, AFF_STATUS_UPTIME_S), up, sizeof(up));
         printf("affinityd %s: %s, pid %" PRId64 ", up %s, a pass every %" PRId64 " ms\n", jstr(o, AFF_STATUS_VERSION),
                jstr(o, AFF_STATUS_STATE), jint(o, AFF_STATUS_PID), up, jint(o, AFF_STATUS_INTERVAL_MS));
 
@@ -474,7 +393,7 @@ static void print_status(struct json_object *o, const struct ctl *c) {
         if (c->verbose) {
                 /* everything, the sampler's counters included */
                 putchar('\n');
-                render(o, 0, NULL);
+                table_render(o, &c->table, stdout);
         }
 }
 
@@ -526,21 +445,25 @@ static int verb_tasks(struct ctl *c, int argc, char **argv) {
 
         if (argc == 1 && parse_positive("count", argv[0], &n) < 0)
                 return EXIT_USAGE;
+        c->table.views = view_tasks;
         return call_json(c, AFF_METHOD_TASKS, AFF_SIG_TASKS, n);
 }
 
 static int verb_actions(struct ctl *c, int argc, char **argv) {
         (void) argc, (void) argv;
+        c->table.views = view_actions;
         return call_json(c, AFF_METHOD_ACTIONS, NULL);
 }
 
 static int verb_pairs(struct ctl *c, int argc, char **argv) {
         (void) argc, (void) argv;
+        c->table.views = view_pairs;
         return call_json(c, AFF_METHOD_PAIRS, NULL);
 }
 
 static int verb_hogs(struct ctl *c, int argc, char **argv) {
         (void) argc, (void) argv;
+        c->table.views = view_hogs;
         return call_json(c, AFF_METHOD_HOGS, NULL);
 }
 
@@ -608,25 +531,27 @@ static int verb_metrics(struct ctl *c, int argc, char **argv) {
 /*
  * The verbs, the one place that says which exist and what arguments each
  * takes; usage() is the one that says it to people. "args" is shown in
- * the error when the count is wrong.
+ * the error when the count is wrong. "saved": one read-only method's
+ * reply, so --from-json can stand in for it.
  */
 static const struct verb {
         const char *name;
         int min_args, max_args;
         const char *args;
+        bool saved;
         int (*run)(struct ctl *c, int argc, char **argv);
 } verbs[] = {
-        { "status",  0, 0,       "",           verb_status },
-        { "tasks",   0, 1,       "[N]",        verb_tasks },
-        { "actions", 0, 0,       "",           verb_actions },
-        { "explain", 1, 1,       "PID",        verb_explain },
-        { "pairs",   0, 0,       "",           verb_pairs },
-        { "hogs",    0, 0,       "",           verb_hogs },
-        { "reload",  0, 0,       "",           verb_reload },
-        { "revert",  0, 1,       "PID|--all",  verb_revert },
-        { "dry-run", 1, 1,       "on|off",     verb_dry_run },
-        { "metrics", 0, 0,       "",           verb_metrics },
-        { "check",   1, INT_MAX, "FILE...",    verb_check },
+        { "status",  0, 0,       "",           true,  verb_status },
+        { "tasks",   0, 1,       "[N]",        true,  verb_tasks },
+        { "actions", 0, 0,       "",           true,  verb_actions },
+        { "explain", 1, 1,       "PID",        true,  verb_explain },
+        { "pairs",   0, 0,       "",           true,  verb_pairs },
+        { "hogs",    0, 0,       "",           true,  verb_hogs },
+        { "reload",  0, 0,       "",           false, verb_reload },
+        { "revert",  0, 1,       "PID|--all",  false, verb_revert },
+        { "dry-run", 1, 1,       "on|off",     false, verb_dry_run },
+        { "metrics", 0, 0,       "",           false, verb_metrics },
+        { "check",   1, INT_MAX, "FILE...",    false, verb_check },
 };
 
 /* --all, before or after the verb: once. */
@@ -646,9 +571,11 @@ int main(int argc, char **argv) {
                 { "help", no_argument, NULL, 'h' },
                 { "all", no_argument, NULL, 'a' },
                 { "verbose", no_argument, NULL, 'v' },
+                { "wide", no_argument, NULL, 'w' },
+                { "from-json", required_argument, NULL, 'f' },
                 {},
         };
-        struct ctl c = { .runtime_dir = AFF_RUNTIME_DIR };
+        struct ctl c = { .runtime_dir = AFF_RUNTIME_DIR, .table.width = table_terminal_width() };
         const char *verb;
         int opt;
 
@@ -663,6 +590,12 @@ int main(int argc, char **argv) {
                         break;
                 case 'j':
                         c.json = true;
+                        break;
+                case 'w':
+                        c.table.wide = true;
+                        break;
+                case 'f':
+                        c.from_json = optarg;
                         break;
                 case 'h':
                         usage(stdout);
@@ -695,6 +628,20 @@ int main(int argc, char **argv) {
                                 return EXIT_USAGE;
                         memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
                         argc--, i--;
+                } else if (streq(argv[i], "--wide")) {
+                        c.table.wide = true;
+                        memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
+                        argc--, i--;
+                } else if (streq(argv[i], "--from-json") || strncmp(argv[i], "--from-json=", 12) == 0) {
+                        int n = argv[i][11] == '=' ? 1 : 2;
+
+                        if (n == 2 && i + 1 >= argc) {
+                                fprintf(stderr, "affctl: --from-json takes a FILE\n");
+                                return EXIT_USAGE;
+                        }
+                        c.from_json = n == 1 ? argv[i] + 12 : argv[i + 1];
+                        memmove(&argv[i], &argv[i + n], (size_t) (argc - i - n + 1) * sizeof(char *));
+                        argc -= n, i--;
                 }
         }
         int nargs = argc - optind;
@@ -714,6 +661,11 @@ int main(int argc, char **argv) {
                 }
                 if (c.all && !streq(v->name, "revert")) {
                         fprintf(stderr, "affctl: --all is for revert, not %s\n", v->name);
+                        return EXIT_USAGE;
+                }
+                if (c.from_json && !v->saved) {
+                        fprintf(stderr, "affctl: --from-json is for status, tasks, actions, explain, pairs "
+                                "and hogs, not %s\n", v->name);
                         return EXIT_USAGE;
                 }
                 return v->run(&c, nargs, args);

@@ -31,6 +31,8 @@ for v in status tasks actions explain pairs hogs reload revert dry-run metrics c
 done
 [ "$(complete_line affctl ex)" = explain ] || fail "'ex' does not complete to explain: $(complete_line affctl ex)"
 [ "$(complete_line affctl --js)" = --json ] || fail "'--js' does not complete to --json"
+[ "$(complete_line affctl pairs --wi)" = --wide ] || fail "'pairs --wi' does not complete to --wide"
+[ "$(complete_line affctl --from-json /nonexistent-dir/x pa)" = pairs ] || fail "the file after --from-json is taken for the verb"
 [ "$(complete_line affctl dry-run o | sort | tr '\n' ' ')" = "off on " ] || fail "dry-run does not offer on/off"
 has $$ "$(complete_line affctl explain "")" || fail "explain does not offer this shell's PID $$"
 [ -z "$(complete_line affctl explain 1 "")" ] || fail "explain offers a second argument"

@@ -19,7 +19,7 @@ declare -A allowed=(
         [plan]="common config sample detect plan apply/action.h"
         [control]="common config sample detect plan apply control core/log.h"
         [core]="common config sample detect plan apply control core"
-        [ctl]="common config"
+        [ctl]="common config ctl"
 )
 
 bad=0 seen=0

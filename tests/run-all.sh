@@ -9,6 +9,8 @@
 # load ~6 min, ASan ~6 min, distcheck ~6 min, check-vm ~7 min.
 #
 # AFFINITYD_SKIP_VM=1 leaves out the VM (it needs ~10 min under TCG);
+# AFFINITYD_SKIP_CONTAINER=1 the container test (make check-container:
+# it builds the package and the image, a few minutes);
 # AFFINITYD_SKIP_SANITIZERS=1 the sanitizer build; AFFINITYD_SKIP_LOADED=1
 # the run under load.
 set -euo pipefail
@@ -23,7 +25,8 @@ if [ "$(id -u)" = 0 ]; then
                 build-essential autoconf automake libtool pkg-config \
                 libsystemd-dev libcgroup-dev libnl-3-dev libnl-genl-3-dev libinih-dev libjson-c-dev \
                 linux-perf rt-tests util-linux procps jq debhelper dpkg-dev \
-                mariadb-server sysbench redis-server redis-tools python3-prometheus-client stress-ng >/dev/null
+                mariadb-server sysbench redis-server redis-tools python3-prometheus-client stress-ng prometheus \
+                python3-yaml podman runc mmdebstrap >/dev/null
 fi
 
 # perf tracepoints need tracefs; systemd mounts it at boot (sys-kernel-tracing.mount),
@@ -130,4 +133,7 @@ make distcheck >distcheck.log 2>&1 || {
 echo "make distcheck: ok"
 if [ -z "${AFFINITYD_SKIP_VM:-}" ]; then
         make check-vm
+fi
+if [ -z "${AFFINITYD_SKIP_CONTAINER:-}" ]; then
+        make check-container
 fi

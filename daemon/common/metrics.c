@@ -95,6 +95,10 @@ int metrics_render(struct json_object *status, struct json_object *pairs, struct
             num(status, "counts.actions_undone"));
         by_label(f, "affinityd_findings", "Findings of the last pass, by detector.", "kind",
                  json_path(status, "counts.findings_by_kind"));
+        v = json_path(status, "journal_kept_as");
+        one(f, "affinityd_journal_damaged", "gauge",
+            "1 when the journal found at start was damaged or unreadable and kept aside, until the next start.",
+            v && json_object_get_string_len(v) > 0);
 
         c = pairs ? count_states(pairs, "pairs") : NULL;
         if (pairs)

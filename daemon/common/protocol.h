@@ -64,8 +64,10 @@
  * JSON keys affctl reads, one constant for both sides: those of Status
  * (dotted: json_path()), of one change, of a capability, of Reload's reply.
  * The other reports (Tasks, Pairs, Hogs, Explain) affctl prints as they
- * come, as tables by their keys; those keys are documented with the
- * function that builds them (control/report-json.h, core/manager-reports.c).
+ * come, as tables by their keys (ctl/views.c names the columns it shows
+ * first; a key it does not know is shown under --wide); those keys are
+ * documented with the function that builds them (control/report-json.h,
+ * core/manager-reports.c).
  */
 #define AFF_STATUS_PROTOCOL          "protocol"
 #define AFF_STATUS_VERSION           "version"

@@ -128,7 +128,9 @@ static int status_config(const struct manager *m, struct json_object *o) {
                 json_object_put(w);
                 return r;
         }
-        return json_add(o, AFF_STATUS_WARNINGS, w);
+        r = json_add(o, AFF_STATUS_WARNINGS, w);
+        /* the same for machines (affinityd_journal_damaged): "" or the path */
+        return r ?: json_add(o, "journal_kept_as", json_object_new_string(rep ? rep->moved_aside : ""));
 }
 
 /* What this machine lets us do: levers, wake-up source, tracefs, proc connector. */
@@ -382,6 +384,15 @@ int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **r
         return 0;
 }
 
+/* A task's comm beside its pid and tid, from the last snapshot: affctl
+ * names a change's target as comm[pid/tid]. Left out for a task gone since. */
+static void add_comm(const struct manager *m, struct json_object *e, const struct task_id *id) {
+        const struct task *t = m->snap ? snapshot_find_id(m->snap, id) : NULL;
+
+        if (t)
+                JADD(e, "comm", json_object_new_string(t->comm));
+}
+
 /* What the last pass would have done (dry-run: nothing is in force), at most max (0: all). */
 static struct json_object *would_do_json(const struct manager *m, size_t max) {
         struct json_object *w = json_object_new_array();
@@ -397,6 +408,11 @@ static struct json_object *would_do_json(const struct manager *m, size_t max) {
                 JADD(e, AFF_CHANGE_VERB, json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
                 JADD(e, AFF_CHANGE_TYPE, json_object_new_string(action_type_to_string(a->type)));
                 JADD(e, AFF_CHANGE_TARGET, json_object_new_string(key));
+                if (a->type == ACT_AFFINITY) {
+                        JADD(e, "pid", json_object_new_int(a->task.pid));
+                        JADD(e, "tid", json_object_new_int(a->task.tid));
+                        add_comm(m, e, &a->task);
+                }
                 JADD(e, AFF_CHANGE_VALUE, json_object_new_string(mask[0] ? mask : a->value));
                 JADD(e, AFF_CHANGE_POLICY, json_object_new_string(a->policy));
                 JADD(e, AFF_CHANGE_REASON, json_object_new_string(a->reason));
@@ -407,12 +423,19 @@ static struct json_object *would_do_json(const struct manager *m, size_t max) {
 
 int manager_actions_json(struct manager *m, struct json_object **ret) {
         struct json_object *o = json_object_new_object(), *x = NULL;
+        const struct managed *mg;
+        size_t n_managed = 0;
         int r = applier_to_json(m->applier, util_now_usec(), &x);
 
         if (r < 0) {
                 json_object_put(o);
                 return r;
         }
+        /* applier_to_json() lists what applier_list() does, in its order */
+        (void) applier_list(m->applier, &mg, &n_managed);
+        for (size_t i = 0; i < n_managed && i < json_object_array_length(x); i++)
+                if (mg[i].type == ACT_AFFINITY)
+                        add_comm(m, json_object_array_get_idx(x, i), &mg[i].task);
         JADD(o, "actions", x);
         JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
         if (m->dry_run)
