@@ -300,6 +300,33 @@ static void test_uncovered_busy_thread_counts(void) {
         world_done(&w);
 }
 
+/*
+ * With Scope= set, a thread outside it is load: it counts by the CPU it
+ * takes, not by its demand. A duty-cycled job next door (40 % busy, waiting
+ * behind the pinned hog the rest: 90 % demand) is no third hog; a real hog
+ * outside (95 %) is, and the pins go (the n+1 case).
+ */
+static void test_scope_outside_is_load(void) {
+        char *scope[] = { (char *) "/in", NULL };
+        struct proc_info in = { .pid = 101, .cgroup = (char *) "/in" }, out = { .pid = 103, .cgroup = (char *) "/out" };
+        struct world w;
+
+        world_init_hogs(&w, 2);
+        w.cfg.daemon.scope = scope;
+        add_task(&w, 101, 0.95, 20, 2.0, 0)->proc = &in;
+        add_task(&w, 102, 0.95, 20, 2.0, 1)->proc = &in;
+        add_task(&w, 103, 0.40, 500, 0.0, 0)->proc = &out;
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 2);
+        world_task(&w, 103)->util = 0.95;
+        world_task(&w, 103)->run_delay_ms_per_s = 50;
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 0);
+        ASSERT_STREQ(hog_state(&w, 101)->why, "left alone: 3 hogs > 2 usable CPUs");
+        w.cfg.daemon.scope = NULL;
+        world_done(&w);
+}
+
 /* Never onto isolated, nohz_full or offline CPUs; within the task's allowed set. */
 static void test_unusable_cpus(void) {
         struct world w;
@@ -1096,6 +1123,7 @@ int main(void) {
         test_n_plus_one_never_pinned();
         test_n_plus_one_releases();
         test_uncovered_busy_thread_counts();
+        test_scope_outside_is_load();
         test_unusable_cpus();
         test_prefer_last_cpu();
         test_smt_two_llcs();

@@ -37,6 +37,7 @@
 #include <string.h>
 
 #include "common/util.h"
+#include "detect/match.h"
 #include "plan/effect.h"
 #include "plan/plan.h"
 
@@ -144,8 +145,21 @@ static bool siblings(const struct hog_item *a, const struct hog_item *b) {
         return a->id.pid == b->id.pid || strncmp(a->t->comm, b->t->comm, sizeof(a->t->comm)) == 0;
 }
 
+/*
+ * A thread that wants a CPU: by its demand (util + run delay), since three
+ * hogs on two CPUs each get 66 % and still want a whole one. Outside a set
+ * Scope= a thread is the operator's other work, load the daemon does not
+ * place: it counts by the CPU it takes (util). A duty-cycled job next door
+ * (40 % busy, the rest asleep) waits behind a pinned hog and so reads 80 %
+ * demand; counted by demand it turned every pass into "hogs > CPUs" and
+ * the scoped daemon's pins flapped; a real hog outside still counts.
+ */
 static bool is_busy_thread(const struct hog_plan *hp, const struct task *t) {
-        return t->have_rates && task_demand(t) >= hp->floor;
+        if (!t->have_rates)
+                return false;
+        if (!match_in_scope(hp->ctx->in->config, t))
+                return t->util >= hp->floor;
+        return task_demand(t) >= hp->floor;
 }
 
 /*
