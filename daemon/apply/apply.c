@@ -1070,160 +1070,238 @@ static void dry_run_subtrees(struct applier *a, const struct action *act, char *
         }
 }
 
-static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
-                     bool dry_run, struct apply_outcome *o) {
-        const char *name = target_name(act);
-        char what[300], live_s[64], target_s[64], orig_s[64];
+/* One apply_set(): the action's target, its live value and the entry it would become. */
+struct set_pass {
+        const struct action *act;
+        const char *name;
+        ssize_t i;              /* the entry that manages the target already, or -1 */
         struct value live, target;
         struct entry e;
-        struct timespec ts;
-        ssize_t i;
-        int r, k;
+        char what[300], live_s[64], target_s[64], orig_s[64];
+};
 
-        describe(act, what, sizeof(what));
-        value_from_action(act, &target);
-        value_format_short(act->type, name, &target, target_s, sizeof(target_s));
-        snprintf(o->after, sizeof(o->after), "%s", target_s);
+/* What the action asks for, and whether we manage its target already. */
+static void set_target(struct applier *a, struct set_pass *s, const char *key, struct apply_outcome *o) {
+        describe(s->act, s->what, sizeof(s->what));
+        value_from_action(s->act, &s->target);
+        value_format_short(s->act->type, s->name, &s->target, s->target_s, sizeof(s->target_s));
+        snprintf(o->after, sizeof(o->after), "%s", s->target_s);
+        s->i = find_key(a, key);
+}
 
-        i = find_key(a, key);
-        r = value_get(a, act, &live);
-        if (r == -ESRCH && i >= 0 && !dry_run)
-                return entry_release(a, (size_t) i, true, o);   /* the managed target is gone */
-        if (r < 0) {
-                if (dry_run) {
-                        snprintf(o->message, sizeof(o->message), "would set %s to %s (cannot read it now: %s)",
-                                 what, target_s, strerror(-r));
-                        return APPLY_NOTHING;
-                }
-                snprintf(o->message, sizeof(o->message), "cannot read %s: %s", what, strerror(-r));
-                return r;
+static int set_unreadable(const struct set_pass *s, int error, bool dry_run, struct apply_outcome *o) {
+        if (dry_run) {
+                snprintf(o->message, sizeof(o->message), "would set %s to %s (cannot read it now: %s)", s->what,
+                         s->target_s, strerror(-error));
+                return APPLY_NOTHING;
         }
-        value_format_short(act->type, name, &live, live_s, sizeof(live_s));
-        snprintf(o->before, sizeof(o->before), "%s", live_s);
+        snprintf(o->message, sizeof(o->message), "cannot read %s: %s", s->what, strerror(-error));
+        return error;
+}
 
-        if (value_equal(act->type, &live, &target)) {
-                if (i >= 0 && !dry_run && value_equal(act->type, &target, &a->entries[i].target))
+enum set_verdict {
+        SET_NOTHING,    /* as wanted already, or dry run: o->message says why */
+        SET_RELEASE,    /* the managed entry is let go of instead */
+        SET_CHANGE,
+};
+
+/* The live value against the target and against the entry that manages it. */
+static enum set_verdict set_verdict(struct applier *a, const struct set_pass *s, bool dry_run,
+                                    struct apply_outcome *o) {
+        enum action_type t = s->act->type;
+        struct entry *old = s->i >= 0 ? &a->entries[s->i] : NULL;
+
+        if (value_equal(t, &s->live, &s->target)) {
+                if (old && !dry_run && value_equal(t, &s->target, &old->target))
                         /* Ours already, now for another reason: a server thread kept on its
                          * CPU for its next client. Its original stays as recorded; who it
                          * is held for changes, so the pair that ended lets go of nothing. */
-                        entry_adopt(&a->entries[i], act);
-                snprintf(o->message, sizeof(o->message), "%s already %s: nothing to do", what, live_s);
-                return APPLY_NOTHING;
+                        entry_adopt(old, s->act);
+                snprintf(o->message, sizeof(o->message), "%s already %s: nothing to do", s->what, s->live_s);
+                return SET_NOTHING;
         }
 
-        if (i >= 0 && !value_equal(act->type, &live, &a->entries[i].target)) {
+        if (old && !value_equal(t, &s->live, &old->target)) {
                 /* We manage it, but the live value is not what we set. */
                 if (dry_run) {
                         snprintf(o->message, sizeof(o->message),
-                                 "would leave %s alone: changed by someone else to %s", what, live_s);
-                        return APPLY_NOTHING;
+                                 "would leave %s alone: changed by someone else to %s", s->what, s->live_s);
+                        return SET_NOTHING;
                 }
-                return entry_release(a, (size_t) i, true, o);
+                return SET_RELEASE;
         }
-        if (i >= 0 && value_equal(act->type, &target, &a->entries[i].original)) {
+        if (old && value_equal(t, &s->target, &old->original)) {
                 /* Asked to go back to the original: that is a release. */
                 if (dry_run) {
-                        snprintf(o->message, sizeof(o->message), "would restore %s: %s -> %s", what, live_s,
-                                 target_s);
-                        return APPLY_NOTHING;
+                        snprintf(o->message, sizeof(o->message), "would restore %s: %s -> %s", s->what, s->live_s,
+                                 s->target_s);
+                        return SET_NOTHING;
                 }
-                return entry_release(a, (size_t) i, true, o);
+                return SET_RELEASE;
         }
+        return SET_CHANGE;
+}
 
-        e = (struct entry) {
+/* The entry of the change: the original is the old entry's when there is one. */
+static void set_entry_new(struct applier *a, struct set_pass *s, const char *key, uint64_t now_usec) {
+        s->e = (struct entry) {
                 .seq = a->next_seq,
-                .act = *act,
-                .original = i >= 0 ? a->entries[i].original : live,
-                .target = target,
+                .act = *s->act,
+                .original = s->i >= 0 ? a->entries[s->i].original : s->live,
+                .target = s->target,
                 .applied = true,
                 .since_usec = now_usec,
         };
-        e.act.verb = VERB_SET;
-        snprintf(e.key, sizeof(e.key), "%s", key);
-        value_format_short(act->type, name, &e.original, orig_s, sizeof(orig_s));
+        s->e.act.verb = VERB_SET;
+        snprintf(s->e.key, sizeof(s->e.key), "%s", key);
+        value_format_short(s->act->type, s->name, &s->e.original, s->orig_s, sizeof(s->orig_s));
+}
 
-        if (dry_run) {
-                char also[256] = "";
+static int set_dry_run(struct applier *a, const struct set_pass *s, struct apply_outcome *o) {
+        char also[256] = "";
 
-                if (act->type == ACT_CGROUP_WEIGHT && i < 0)
-                        dry_run_subtrees(a, act, also, sizeof(also));
-                snprintf(o->message, sizeof(o->message), "would set %s: %s -> %s (original %s)%s", what, live_s,
-                         target_s, orig_s, also);
-                return APPLY_NOTHING;
+        if (s->act->type == ACT_CGROUP_WEIGHT && s->i < 0)
+                dry_run_subtrees(a, s->act, also, sizeof(also));
+        snprintf(o->message, sizeof(o->message), "would set %s: %s -> %s (original %s)%s", s->what, s->live_s,
+                 s->target_s, s->orig_s, also);
+        return APPLY_NOTHING;
+}
+
+/* A weight's restore: the old entry's, or what weight_prepare() made ready. */
+static int set_weight_restore(struct applier *a, struct set_pass *s, uint64_t now_usec, struct apply_outcome *o) {
+        int r;
+
+        if (s->i >= 0) {
+                /* The true original, and how to put it back, are the old entry's. */
+                snprintf(s->e.restore, sizeof(s->e.restore), "%s", a->entries[s->i].restore);
+                return 0;
         }
-
-        if (act->type == ACT_CGROUP_WEIGHT) {
-                if (i >= 0)
-                        /* The true original, and how to put it back, are the old entry's. */
-                        snprintf(e.restore, sizeof(e.restore), "%s", a->entries[i].restore);
-                else {
-                        r = weight_prepare(a, act, now_usec, e.restore, sizeof(e.restore));
-                        if (r < 0) {
-                                snprintf(o->message, sizeof(o->message), "cannot prepare %s: %s", what, strerror(-r));
-                                return r;
-                        }
-                        /* weight_prepare may have added entries: the seq moved on */
-                        e.seq = a->next_seq;
-                }
+        r = weight_prepare(a, s->act, now_usec, s->e.restore, sizeof(s->e.restore));
+        if (r < 0) {
+                snprintf(o->message, sizeof(o->message), "cannot prepare %s: %s", s->what, strerror(-r));
+                return r;
         }
+        /* weight_prepare may have added entries: the seq moved on */
+        s->e.seq = a->next_seq;
+        return 0;
+}
+
+/* Write-ahead: no change without a durable record of the original. */
+static int set_write(struct applier *a, struct set_pass *s, struct apply_outcome *o) {
+        struct timespec ts;
+        int r;
 
         clock_gettime(CLOCK_REALTIME, &ts);
-        e.time_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+        s->e.time_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 
-        /* Write-ahead: no change without a durable record of the original. */
-        r = journal_begin(a, &e);
+        r = journal_begin(a, &s->e);
         if (r < 0) {
                 emit(a, APPLIER_EVENT_JOURNAL, NULL, r, "journal %s: cannot record change of %s, not changing it: %s",
-                     journal_path(a->journal), what, strerror(-r));
+                     journal_path(a->journal), s->what, strerror(-r));
                 snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-r));
                 return r;
         }
         a->next_seq++;
 
-        r = value_set(a, act, &target);
+        r = value_set(a, s->act, &s->target);
         if (r < 0) {
-                journal_released(a, &e, "failed");
-                snprintf(o->message, sizeof(o->message), "cannot set %s to %s: %s", what, target_s, strerror(-r));
-                if (r == -ESRCH && i >= 0) {
+                journal_released(a, &s->e, "failed");
+                snprintf(o->message, sizeof(o->message), "cannot set %s to %s: %s", s->what, s->target_s,
+                         strerror(-r));
+                if (r == -ESRCH && s->i >= 0) {
                         /* The managed target itself is gone. */
-                        emit(a, APPLIER_EVENT_GONE, &a->entries[i], 0,
-                             "%s: target exited or PID reused: forgotten, nothing touched", what);
-                        journal_released(a, &a->entries[i], "gone");
-                        entries_remove(a, (size_t) i);
+                        emit(a, APPLIER_EVENT_GONE, &a->entries[s->i], 0,
+                             "%s: target exited or PID reused: forgotten, nothing touched", s->what);
+                        journal_released(a, &a->entries[s->i], "gone");
+                        entries_remove(a, (size_t) s->i);
                         maybe_compact(a);
                 } else if (r != -ESRCH)
-                        emit(a, APPLIER_EVENT_FAILED, &e, r, "cannot set %s to %s: %s", what, target_s, strerror(-r));
+                        emit(a, APPLIER_EVENT_FAILED, &s->e, r, "cannot set %s to %s: %s", s->what, s->target_s,
+                             strerror(-r));
                 return r;
         }
+        return 0;
+}
 
-        k = journal_note(a, JREC_APPLIED, e.seq, NULL);
-        if (k < 0) {
-                /* The journal cannot follow: undo rather than run with a change
-                 * whose record may be incomplete. */
-                int u = value_set(a, act, &live);
-                emit(a, APPLIER_EVENT_JOURNAL, &e, k,
-                     "journal %s: cannot record change of %s: %s; change %s", journal_path(a->journal), what,
-                     strerror(-k), u >= 0 ? "undone" : "could NOT be undone");
-                if (u >= 0)
-                        journal_released(a, &e, "failed");
-                snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-k));
-                return k;
-        }
+static int set_journal_applied(struct applier *a, const struct set_pass *s, struct apply_outcome *o) {
+        int k, u;
 
-        if (i >= 0) {
-                /* The new entry carries the true original; the old one is done. */
-                journal_released(a, &a->entries[i], "superseded");
-                entries_remove(a, (size_t) i);
+        k = journal_note(a, JREC_APPLIED, s->e.seq, NULL);
+        if (k >= 0)
+                return 0;
+        /* The journal cannot follow: undo rather than run with a change
+         * whose record may be incomplete. */
+        u = value_set(a, s->act, &s->live);
+        emit(a, APPLIER_EVENT_JOURNAL, &s->e, k, "journal %s: cannot record change of %s: %s; change %s",
+             journal_path(a->journal), s->what, strerror(-k), u >= 0 ? "undone" : "could NOT be undone");
+        if (u >= 0)
+                journal_released(a, &s->e, "failed");
+        snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-k));
+        return k;
+}
+
+/* The new entry carries the true original; the old one is done. */
+static int set_keep(struct applier *a, const struct set_pass *s, struct apply_outcome *o) {
+        int r;
+
+        if (s->i >= 0) {
+                journal_released(a, &a->entries[s->i], "superseded");
+                entries_remove(a, (size_t) s->i);
         }
-        r = entries_push(a, &e);
+        r = entries_push(a, &s->e);
         if (r < 0)
                 return r;   /* in the journal; restored at the next start */
 
-        emit(a, APPLIER_EVENT_SET, &e, 0, "set %s: %s -> %s (original %s) [%s: %s]", what, live_s, target_s, orig_s,
-             act->policy, act->reason);
-        snprintf(o->message, sizeof(o->message), "set %s: %s -> %s", what, live_s, target_s);
+        emit(a, APPLIER_EVENT_SET, &s->e, 0, "set %s: %s -> %s (original %s) [%s: %s]", s->what, s->live_s,
+             s->target_s, s->orig_s, s->act->policy, s->act->reason);
+        snprintf(o->message, sizeof(o->message), "set %s: %s -> %s", s->what, s->live_s, s->target_s);
         maybe_compact(a);
         return APPLY_CHANGED;
+}
+
+/*
+ * Set the action's target: read it, decide (nothing, release, change), and
+ * for a change write the journal's BEGIN, change it, record APPLIED and keep
+ * the entry.
+ */
+static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
+                     bool dry_run, struct apply_outcome *o) {
+        struct set_pass s = { .act = act, .name = target_name(act) };
+        int r;
+
+        set_target(a, &s, key, o);
+        r = value_get(a, act, &s.live);
+        if (r == -ESRCH && s.i >= 0 && !dry_run)
+                return entry_release(a, (size_t) s.i, true, o);   /* the managed target is gone */
+        if (r < 0)
+                return set_unreadable(&s, r, dry_run, o);
+        value_format_short(act->type, s.name, &s.live, s.live_s, sizeof(s.live_s));
+        snprintf(o->before, sizeof(o->before), "%s", s.live_s);
+
+        switch (set_verdict(a, &s, dry_run, o)) {
+        case SET_NOTHING:
+                return APPLY_NOTHING;
+        case SET_RELEASE:
+                return entry_release(a, (size_t) s.i, true, o);
+        case SET_CHANGE:
+                break;
+        }
+
+        set_entry_new(a, &s, key, now_usec);
+        if (dry_run)
+                return set_dry_run(a, &s, o);
+        if (act->type == ACT_CGROUP_WEIGHT) {
+                r = set_weight_restore(a, &s, now_usec, o);
+                if (r < 0)
+                        return r;
+        }
+        r = set_write(a, &s, o);
+        if (r < 0)
+                return r;
+        r = set_journal_applied(a, &s, o);
+        if (r < 0)
+                return r;
+        return set_keep(a, &s, o);
 }
 
 /*
