@@ -823,10 +823,141 @@ const struct applier_recover_report *applier_get_recover_report(struct applier *
         return &a->recover_report;
 }
 
+/* A journal of another version, or not a journal at all: kept aside, and a new one started. */
+static int recover_unreadable(struct applier *a, const struct journal_contents *c, int err,
+                              struct applier_recover_report *rep) {
+        int k;
+
+        /* Never guess what a journal of another version means: keep it
+         * for the administrator and start a new one. */
+        k = journal_move_aside(a->journal, rep->moved_aside, sizeof(rep->moved_aside));
+        if (k < 0)
+                return k;
+        k = start_fresh(a);
+        if (k < 0)
+                return k;
+        a->recovered = true;
+        if (err == -EPROTONOSUPPORT)
+                snprintf(rep->message, sizeof(rep->message),
+                         "journal version %u is not supported (this build reads %d): moved aside to %s, "
+                         "nothing restored from it; check its entries by hand",
+                         c->version, JOURNAL_VERSION, rep->moved_aside);
+        else
+                snprintf(rep->message, sizeof(rep->message),
+                         "journal is not an affinityd journal: moved aside to %s, nothing restored from it",
+                         rep->moved_aside);
+        emit(a, APPLIER_EVENT_JOURNAL, NULL, err, "%s", rep->message);
+        a->recover_report = *rep;
+        return err;
+}
+
+/* What reading found wrong; a damaged or oversized journal is kept aside as it is. */
+static int recover_keep_damaged(struct applier *a, const struct journal_contents *c,
+                                struct applier_recover_report *rep) {
+        int k;
+
+        for (size_t i = 0; i < c->n_warnings; i++)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG, "%s: %s", journal_path(a->journal), c->warnings[i]);
+        rep->torn = c->n_torn;
+        rep->corrupt = c->n_corrupt;
+        rep->unknown = c->n_unknown;
+        rep->entries = (unsigned) c->n_entries;
+        if (c->n_corrupt == 0 && !c->too_large)
+                return 0;
+        /* A damaged record may be a change still in force whose original
+         * only it knew; the rewrite below would lose it. Keep the file as
+         * it is for the administrator (as for a bad header); the good
+         * records are restored from what was read. */
+        k = journal_move_aside(a->journal, rep->moved_aside, sizeof(rep->moved_aside));
+        if (k < 0)
+                return k;
+        if (c->too_large)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EFBIG,
+                     "journal is too large (%" PRIu64 " bytes > %u): kept as %s; restoring from its first %u bytes",
+                     c->too_large, JOURNAL_READ_MAX, rep->moved_aside, JOURNAL_READ_MAX);
+        if (c->n_corrupt > 0)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG,
+                     "journal has %u damaged record(s) (logged above): kept as %s; the changes they "
+                     "recorded may still be in force, check them by hand",
+                     c->n_corrupt, rep->moved_aside);
+        return 0;
+}
+
+/* The journal's entries become ours, unless they are of another boot. */
+static int recover_load(struct applier *a, struct journal_contents *c, struct applier_recover_report *rep) {
+        int k;
+
+        if (c->max_seq >= a->next_seq)
+                a->next_seq = c->max_seq + 1;
+
+        if (c->n_entries > 0 && a->boot_id[0] && c->boot_id[0] && !streq(c->boot_id, "-") &&
+            !streq(c->boot_id, a->boot_id)) {
+                /* Kernel state does not survive a reboot (affinity, cgroups,
+                 * sched_features, sysctls are all reset), and task identities
+                 * of another boot may collide with this one's: drop it all. */
+                rep->stale_boot = (unsigned) c->n_entries;
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, 0,
+                     "journal is from another boot (%s): %zu entries dropped, nothing restored",
+                     c->boot_id, c->n_entries);
+                c->n_entries = 0;
+        }
+
+        a->n_entries = 0;
+        for (size_t i = 0; i < c->n_entries; i++) {
+                struct entry e;
+
+                k = entry_from_record(&c->entries[i].begin, c->entries[i].applied, &e);
+                if (k < 0) {
+                        rep->corrupt++;
+                        emit(a, APPLIER_EVENT_JOURNAL, NULL, k, "journal entry seq %" PRIu64 " (%s) unusable: %s",
+                             c->entries[i].begin.seq, c->entries[i].begin.key, strerror(-k));
+                        continue;
+                }
+                k = entries_push(a, &e);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* Every loaded entry put back, newest first as on stop; what fails stays. */
+static void recover_restore(struct applier *a, struct applier_recover_report *rep) {
+        /* The backend relearns what it needs for an exact restore (v1 cpu.shares). */
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].act.type == ACT_CGROUP_WEIGHT && a->ops->weight_recall)
+                        (void) a->ops->weight_recall(a->userdata, a->entries[i].act.cgroup, a->entries[i].restore);
+
+        for (size_t i = a->n_entries; i > 0; i--) {
+                if (a->entries[i - 1].act.type == ACT_CGROUP_SUBTREE && subtree_needed(a, &a->entries[i - 1])) {
+                        rep->failed++;   /* a weight below it could not be restored: kept with it */
+                        continue;
+                }
+                switch (entry_release(a, i - 1, false, NULL)) {
+                case APPLY_CHANGED: rep->restored++; break;
+                case APPLY_NOTHING: rep->unchanged++; break;
+                case APPLY_FOREIGN: rep->foreign++; break;
+                case APPLY_GONE: rep->gone++; break;
+                default: rep->failed++; break;
+                }
+        }
+
+        if (rep->restored > 0)
+                ops_flush(a);
+}
+
+static void recover_message(struct applier *a, struct applier_recover_report *rep) {
+        snprintf(rep->message, sizeof(rep->message),
+                 "journal %s: %u entries: %u restored, %u already original, %u changed by others (left), "
+                 "%u exited, %u failed (kept), %u from another boot; %u torn, %u damaged, %u unknown lines ignored%s%s",
+                 journal_path(a->journal), rep->entries, rep->restored, rep->unchanged, rep->foreign, rep->gone,
+                 rep->failed, rep->stale_boot, rep->torn, rep->corrupt, rep->unknown,
+                 rep->moved_aside[0] ? "; the damaged journal is kept as " : "", rep->moved_aside);
+}
+
 int applier_recover(struct applier *a) {
         struct applier_recover_report rep = {};
         struct journal_contents c = {};
-        int r, k;
+        int r;
 
         if (a->recovered)
                 return -EALREADY;
@@ -839,119 +970,22 @@ int applier_recover(struct applier *a) {
                 a->recovered = true;
                 snprintf(rep.message, sizeof(rep.message), "no journal at %s: nothing to restore",
                          journal_path(a->journal));
-                goto out;
-        }
-        if (r == -EPROTONOSUPPORT || r == -EBADMSG) {
-                int err = r;
-
-                /* Never guess what a journal of another version means: keep it
-                 * for the administrator and start a new one. */
-                k = journal_move_aside(a->journal, rep.moved_aside, sizeof(rep.moved_aside));
-                if (k < 0)
-                        return k;
-                k = start_fresh(a);
-                if (k < 0)
-                        return k;
-                a->recovered = true;
-                if (err == -EPROTONOSUPPORT)
-                        snprintf(rep.message, sizeof(rep.message),
-                                 "journal version %u is not supported (this build reads %d): moved aside to %s, "
-                                 "nothing restored from it; check its entries by hand",
-                                 c.version, JOURNAL_VERSION, rep.moved_aside);
-                else
-                        snprintf(rep.message, sizeof(rep.message),
-                                 "journal is not an affinityd journal: moved aside to %s, nothing restored from it",
-                                 rep.moved_aside);
-                emit(a, APPLIER_EVENT_JOURNAL, NULL, err, "%s", rep.message);
                 a->recover_report = rep;
-                return err;
+                return 0;
         }
+        if (r == -EPROTONOSUPPORT || r == -EBADMSG)
+                return recover_unreadable(a, &c, r, &rep);
         if (r < 0)
                 return r;
 
-        for (size_t i = 0; i < c.n_warnings; i++)
-                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG, "%s: %s", journal_path(a->journal), c.warnings[i]);
-        rep.torn = c.n_torn;
-        rep.corrupt = c.n_corrupt;
-        rep.unknown = c.n_unknown;
-        rep.entries = (unsigned) c.n_entries;
-        if (c.n_corrupt > 0 || c.too_large) {
-                /* A damaged record may be a change still in force whose original
-                 * only it knew; the rewrite below would lose it. Keep the file as
-                 * it is for the administrator (as for a bad header); the good
-                 * records are restored from what was read. */
-                k = journal_move_aside(a->journal, rep.moved_aside, sizeof(rep.moved_aside));
-                if (k < 0) {
-                        journal_contents_clear(&c);
-                        return k;
-                }
-                if (c.too_large)
-                        emit(a, APPLIER_EVENT_JOURNAL, NULL, -EFBIG,
-                             "journal is too large (%" PRIu64 " bytes > %u): kept as %s; restoring from its first %u bytes",
-                             c.too_large, JOURNAL_READ_MAX, rep.moved_aside, JOURNAL_READ_MAX);
-                if (c.n_corrupt > 0)
-                        emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG,
-                             "journal has %u damaged record(s) (logged above): kept as %s; the changes they "
-                             "recorded may still be in force, check them by hand",
-                             c.n_corrupt, rep.moved_aside);
-        }
-        if (c.max_seq >= a->next_seq)
-                a->next_seq = c.max_seq + 1;
-
-        if (c.n_entries > 0 && a->boot_id[0] && c.boot_id[0] && !streq(c.boot_id, "-") &&
-            !streq(c.boot_id, a->boot_id)) {
-                /* Kernel state does not survive a reboot (affinity, cgroups,
-                 * sched_features, sysctls are all reset), and task identities
-                 * of another boot may collide with this one's: drop it all. */
-                rep.stale_boot = (unsigned) c.n_entries;
-                emit(a, APPLIER_EVENT_JOURNAL, NULL, 0,
-                     "journal is from another boot (%s): %zu entries dropped, nothing restored",
-                     c.boot_id, c.n_entries);
-                c.n_entries = 0;
-        }
-
-        a->n_entries = 0;
-        for (size_t i = 0; i < c.n_entries; i++) {
-                struct entry e;
-
-                k = entry_from_record(&c.entries[i].begin, c.entries[i].applied, &e);
-                if (k < 0) {
-                        rep.corrupt++;
-                        emit(a, APPLIER_EVENT_JOURNAL, NULL, k, "journal entry seq %" PRIu64 " (%s) unusable: %s",
-                             c.entries[i].begin.seq, c.entries[i].begin.key, strerror(-k));
-                        continue;
-                }
-                k = entries_push(a, &e);
-                if (k < 0) {
-                        journal_contents_clear(&c);
-                        return k;
-                }
-        }
+        r = recover_keep_damaged(a, &c, &rep);
+        if (r >= 0)
+                r = recover_load(a, &c, &rep);
         journal_contents_clear(&c);
+        if (r < 0)
+                return r;
 
-        /* The backend relearns what it needs for an exact restore (v1 cpu.shares). */
-        for (size_t i = 0; i < a->n_entries; i++)
-                if (a->entries[i].act.type == ACT_CGROUP_WEIGHT && a->ops->weight_recall)
-                        (void) a->ops->weight_recall(a->userdata, a->entries[i].act.cgroup, a->entries[i].restore);
-
-        /* Newest first, as on stop. */
-        for (size_t i = a->n_entries; i > 0; i--) {
-                if (a->entries[i - 1].act.type == ACT_CGROUP_SUBTREE && subtree_needed(a, &a->entries[i - 1])) {
-                        rep.failed++;   /* a weight below it could not be restored: kept with it */
-                        continue;
-                }
-                k = entry_release(a, i - 1, false, NULL);
-                switch (k) {
-                case APPLY_CHANGED: rep.restored++; break;
-                case APPLY_NOTHING: rep.unchanged++; break;
-                case APPLY_FOREIGN: rep.foreign++; break;
-                case APPLY_GONE: rep.gone++; break;
-                default: rep.failed++; break;
-                }
-        }
-
-        if (rep.restored > 0)
-                ops_flush(a);
+        recover_restore(a, &rep);
 
         /* Only what failed stays; the rewrite also drops a torn tail so
          * appends never glue onto half a line. */
@@ -959,13 +993,7 @@ int applier_recover(struct applier *a) {
         if (r < 0)
                 return r;
         a->recovered = true;
-        snprintf(rep.message, sizeof(rep.message),
-                 "journal %s: %u entries: %u restored, %u already original, %u changed by others (left), "
-                 "%u exited, %u failed (kept), %u from another boot; %u torn, %u damaged, %u unknown lines ignored%s%s",
-                 journal_path(a->journal), rep.entries, rep.restored, rep.unchanged, rep.foreign, rep.gone,
-                 rep.failed, rep.stale_boot, rep.torn, rep.corrupt, rep.unknown,
-                 rep.moved_aside[0] ? "; the damaged journal is kept as " : "", rep.moved_aside);
-out:
+        recover_message(a, &rep);
         a->recover_report = rep;
         return (int) rep.restored;
 }
