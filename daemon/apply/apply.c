@@ -594,6 +594,125 @@ static void ops_flush(struct applier *a) {
                      ops_last_error(a) ? ops_last_error(a) : strerror(-r));
 }
 
+/* One entry_release(): the entry, its live value and how it went. */
+struct release_pass {
+        struct entry *e;
+        const char *name;
+        struct value live;
+        const char *how;        /* the journal's word for it: restored, unchanged, foreign, gone... */
+        char what[300], live_s[64], orig_s[64], ours_s[64];
+};
+
+static int release_gone(struct applier *a, struct release_pass *s, struct apply_outcome *o) {
+        s->how = "gone";
+        emit(a, APPLIER_EVENT_GONE, s->e, 0, "%s: target exited or PID reused: forgotten, nothing touched",
+             s->what);
+        if (o)
+                snprintf(o->message, sizeof(o->message), "%s: target exited: forgotten", s->what);
+        return APPLY_GONE;
+}
+
+/*
+ * The original no longer fits (CPU hotplug, cpuset change): narrow it as the
+ * kernel would, or fall back to all allowed CPUs, but never leave it pinned.
+ * Returns value_set()'s result, or @r when the allowed CPUs are unknown.
+ */
+static int restore_narrowed(struct applier *a, struct release_pass *s, struct value *restore, int r) {
+        struct entry *e = s->e;
+        cpumask_t allowed;
+
+        if (a->ops->affinity_allowed(a->userdata, &e->act.task, &allowed) < 0 || cpumask_empty(&allowed))
+                return r;
+        restore->mask = cpumask_and(&e->original.mask, &allowed);
+        if (cpumask_empty(&restore->mask))
+                restore->mask = allowed;
+        r = value_set(a, &e->act, restore);
+        value_format_short(e->act.type, s->name, restore, s->orig_s, sizeof(s->orig_s));
+        return r;
+}
+
+/* Put the original back: it is still what we set. */
+static int release_restore(struct applier *a, struct release_pass *s, struct apply_outcome *o) {
+        struct entry *e = s->e;
+        struct value restore = e->original;
+        const char *why, *d;
+        int r;
+
+        r = value_restore(a, e, &restore);
+        if (r == -EINVAL && e->act.type == ACT_AFFINITY && a->ops->affinity_allowed)
+                r = restore_narrowed(a, s, &restore, r);
+        if (r == -ESRCH)
+                return release_gone(a, s, o);
+        if (r == -EBUSY && e->act.type == ACT_CGROUP_SUBTREE) {
+                /* Someone depends on the controller now (systemd for another
+                 * unit, a child cgroup): taking it away would reset their
+                 * weights. Leave it, say why, stop managing it. */
+                why = ops_last_error(a);
+                s->how = "in-use";
+                emit(a, APPLIER_EVENT_FOREIGN, e, 0, "left %s enabled: in use now (%s)", s->what,
+                     why ? why : strerror(-r));
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "left %s enabled: in use now (%s)", s->what,
+                                 why ? why : strerror(-r));
+                return APPLY_FOREIGN;
+        }
+        if (r < 0) {
+                why = ops_last_error(a);
+                emit(a, APPLIER_EVENT_FAILED, e, r, "cannot restore %s to %s: %s%s%s", s->what, s->orig_s,
+                     strerror(-r), why ? ": " : "", why ? why : "");
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "cannot restore %s to %s: %s", s->what, s->orig_s,
+                                 strerror(-r));
+                return r;
+        }
+        s->how = "restored";
+        /* how a weight went back (systemd, drop-in removed, exact cpu.shares) */
+        d = e->act.type == ACT_CGROUP_WEIGHT && a->ops->last_detail ? a->ops->last_detail(a->userdata) : NULL;
+        emit(a, APPLIER_EVENT_RESTORED, e, 0, "restored %s: %s -> %s%s%s%s", s->what, s->live_s, s->orig_s,
+             d && d[0] ? " [" : "", d && d[0] ? d : "", d && d[0] ? "]" : "");
+        if (o) {
+                snprintf(o->after, sizeof(o->after), "%s", s->orig_s);
+                snprintf(o->message, sizeof(o->message), "restored %s: %s -> %s", s->what, s->live_s, s->orig_s);
+        }
+        return APPLY_CHANGED;
+}
+
+/* The live value against the original and ours: nothing to do, theirs, or a restore. */
+static int release_decide(struct applier *a, size_t i, struct release_pass *s, struct apply_outcome *o) {
+        struct entry *e = s->e;
+
+        if (value_equal(e->act.type, &s->live, &e->original)) {
+                /* BEGIN without APPLIED (crash before the change), or a crash
+                 * after restoring but before RELEASED, or someone put the
+                 * original back: nothing to do. */
+                s->how = "unchanged";
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "%s already %s: nothing to restore", s->what,
+                                 s->live_s);
+                return APPLY_NOTHING;
+        }
+        if (value_equal(e->act.type, &s->live, &e->target))
+                return release_restore(a, s, o);
+        if (older_entry_set(a, i, &s->live)) {
+                /* Crash between a superseding BEGIN and its change: the older
+                 * entry of the same target still holds; it is handled next. */
+                s->how = "superseded";
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "%s: superseded entry, nothing to do", s->what);
+                return APPLY_NOTHING;
+        }
+        /* Someone else changed it after us (taskset, systemd, a cpuset
+         * move): theirs wins, we stop managing it. */
+        s->how = "foreign";
+        emit(a, APPLIER_EVENT_FOREIGN, e, 0,
+             "%s changed by someone else to %s (we set %s, original %s): left alone, no longer managed", s->what,
+             s->live_s, s->ours_s, s->orig_s);
+        if (o)
+                snprintf(o->message, sizeof(o->message), "%s changed by someone else to %s: left alone", s->what,
+                         s->live_s);
+        return APPLY_FOREIGN;
+}
+
 /*
  * Put entry i back if it is still ours; forget it in every case but a
  * failure. with_journal=false during recovery (the old file may end in a
@@ -602,130 +721,35 @@ static void ops_flush(struct applier *a) {
  * APPLY_FOREIGN, APPLY_GONE or -errno (entry kept).
  */
 static int entry_release(struct applier *a, size_t i, bool with_journal, struct apply_outcome *o) {
-        struct entry *e = &a->entries[i];
-        const char *name = target_name(&e->act);
-        char what[300], live_s[64], orig_s[64], ours_s[64];
-        struct value live;
-        const char *how;
+        struct release_pass s = { .e = &a->entries[i], .name = target_name(&a->entries[i].act) };
+        struct entry *e = s.e;
         int r, result;
 
-        describe(&e->act, what, sizeof(what));
-        value_format_short(e->act.type, name, &e->original, orig_s, sizeof(orig_s));
-        value_format_short(e->act.type, name, &e->target, ours_s, sizeof(ours_s));
+        describe(&e->act, s.what, sizeof(s.what));
+        value_format_short(e->act.type, s.name, &e->original, s.orig_s, sizeof(s.orig_s));
+        value_format_short(e->act.type, s.name, &e->target, s.ours_s, sizeof(s.ours_s));
 
-        r = value_get(a, &e->act, &live);
+        r = value_get(a, &e->act, &s.live);
         if (r == -ESRCH)
-                goto gone;
-        if (r < 0) {
-                emit(a, APPLIER_EVENT_FAILED, e, r, "cannot read %s to restore it: %s", what, strerror(-r));
+                result = release_gone(a, &s, o);
+        else if (r < 0) {
+                emit(a, APPLIER_EVENT_FAILED, e, r, "cannot read %s to restore it: %s", s.what, strerror(-r));
                 if (o)
-                        snprintf(o->message, sizeof(o->message), "cannot read %s: %s", what, strerror(-r));
+                        snprintf(o->message, sizeof(o->message), "cannot read %s: %s", s.what, strerror(-r));
                 return r;
-        }
-        value_format_short(e->act.type, name, &live, live_s, sizeof(live_s));
-        if (o) {
-                snprintf(o->before, sizeof(o->before), "%s", live_s);
-                snprintf(o->after, sizeof(o->after), "%s", live_s);
-        }
-
-        if (value_equal(e->act.type, &live, &e->original)) {
-                /* BEGIN without APPLIED (crash before the change), or a crash
-                 * after restoring but before RELEASED, or someone put the
-                 * original back: nothing to do. */
-                how = "unchanged";
-                result = APPLY_NOTHING;
-                if (o)
-                        snprintf(o->message, sizeof(o->message), "%s already %s: nothing to restore", what, live_s);
-        } else if (!value_equal(e->act.type, &live, &e->target) && older_entry_set(a, i, &live)) {
-                /* Crash between a superseding BEGIN and its change: the older
-                 * entry of the same target still holds; it is handled next. */
-                how = "superseded";
-                result = APPLY_NOTHING;
-                if (o)
-                        snprintf(o->message, sizeof(o->message), "%s: superseded entry, nothing to do", what);
-        } else if (!value_equal(e->act.type, &live, &e->target)) {
-                /* Someone else changed it after us (taskset, systemd, a cpuset
-                 * move): theirs wins, we stop managing it. */
-                how = "foreign";
-                result = APPLY_FOREIGN;
-                emit(a, APPLIER_EVENT_FOREIGN, e, 0,
-                     "%s changed by someone else to %s (we set %s, original %s): left alone, no longer managed",
-                     what, live_s, ours_s, orig_s);
-                if (o)
-                        snprintf(o->message, sizeof(o->message), "%s changed by someone else to %s: left alone",
-                                 what, live_s);
         } else {
-                struct value restore = e->original;
-
-                r = value_restore(a, e, &restore);
-                if (r == -EINVAL && e->act.type == ACT_AFFINITY && a->ops->affinity_allowed) {
-                        /* The original no longer fits (CPU hotplug, cpuset
-                         * change): narrow it as the kernel would, or fall
-                         * back to all allowed CPUs, but never leave it pinned. */
-                        cpumask_t allowed;
-
-                        if (a->ops->affinity_allowed(a->userdata, &e->act.task, &allowed) >= 0 &&
-                            !cpumask_empty(&allowed)) {
-                                restore.mask = cpumask_and(&e->original.mask, &allowed);
-                                if (cpumask_empty(&restore.mask))
-                                        restore.mask = allowed;
-                                r = value_set(a, &e->act, &restore);
-                                value_format_short(e->act.type, name, &restore, orig_s, sizeof(orig_s));
-                        }
-                }
-                if (r == -ESRCH)
-                        goto gone;
-                if (r == -EBUSY && e->act.type == ACT_CGROUP_SUBTREE) {
-                        /* Someone depends on the controller now (systemd for another
-                         * unit, a child cgroup): taking it away would reset their
-                         * weights. Leave it, say why, stop managing it. */
-                        const char *why = ops_last_error(a);
-
-                        how = "in-use";
-                        result = APPLY_FOREIGN;
-                        emit(a, APPLIER_EVENT_FOREIGN, e, 0, "left %s enabled: in use now (%s)", what,
-                             why ? why : strerror(-r));
-                        if (o)
-                                snprintf(o->message, sizeof(o->message), "left %s enabled: in use now (%s)", what,
-                                         why ? why : strerror(-r));
-                        goto done;
-                }
-                if (r < 0) {
-                        const char *why = ops_last_error(a);
-
-                        emit(a, APPLIER_EVENT_FAILED, e, r, "cannot restore %s to %s: %s%s%s", what, orig_s,
-                             strerror(-r), why ? ": " : "", why ? why : "");
-                        if (o)
-                                snprintf(o->message, sizeof(o->message), "cannot restore %s to %s: %s",
-                                         what, orig_s, strerror(-r));
-                        return r;
-                }
-                how = "restored";
-                result = APPLY_CHANGED;
-                {
-                        /* how a weight went back (systemd, drop-in removed, exact cpu.shares) */
-                        const char *d = e->act.type == ACT_CGROUP_WEIGHT && a->ops->last_detail
-                                        ? a->ops->last_detail(a->userdata) : NULL;
-
-                        emit(a, APPLIER_EVENT_RESTORED, e, 0, "restored %s: %s -> %s%s%s%s", what, live_s, orig_s,
-                             d && d[0] ? " [" : "", d && d[0] ? d : "", d && d[0] ? "]" : "");
-                }
+                value_format_short(e->act.type, s.name, &s.live, s.live_s, sizeof(s.live_s));
                 if (o) {
-                        snprintf(o->after, sizeof(o->after), "%s", orig_s);
-                        snprintf(o->message, sizeof(o->message), "restored %s: %s -> %s", what, live_s, orig_s);
+                        snprintf(o->before, sizeof(o->before), "%s", s.live_s);
+                        snprintf(o->after, sizeof(o->after), "%s", s.live_s);
                 }
+                result = release_decide(a, i, &s, o);
+                if (result < 0)
+                        return result;
         }
-        goto done;
 
-gone:
-        how = "gone";
-        result = APPLY_GONE;
-        emit(a, APPLIER_EVENT_GONE, e, 0, "%s: target exited or PID reused: forgotten, nothing touched", what);
-        if (o)
-                snprintf(o->message, sizeof(o->message), "%s: target exited: forgotten", what);
-done:
         if (with_journal)
-                journal_released(a, e, how);
+                journal_released(a, e, s.how);
         entries_remove(a, i);
         if (with_journal)
                 maybe_compact(a);
