@@ -389,13 +389,7 @@ static void count(struct hog_item *it) {
 
         if (!it->t)
                 return;
-        if (it->present) {
-                st->seen = MIN(st->seen + 1, 1000000u);
-                st->absent = 0;
-        } else {
-                st->absent = MIN(st->absent + 1, 1000000u);
-                st->seen = 0;
-        }
+        plan_count_presence(&st->seen, &st->absent, it->present, PLAN_COUNT_CAP);
 }
 
 /*
@@ -432,13 +426,8 @@ static void overcommit(struct hog_plan *hp) {
         hp->overcommit_hogs = n;
         hp->overcommit_cpus = cpumask_weight(&U);
         hp->overcommit_now = !cpumask_empty(&U) && n > hp->overcommit_cpus;
-        if (hp->overcommit_now) {
-                state->hog_overcommit_seen = MIN(state->hog_overcommit_seen + 1, 1000000u);
-                state->hog_overcommit_absent = 0;
-        } else {
-                state->hog_overcommit_absent = MIN(state->hog_overcommit_absent + 1, 1000000u);
-                state->hog_overcommit_seen = 0;
-        }
+        plan_count_presence(&state->hog_overcommit_seen, &state->hog_overcommit_absent, hp->overcommit_now,
+                            PLAN_COUNT_CAP);
         state->hog_overcommit_hogs = hp->overcommit_hogs;
         state->hog_overcommit_cpus = hp->overcommit_cpus;
         hp->overcommit_release = hp->overcommit_now && state->hog_overcommit_seen >= hp->K;

@@ -432,6 +432,16 @@ int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct 
         return 0;
 }
 
+void plan_count_presence(unsigned *seen, unsigned *absent, bool present, unsigned cap) {
+        if (present) {
+                *seen = plan_count_up(*seen, cap);
+                *absent = 0;
+        } else {
+                *absent = plan_count_up(*absent, cap);
+                *seen = 0;
+        }
+}
+
 void plan_set_state(struct plan_target_state *st, enum plan_state_id state, const char *fmt, ...) {
         va_list ap;
 
