@@ -5,10 +5,14 @@
 
 #include "common/util.h"
 
+bool util_root_is_real(const char *root) {
+        return !root || root[0] == '\0' || streq(root, "/");
+}
+
 char *util_path_at(char *buf, size_t size, const char *root, const char *path) {
         int n;
 
-        if (!root || root[0] == '\0' || streq(root, "/"))
+        if (util_root_is_real(root))
                 n = snprintf(buf, size, "%s", path);
         else
                 n = snprintf(buf, size, "%s%s%s", root,

@@ -238,14 +238,6 @@ struct sampler {
         char buf[READ_BUF_SIZE];
 };
 
-static bool root_is_real(const char *root) {
-        return !root || root[0] == '\0' || streq(root, "/");
-}
-
-static bool gone(int r) {
-        return r == -ENOENT || r == -ESRCH;
-}
-
 static int16_t cpu16(int cpu) {
         return (int16_t) (cpu >= 0 && cpu < CPUMASK_MAX ? cpu : -1);
 }
@@ -286,7 +278,7 @@ static bool clock_gate_usable(const char *root) {
         uint64_t ns;
         int self;
 
-        if (!root_is_real(root))
+        if (!util_root_is_real(root))
                 return false;
         n = readlink("/proc/self", target, sizeof(target) - 1);
         if (n <= 0)
@@ -442,7 +434,7 @@ static ssize_t read_small(struct sampler *s, const char *rel) {
         ssize_t n = util_read_file_at(s->root, rel, s->buf, sizeof(s->buf));
 
         s->stats.files_read++;
-        if (n < 0 && !gone((int) n))
+        if (n < 0 && !sample_gone((int) n))
                 s->stats.errors++;
         return n;
 }
@@ -813,7 +805,7 @@ static ssize_t read_expensive(struct sampler *s, pid_t pid, pid_t tid, const cha
                 *cap = false;
                 return 0;
         }
-        return gone((int) n) ? -ESRCH : n;
+        return sample_gone((int) n) ? -ESRCH : n;
 }
 
 /*
@@ -957,7 +949,7 @@ static bool thread_read_stat(struct sampler *s, pid_t pid, pid_t tid, const stru
                 return true;
         if (sample_table_get(&s->tids, tid, &slot))
                 s->priv[slot].failed_pass = s->pass;
-        if (n < 0 && gone((int) n))
+        if (n < 0 && sample_gone((int) n))
                 s->stats.threads_vanished++;
         else if (n >= 0)
                 s->stats.errors++;
@@ -1015,7 +1007,7 @@ static bool thread_read_files(struct sampler *s, pid_t pid, pid_t tid, const str
                 if (n < 0) {
                         /* status exists on every kernel: ENOENT means the thread is gone */
                         q->failed_pass = s->pass;
-                        if (gone((int) n))
+                        if (sample_gone((int) n))
                                 s->stats.threads_vanished++;
                         return false;
                 }
@@ -1329,7 +1321,7 @@ static int proc_gate(struct sampler *s, pid_t pid, struct proc_rec *p, uint64_t 
                 n = read_small(s, rel);
                 s->stats.cheap_reads++;
                 if (n < 0)
-                        return gone((int) n) ? -ESRCH : (int) n;
+                        return sample_gone((int) n) ? -ESRCH : (int) n;
                 if (sample_parse_stat(s->buf, whole) < 0) {
                         s->stats.errors++;
                         return -EINVAL;
@@ -1463,7 +1455,7 @@ static void proc_info_refresh(struct sampler *s, struct proc_rec *p, pid_t pid, 
                 return;
         s->stats.info_reads++;
         r = sample_proc_info_load(s->root, pid, leader, &p->info, &s->stats.files_read);
-        if (r < 0 && !gone(r))
+        if (r < 0 && !sample_gone(r))
                 s->stats.errors++;
         p->info_valid = r >= 0;
         if (r < 0) {
@@ -1727,7 +1719,7 @@ static void list_threads(struct sampler *s) {
                 if (r < 0) {
                         /* Gone between the gate and here: drop it this pass. */
                         p->seen_pass = 0;
-                        if (!gone(r))
+                        if (!sample_gone(r))
                                 s->stats.errors++;
                 }
         }
@@ -1883,7 +1875,7 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
         s->pass++;
         s->now_usec = now_usec;
         s->boot_now_usec = 0;
-        if (root_is_real(s->root)) {
+        if (util_root_is_real(s->root)) {
                 struct timespec ts;
                 if (clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
                         s->boot_now_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
