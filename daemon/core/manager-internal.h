@@ -84,8 +84,6 @@ struct manager {
         double self_cpu_frac;
 };
 
-#define JADD(o, k, v) json_object_object_add((o), (k), (v))
-
 /* The daemon's own CPU time so far (getrusage), for status and the metrics textfile. */
 uint64_t manager_rusage_cpu_usec(void);
 

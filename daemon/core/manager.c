@@ -14,6 +14,7 @@
 
 #include "apply/apply.h"
 #include "control/bus.h"
+#include "common/json-util.h"
 #include "common/protocol.h"
 #include "common/util.h"
 #include "config/config.h"
@@ -983,13 +984,28 @@ struct manager *manager_free(struct manager *m) {
         return NULL;
 }
 
+/* A reply to affctl: o if every key went in (r >= 0), else freed and r. */
+static int reply(struct json_object *o, int r, struct json_object **ret) {
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        *ret = o;
+        return 0;
+}
+
 int manager_reload(struct manager *m, struct json_object **ret) {
         struct config_errors errs = {};
         struct config_paths paths;
         struct config *c = NULL;
         struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
-        int r;
+        int r, k;
 
+        if (!o || !arr) {
+                json_object_put(o);
+                json_object_put(arr);
+                return -ENOMEM;
+        }
         config_paths_from(m->config_dirs, &paths);
         r = config_load(&paths, &c, &errs);
         if (r >= 0 && m->levers) {
@@ -1022,38 +1038,40 @@ int manager_reload(struct manager *m, struct json_object **ret) {
                 release_orphans(m);
         }
         config_errors_clear(&errs);
-        JADD(o, "ok", json_object_new_boolean(r >= 0));
-        JADD(o, "errors", arr);
-        if (r >= 0)
-                JADD(o, AFF_RELOAD_POLICIES, json_object_new_int((int) m->config->n_policies));
-        *ret = o;
-        return 0;
+        k = json_add(o, "ok", json_object_new_boolean(r >= 0));
+        if (k >= 0)
+                k = json_add(o, "errors", TAKE_PTR(arr));
+        json_object_put(arr);   /* NULL once added */
+        if (k >= 0 && r >= 0)
+                k = json_add(o, AFF_RELOAD_POLICIES, json_object_new_int((int) m->config->n_policies));
+        return reply(o, k, ret);
 }
 
 int manager_revert(struct manager *m, pid_t pid, struct json_object **ret) {
         struct json_object *o = json_object_new_object();
         int r = pid == 0 ? applier_restore_all(m->applier) : applier_restore_pid(m->applier, pid);
+        int k = o ? 0 : -ENOMEM;
 
-        JADD(o, "ok", json_object_new_boolean(r >= 0));
-        JADD(o, "reverted", json_object_new_int(r >= 0 ? r : 0));
+        k = k ?: json_add(o, "ok", json_object_new_boolean(r >= 0));
+        k = k ?: json_add(o, "reverted", json_object_new_int(r >= 0 ? r : 0));
         if (r < 0)
-                JADD(o, "error", json_object_new_string(strerror(-r)));
+                k = k ?: json_add(o, "error", json_object_new_string(strerror(-r)));
         log_fields(&m->log, LOG_NOTICE, NULL, "revert %s requested: %d change(s) undone",
                    pid == 0 ? "of everything" : "of one process", r >= 0 ? r : 0);
-        *ret = o;
-        return 0;
+        return reply(o, k, ret);
 }
 
 int manager_set_dry_run(struct manager *m, bool on, struct json_object **ret) {
         struct json_object *o = json_object_new_object();
+        int k;
 
         /* Entering dry-run keeps what is in force; it only stops new changes.
          * `affctl revert --all` is the way to undo. */
         m->dry_run = on;
         m->opts.dry_run = on;
         log_fields(&m->log, LOG_NOTICE, NULL, "dry-run %s", on ? "on" : "off");
-        JADD(o, "ok", json_object_new_boolean(true));
-        JADD(o, "dry_run", json_object_new_boolean(on));
-        *ret = o;
-        return 0;
+        k = o ? 0 : -ENOMEM;
+        k = k ?: json_add(o, "ok", json_object_new_boolean(true));
+        k = k ?: json_add(o, "dry_run", json_object_new_boolean(on));
+        return reply(o, k, ret);
 }
