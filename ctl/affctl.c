@@ -564,7 +564,48 @@ static int set_all(struct ctl *c) {
         return 0;
 }
 
-int main(int argc, char **argv) {
+/* Drop argv[i] and the n-1 after it. */
+static void args_drop(int *argc, char **argv, int i, int n) {
+        memmove(&argv[i], &argv[i + n], (size_t) (*argc - i - n + 1) * sizeof(char *));
+        *argc -= n;
+}
+
+/*
+ * Options after the verb too (affctl status --json): taken out of argv so
+ * that what is left is the verb's arguments. Returns 0, or EXIT_USAGE.
+ */
+static int options_after_verb(struct ctl *c, int *argc, char **argv, int first) {
+        for (int i = first; i < *argc; i++) {
+                const char *a = argv[i];
+
+                if (streq(a, "--json"))
+                        c->json = true;
+                else if (streq(a, "--verbose") || streq(a, "-v"))
+                        c->verbose = true;
+                else if (streq(a, "--wide"))
+                        c->table.wide = true;
+                else if (streq(a, "--all")) {
+                        if (set_all(c) < 0)
+                                return EXIT_USAGE;
+                } else if (streq(a, "--from-json") || strncmp(a, "--from-json=", 12) == 0) {
+                        int n = a[11] == '=' ? 1 : 2;
+
+                        if (n == 2 && i + 1 >= *argc) {
+                                fprintf(stderr, "affctl: --from-json takes a FILE\n");
+                                return EXIT_USAGE;
+                        }
+                        c->from_json = n == 1 ? a + 12 : argv[i + 1];
+                        args_drop(argc, argv, i--, n);
+                        continue;
+                } else
+                        continue;
+                args_drop(argc, argv, i--, 1);
+        }
+        return 0;
+}
+
+/* Options before the verb. Returns -1 to go on, else the exit code. */
+static int options_before_verb(struct ctl *c, int argc, char **argv) {
         static const struct option options[] = {
                 { "runtime-dir", required_argument, NULL, 'r' },
                 { "json", no_argument, NULL, 'j' },
@@ -575,33 +616,31 @@ int main(int argc, char **argv) {
                 { "from-json", required_argument, NULL, 'f' },
                 {},
         };
-        struct ctl c = { .runtime_dir = AFF_RUNTIME_DIR, .table.width = table_terminal_width() };
-        const char *verb;
         int opt;
 
         /* "+": stop at the verb, so "revert --all" and verb args are ours to read. */
         while ((opt = getopt_long(argc, argv, "+hjv", options, NULL)) >= 0)
                 switch (opt) {
                 case 'v':
-                        c.verbose = true;
+                        c->verbose = true;
                         break;
                 case 'r':
-                        c.runtime_dir = optarg;
+                        c->runtime_dir = optarg;
                         break;
                 case 'j':
-                        c.json = true;
+                        c->json = true;
                         break;
                 case 'w':
-                        c.table.wide = true;
+                        c->table.wide = true;
                         break;
                 case 'f':
-                        c.from_json = optarg;
+                        c->from_json = optarg;
                         break;
                 case 'h':
                         usage(stdout);
                         return 0;
                 case 'a':
-                        if (set_all(&c) < 0)
+                        if (set_all(c) < 0)
                                 return EXIT_USAGE;
                         break;
                 default:
@@ -612,41 +651,11 @@ int main(int argc, char **argv) {
                 usage(stderr);
                 return EXIT_USAGE;
         }
-        verb = argv[optind++];
-        /* Accept options after the verb too (affctl status --json). */
-        for (int i = optind; i < argc; i++) {
-                if (streq(argv[i], "--json")) {
-                        c.json = true;
-                        memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
-                        argc--, i--;
-                } else if (streq(argv[i], "--verbose") || streq(argv[i], "-v")) {
-                        c.verbose = true;
-                        memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
-                        argc--, i--;
-                } else if (streq(argv[i], "--all")) {
-                        if (set_all(&c) < 0)
-                                return EXIT_USAGE;
-                        memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
-                        argc--, i--;
-                } else if (streq(argv[i], "--wide")) {
-                        c.table.wide = true;
-                        memmove(&argv[i], &argv[i + 1], (size_t) (argc - i) * sizeof(char *));
-                        argc--, i--;
-                } else if (streq(argv[i], "--from-json") || strncmp(argv[i], "--from-json=", 12) == 0) {
-                        int n = argv[i][11] == '=' ? 1 : 2;
+        return -1;
+}
 
-                        if (n == 2 && i + 1 >= argc) {
-                                fprintf(stderr, "affctl: --from-json takes a FILE\n");
-                                return EXIT_USAGE;
-                        }
-                        c.from_json = n == 1 ? argv[i] + 12 : argv[i + 1];
-                        memmove(&argv[i], &argv[i + n], (size_t) (argc - i - n + 1) * sizeof(char *));
-                        argc -= n, i--;
-                }
-        }
-        int nargs = argc - optind;
-        char **args = argv + optind;
-
+/* Run the verb named with its arguments, after checking what it takes. */
+static int run_verb(struct ctl *c, const char *verb, int nargs, char **args) {
         for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
                 const struct verb *v = &verbs[i];
 
@@ -659,18 +668,33 @@ int main(int argc, char **argv) {
                                 fprintf(stderr, "affctl: usage: affctl %s %s\n", v->name, v->args);
                         return EXIT_USAGE;
                 }
-                if (c.all && !streq(v->name, "revert")) {
+                if (c->all && !streq(v->name, "revert")) {
                         fprintf(stderr, "affctl: --all is for revert, not %s\n", v->name);
                         return EXIT_USAGE;
                 }
-                if (c.from_json && !v->saved) {
+                if (c->from_json && !v->saved) {
                         fprintf(stderr, "affctl: --from-json is for status, tasks, actions, explain, pairs "
                                 "and hogs, not %s\n", v->name);
                         return EXIT_USAGE;
                 }
-                return v->run(&c, nargs, args);
+                return v->run(c, nargs, args);
         }
         fprintf(stderr, "affctl: unknown verb: %s\n", verb);
         usage(stderr);
         return EXIT_USAGE;
+}
+
+int main(int argc, char **argv) {
+        struct ctl c = { .runtime_dir = AFF_RUNTIME_DIR, .table.width = table_terminal_width() };
+        const char *verb;
+        int r;
+
+        r = options_before_verb(&c, argc, argv);
+        if (r >= 0)
+                return r;
+        verb = argv[optind++];
+        r = options_after_verb(&c, &argc, argv, optind);
+        if (r != 0)
+                return r;
+        return run_verb(&c, verb, argc - optind, argv + optind);
 }

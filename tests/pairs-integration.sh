@@ -279,8 +279,27 @@ rm -f "$work/st.pids"
 ST=$!; CHILDREN+=("$ST")
 wait_for 10 test -s "$work/st.pids" || fail "stream did not start"
 { read -r S1; read -r S2; } < "$work/st.pids"
+# The detector's rule for a stream is MaxCombinedUtil= (the policy's 120 %):
+# what its two sides get together on this machine now, measured here from
+# their own run times. On a loaded machine a stream's sides are squeezed
+# under it and, by that rule, look like a ping-pong: the premise of this
+# step does not hold then, and it is said, not failed (judging by useful
+# work instead is the open part of the effect check).
+# The daemon is stopped (SIGSTOP) while the stream is measured, split as
+# the kernel placed it: it cannot co-locate it halfway through.
+kill -STOP "$DAEMON_PID"
+cpu_pct_over "$S1" 1 >"$work/s1.pct" & cpu_pct_over "$S2" 1 >"$work/s2.pct"; wait $!
+kill -CONT "$DAEMON_PID"
+stream_util=$(awk -v a="$(cat "$work/s1.pct")" -v b="$(cat "$work/s2.pct")" 'BEGIN { printf "%.0f", a + b }')
+STREAM_PREMISE=yes
+if [ "$stream_util" -lt 120 ]; then
+        STREAM_PREMISE=
+        echo "# premise not met: the stream's two sides get ${stream_util} % of a CPU together here, under MaxCombinedUtil=120 %: by its rule the detector cannot tell it from a ping-pong on this loaded machine; its masks are not checked"
+fi
 stream_seen() { [ -n "$(pair_state "$S1" "$S2")" ]; }
-if wait_for 15 stream_seen; then
+if [ -z "$STREAM_PREMISE" ]; then
+        echo "# stream pair state: '$(pair_state "$S1" "$S2")'"
+elif wait_for 15 stream_seen; then
         state=$(pair_state "$S1" "$S2")
         echo "# stream pair state: '$state'"
         # give the planner time to (wrongly) act, then check nothing was narrowed

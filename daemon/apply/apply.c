@@ -594,6 +594,125 @@ static void ops_flush(struct applier *a) {
                      ops_last_error(a) ? ops_last_error(a) : strerror(-r));
 }
 
+/* One entry_release(): the entry, its live value and how it went. */
+struct release_pass {
+        struct entry *e;
+        const char *name;
+        struct value live;
+        const char *how;        /* the journal's word for it: restored, unchanged, foreign, gone... */
+        char what[300], live_s[64], orig_s[64], ours_s[64];
+};
+
+static int release_gone(struct applier *a, struct release_pass *s, struct apply_outcome *o) {
+        s->how = "gone";
+        emit(a, APPLIER_EVENT_GONE, s->e, 0, "%s: target exited or PID reused: forgotten, nothing touched",
+             s->what);
+        if (o)
+                snprintf(o->message, sizeof(o->message), "%s: target exited: forgotten", s->what);
+        return APPLY_GONE;
+}
+
+/*
+ * The original no longer fits (CPU hotplug, cpuset change): narrow it as the
+ * kernel would, or fall back to all allowed CPUs, but never leave it pinned.
+ * Returns value_set()'s result, or @r when the allowed CPUs are unknown.
+ */
+static int restore_narrowed(struct applier *a, struct release_pass *s, struct value *restore, int r) {
+        struct entry *e = s->e;
+        cpumask_t allowed;
+
+        if (a->ops->affinity_allowed(a->userdata, &e->act.task, &allowed) < 0 || cpumask_empty(&allowed))
+                return r;
+        restore->mask = cpumask_and(&e->original.mask, &allowed);
+        if (cpumask_empty(&restore->mask))
+                restore->mask = allowed;
+        r = value_set(a, &e->act, restore);
+        value_format_short(e->act.type, s->name, restore, s->orig_s, sizeof(s->orig_s));
+        return r;
+}
+
+/* Put the original back: it is still what we set. */
+static int release_restore(struct applier *a, struct release_pass *s, struct apply_outcome *o) {
+        struct entry *e = s->e;
+        struct value restore = e->original;
+        const char *why, *d;
+        int r;
+
+        r = value_restore(a, e, &restore);
+        if (r == -EINVAL && e->act.type == ACT_AFFINITY && a->ops->affinity_allowed)
+                r = restore_narrowed(a, s, &restore, r);
+        if (r == -ESRCH)
+                return release_gone(a, s, o);
+        if (r == -EBUSY && e->act.type == ACT_CGROUP_SUBTREE) {
+                /* Someone depends on the controller now (systemd for another
+                 * unit, a child cgroup): taking it away would reset their
+                 * weights. Leave it, say why, stop managing it. */
+                why = ops_last_error(a);
+                s->how = "in-use";
+                emit(a, APPLIER_EVENT_FOREIGN, e, 0, "left %s enabled: in use now (%s)", s->what,
+                     why ? why : strerror(-r));
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "left %s enabled: in use now (%s)", s->what,
+                                 why ? why : strerror(-r));
+                return APPLY_FOREIGN;
+        }
+        if (r < 0) {
+                why = ops_last_error(a);
+                emit(a, APPLIER_EVENT_FAILED, e, r, "cannot restore %s to %s: %s%s%s", s->what, s->orig_s,
+                     strerror(-r), why ? ": " : "", why ? why : "");
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "cannot restore %s to %s: %s", s->what, s->orig_s,
+                                 strerror(-r));
+                return r;
+        }
+        s->how = "restored";
+        /* how a weight went back (systemd, drop-in removed, exact cpu.shares) */
+        d = e->act.type == ACT_CGROUP_WEIGHT && a->ops->last_detail ? a->ops->last_detail(a->userdata) : NULL;
+        emit(a, APPLIER_EVENT_RESTORED, e, 0, "restored %s: %s -> %s%s%s%s", s->what, s->live_s, s->orig_s,
+             d && d[0] ? " [" : "", d && d[0] ? d : "", d && d[0] ? "]" : "");
+        if (o) {
+                snprintf(o->after, sizeof(o->after), "%s", s->orig_s);
+                snprintf(o->message, sizeof(o->message), "restored %s: %s -> %s", s->what, s->live_s, s->orig_s);
+        }
+        return APPLY_CHANGED;
+}
+
+/* The live value against the original and ours: nothing to do, theirs, or a restore. */
+static int release_decide(struct applier *a, size_t i, struct release_pass *s, struct apply_outcome *o) {
+        struct entry *e = s->e;
+
+        if (value_equal(e->act.type, &s->live, &e->original)) {
+                /* BEGIN without APPLIED (crash before the change), or a crash
+                 * after restoring but before RELEASED, or someone put the
+                 * original back: nothing to do. */
+                s->how = "unchanged";
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "%s already %s: nothing to restore", s->what,
+                                 s->live_s);
+                return APPLY_NOTHING;
+        }
+        if (value_equal(e->act.type, &s->live, &e->target))
+                return release_restore(a, s, o);
+        if (older_entry_set(a, i, &s->live)) {
+                /* Crash between a superseding BEGIN and its change: the older
+                 * entry of the same target still holds; it is handled next. */
+                s->how = "superseded";
+                if (o)
+                        snprintf(o->message, sizeof(o->message), "%s: superseded entry, nothing to do", s->what);
+                return APPLY_NOTHING;
+        }
+        /* Someone else changed it after us (taskset, systemd, a cpuset
+         * move): theirs wins, we stop managing it. */
+        s->how = "foreign";
+        emit(a, APPLIER_EVENT_FOREIGN, e, 0,
+             "%s changed by someone else to %s (we set %s, original %s): left alone, no longer managed", s->what,
+             s->live_s, s->ours_s, s->orig_s);
+        if (o)
+                snprintf(o->message, sizeof(o->message), "%s changed by someone else to %s: left alone", s->what,
+                         s->live_s);
+        return APPLY_FOREIGN;
+}
+
 /*
  * Put entry i back if it is still ours; forget it in every case but a
  * failure. with_journal=false during recovery (the old file may end in a
@@ -602,130 +721,35 @@ static void ops_flush(struct applier *a) {
  * APPLY_FOREIGN, APPLY_GONE or -errno (entry kept).
  */
 static int entry_release(struct applier *a, size_t i, bool with_journal, struct apply_outcome *o) {
-        struct entry *e = &a->entries[i];
-        const char *name = target_name(&e->act);
-        char what[300], live_s[64], orig_s[64], ours_s[64];
-        struct value live;
-        const char *how;
+        struct release_pass s = { .e = &a->entries[i], .name = target_name(&a->entries[i].act) };
+        struct entry *e = s.e;
         int r, result;
 
-        describe(&e->act, what, sizeof(what));
-        value_format_short(e->act.type, name, &e->original, orig_s, sizeof(orig_s));
-        value_format_short(e->act.type, name, &e->target, ours_s, sizeof(ours_s));
+        describe(&e->act, s.what, sizeof(s.what));
+        value_format_short(e->act.type, s.name, &e->original, s.orig_s, sizeof(s.orig_s));
+        value_format_short(e->act.type, s.name, &e->target, s.ours_s, sizeof(s.ours_s));
 
-        r = value_get(a, &e->act, &live);
+        r = value_get(a, &e->act, &s.live);
         if (r == -ESRCH)
-                goto gone;
-        if (r < 0) {
-                emit(a, APPLIER_EVENT_FAILED, e, r, "cannot read %s to restore it: %s", what, strerror(-r));
+                result = release_gone(a, &s, o);
+        else if (r < 0) {
+                emit(a, APPLIER_EVENT_FAILED, e, r, "cannot read %s to restore it: %s", s.what, strerror(-r));
                 if (o)
-                        snprintf(o->message, sizeof(o->message), "cannot read %s: %s", what, strerror(-r));
+                        snprintf(o->message, sizeof(o->message), "cannot read %s: %s", s.what, strerror(-r));
                 return r;
-        }
-        value_format_short(e->act.type, name, &live, live_s, sizeof(live_s));
-        if (o) {
-                snprintf(o->before, sizeof(o->before), "%s", live_s);
-                snprintf(o->after, sizeof(o->after), "%s", live_s);
-        }
-
-        if (value_equal(e->act.type, &live, &e->original)) {
-                /* BEGIN without APPLIED (crash before the change), or a crash
-                 * after restoring but before RELEASED, or someone put the
-                 * original back: nothing to do. */
-                how = "unchanged";
-                result = APPLY_NOTHING;
-                if (o)
-                        snprintf(o->message, sizeof(o->message), "%s already %s: nothing to restore", what, live_s);
-        } else if (!value_equal(e->act.type, &live, &e->target) && older_entry_set(a, i, &live)) {
-                /* Crash between a superseding BEGIN and its change: the older
-                 * entry of the same target still holds; it is handled next. */
-                how = "superseded";
-                result = APPLY_NOTHING;
-                if (o)
-                        snprintf(o->message, sizeof(o->message), "%s: superseded entry, nothing to do", what);
-        } else if (!value_equal(e->act.type, &live, &e->target)) {
-                /* Someone else changed it after us (taskset, systemd, a cpuset
-                 * move): theirs wins, we stop managing it. */
-                how = "foreign";
-                result = APPLY_FOREIGN;
-                emit(a, APPLIER_EVENT_FOREIGN, e, 0,
-                     "%s changed by someone else to %s (we set %s, original %s): left alone, no longer managed",
-                     what, live_s, ours_s, orig_s);
-                if (o)
-                        snprintf(o->message, sizeof(o->message), "%s changed by someone else to %s: left alone",
-                                 what, live_s);
         } else {
-                struct value restore = e->original;
-
-                r = value_restore(a, e, &restore);
-                if (r == -EINVAL && e->act.type == ACT_AFFINITY && a->ops->affinity_allowed) {
-                        /* The original no longer fits (CPU hotplug, cpuset
-                         * change): narrow it as the kernel would, or fall
-                         * back to all allowed CPUs, but never leave it pinned. */
-                        cpumask_t allowed;
-
-                        if (a->ops->affinity_allowed(a->userdata, &e->act.task, &allowed) >= 0 &&
-                            !cpumask_empty(&allowed)) {
-                                restore.mask = cpumask_and(&e->original.mask, &allowed);
-                                if (cpumask_empty(&restore.mask))
-                                        restore.mask = allowed;
-                                r = value_set(a, &e->act, &restore);
-                                value_format_short(e->act.type, name, &restore, orig_s, sizeof(orig_s));
-                        }
-                }
-                if (r == -ESRCH)
-                        goto gone;
-                if (r == -EBUSY && e->act.type == ACT_CGROUP_SUBTREE) {
-                        /* Someone depends on the controller now (systemd for another
-                         * unit, a child cgroup): taking it away would reset their
-                         * weights. Leave it, say why, stop managing it. */
-                        const char *why = ops_last_error(a);
-
-                        how = "in-use";
-                        result = APPLY_FOREIGN;
-                        emit(a, APPLIER_EVENT_FOREIGN, e, 0, "left %s enabled: in use now (%s)", what,
-                             why ? why : strerror(-r));
-                        if (o)
-                                snprintf(o->message, sizeof(o->message), "left %s enabled: in use now (%s)", what,
-                                         why ? why : strerror(-r));
-                        goto done;
-                }
-                if (r < 0) {
-                        const char *why = ops_last_error(a);
-
-                        emit(a, APPLIER_EVENT_FAILED, e, r, "cannot restore %s to %s: %s%s%s", what, orig_s,
-                             strerror(-r), why ? ": " : "", why ? why : "");
-                        if (o)
-                                snprintf(o->message, sizeof(o->message), "cannot restore %s to %s: %s",
-                                         what, orig_s, strerror(-r));
-                        return r;
-                }
-                how = "restored";
-                result = APPLY_CHANGED;
-                {
-                        /* how a weight went back (systemd, drop-in removed, exact cpu.shares) */
-                        const char *d = e->act.type == ACT_CGROUP_WEIGHT && a->ops->last_detail
-                                        ? a->ops->last_detail(a->userdata) : NULL;
-
-                        emit(a, APPLIER_EVENT_RESTORED, e, 0, "restored %s: %s -> %s%s%s%s", what, live_s, orig_s,
-                             d && d[0] ? " [" : "", d && d[0] ? d : "", d && d[0] ? "]" : "");
-                }
+                value_format_short(e->act.type, s.name, &s.live, s.live_s, sizeof(s.live_s));
                 if (o) {
-                        snprintf(o->after, sizeof(o->after), "%s", orig_s);
-                        snprintf(o->message, sizeof(o->message), "restored %s: %s -> %s", what, live_s, orig_s);
+                        snprintf(o->before, sizeof(o->before), "%s", s.live_s);
+                        snprintf(o->after, sizeof(o->after), "%s", s.live_s);
                 }
+                result = release_decide(a, i, &s, o);
+                if (result < 0)
+                        return result;
         }
-        goto done;
 
-gone:
-        how = "gone";
-        result = APPLY_GONE;
-        emit(a, APPLIER_EVENT_GONE, e, 0, "%s: target exited or PID reused: forgotten, nothing touched", what);
-        if (o)
-                snprintf(o->message, sizeof(o->message), "%s: target exited: forgotten", what);
-done:
         if (with_journal)
-                journal_released(a, e, how);
+                journal_released(a, e, s.how);
         entries_remove(a, i);
         if (with_journal)
                 maybe_compact(a);
@@ -823,10 +847,141 @@ const struct applier_recover_report *applier_get_recover_report(struct applier *
         return &a->recover_report;
 }
 
+/* A journal of another version, or not a journal at all: kept aside, and a new one started. */
+static int recover_unreadable(struct applier *a, const struct journal_contents *c, int err,
+                              struct applier_recover_report *rep) {
+        int k;
+
+        /* Never guess what a journal of another version means: keep it
+         * for the administrator and start a new one. */
+        k = journal_move_aside(a->journal, rep->moved_aside, sizeof(rep->moved_aside));
+        if (k < 0)
+                return k;
+        k = start_fresh(a);
+        if (k < 0)
+                return k;
+        a->recovered = true;
+        if (err == -EPROTONOSUPPORT)
+                snprintf(rep->message, sizeof(rep->message),
+                         "journal version %u is not supported (this build reads %d): moved aside to %s, "
+                         "nothing restored from it; check its entries by hand",
+                         c->version, JOURNAL_VERSION, rep->moved_aside);
+        else
+                snprintf(rep->message, sizeof(rep->message),
+                         "journal is not an affinityd journal: moved aside to %s, nothing restored from it",
+                         rep->moved_aside);
+        emit(a, APPLIER_EVENT_JOURNAL, NULL, err, "%s", rep->message);
+        a->recover_report = *rep;
+        return err;
+}
+
+/* What reading found wrong; a damaged or oversized journal is kept aside as it is. */
+static int recover_keep_damaged(struct applier *a, const struct journal_contents *c,
+                                struct applier_recover_report *rep) {
+        int k;
+
+        for (size_t i = 0; i < c->n_warnings; i++)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG, "%s: %s", journal_path(a->journal), c->warnings[i]);
+        rep->torn = c->n_torn;
+        rep->corrupt = c->n_corrupt;
+        rep->unknown = c->n_unknown;
+        rep->entries = (unsigned) c->n_entries;
+        if (c->n_corrupt == 0 && !c->too_large)
+                return 0;
+        /* A damaged record may be a change still in force whose original
+         * only it knew; the rewrite below would lose it. Keep the file as
+         * it is for the administrator (as for a bad header); the good
+         * records are restored from what was read. */
+        k = journal_move_aside(a->journal, rep->moved_aside, sizeof(rep->moved_aside));
+        if (k < 0)
+                return k;
+        if (c->too_large)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EFBIG,
+                     "journal is too large (%" PRIu64 " bytes > %u): kept as %s; restoring from its first %u bytes",
+                     c->too_large, JOURNAL_READ_MAX, rep->moved_aside, JOURNAL_READ_MAX);
+        if (c->n_corrupt > 0)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG,
+                     "journal has %u damaged record(s) (logged above): kept as %s; the changes they "
+                     "recorded may still be in force, check them by hand",
+                     c->n_corrupt, rep->moved_aside);
+        return 0;
+}
+
+/* The journal's entries become ours, unless they are of another boot. */
+static int recover_load(struct applier *a, struct journal_contents *c, struct applier_recover_report *rep) {
+        int k;
+
+        if (c->max_seq >= a->next_seq)
+                a->next_seq = c->max_seq + 1;
+
+        if (c->n_entries > 0 && a->boot_id[0] && c->boot_id[0] && !streq(c->boot_id, "-") &&
+            !streq(c->boot_id, a->boot_id)) {
+                /* Kernel state does not survive a reboot (affinity, cgroups,
+                 * sched_features, sysctls are all reset), and task identities
+                 * of another boot may collide with this one's: drop it all. */
+                rep->stale_boot = (unsigned) c->n_entries;
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, 0,
+                     "journal is from another boot (%s): %zu entries dropped, nothing restored",
+                     c->boot_id, c->n_entries);
+                c->n_entries = 0;
+        }
+
+        a->n_entries = 0;
+        for (size_t i = 0; i < c->n_entries; i++) {
+                struct entry e;
+
+                k = entry_from_record(&c->entries[i].begin, c->entries[i].applied, &e);
+                if (k < 0) {
+                        rep->corrupt++;
+                        emit(a, APPLIER_EVENT_JOURNAL, NULL, k, "journal entry seq %" PRIu64 " (%s) unusable: %s",
+                             c->entries[i].begin.seq, c->entries[i].begin.key, strerror(-k));
+                        continue;
+                }
+                k = entries_push(a, &e);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
+/* Every loaded entry put back, newest first as on stop; what fails stays. */
+static void recover_restore(struct applier *a, struct applier_recover_report *rep) {
+        /* The backend relearns what it needs for an exact restore (v1 cpu.shares). */
+        for (size_t i = 0; i < a->n_entries; i++)
+                if (a->entries[i].act.type == ACT_CGROUP_WEIGHT && a->ops->weight_recall)
+                        (void) a->ops->weight_recall(a->userdata, a->entries[i].act.cgroup, a->entries[i].restore);
+
+        for (size_t i = a->n_entries; i > 0; i--) {
+                if (a->entries[i - 1].act.type == ACT_CGROUP_SUBTREE && subtree_needed(a, &a->entries[i - 1])) {
+                        rep->failed++;   /* a weight below it could not be restored: kept with it */
+                        continue;
+                }
+                switch (entry_release(a, i - 1, false, NULL)) {
+                case APPLY_CHANGED: rep->restored++; break;
+                case APPLY_NOTHING: rep->unchanged++; break;
+                case APPLY_FOREIGN: rep->foreign++; break;
+                case APPLY_GONE: rep->gone++; break;
+                default: rep->failed++; break;
+                }
+        }
+
+        if (rep->restored > 0)
+                ops_flush(a);
+}
+
+static void recover_message(struct applier *a, struct applier_recover_report *rep) {
+        snprintf(rep->message, sizeof(rep->message),
+                 "journal %s: %u entries: %u restored, %u already original, %u changed by others (left), "
+                 "%u exited, %u failed (kept), %u from another boot; %u torn, %u damaged, %u unknown lines ignored%s%s",
+                 journal_path(a->journal), rep->entries, rep->restored, rep->unchanged, rep->foreign, rep->gone,
+                 rep->failed, rep->stale_boot, rep->torn, rep->corrupt, rep->unknown,
+                 rep->moved_aside[0] ? "; the damaged journal is kept as " : "", rep->moved_aside);
+}
+
 int applier_recover(struct applier *a) {
         struct applier_recover_report rep = {};
         struct journal_contents c = {};
-        int r, k;
+        int r;
 
         if (a->recovered)
                 return -EALREADY;
@@ -839,119 +994,22 @@ int applier_recover(struct applier *a) {
                 a->recovered = true;
                 snprintf(rep.message, sizeof(rep.message), "no journal at %s: nothing to restore",
                          journal_path(a->journal));
-                goto out;
-        }
-        if (r == -EPROTONOSUPPORT || r == -EBADMSG) {
-                int err = r;
-
-                /* Never guess what a journal of another version means: keep it
-                 * for the administrator and start a new one. */
-                k = journal_move_aside(a->journal, rep.moved_aside, sizeof(rep.moved_aside));
-                if (k < 0)
-                        return k;
-                k = start_fresh(a);
-                if (k < 0)
-                        return k;
-                a->recovered = true;
-                if (err == -EPROTONOSUPPORT)
-                        snprintf(rep.message, sizeof(rep.message),
-                                 "journal version %u is not supported (this build reads %d): moved aside to %s, "
-                                 "nothing restored from it; check its entries by hand",
-                                 c.version, JOURNAL_VERSION, rep.moved_aside);
-                else
-                        snprintf(rep.message, sizeof(rep.message),
-                                 "journal is not an affinityd journal: moved aside to %s, nothing restored from it",
-                                 rep.moved_aside);
-                emit(a, APPLIER_EVENT_JOURNAL, NULL, err, "%s", rep.message);
                 a->recover_report = rep;
-                return err;
+                return 0;
         }
+        if (r == -EPROTONOSUPPORT || r == -EBADMSG)
+                return recover_unreadable(a, &c, r, &rep);
         if (r < 0)
                 return r;
 
-        for (size_t i = 0; i < c.n_warnings; i++)
-                emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG, "%s: %s", journal_path(a->journal), c.warnings[i]);
-        rep.torn = c.n_torn;
-        rep.corrupt = c.n_corrupt;
-        rep.unknown = c.n_unknown;
-        rep.entries = (unsigned) c.n_entries;
-        if (c.n_corrupt > 0 || c.too_large) {
-                /* A damaged record may be a change still in force whose original
-                 * only it knew; the rewrite below would lose it. Keep the file as
-                 * it is for the administrator (as for a bad header); the good
-                 * records are restored from what was read. */
-                k = journal_move_aside(a->journal, rep.moved_aside, sizeof(rep.moved_aside));
-                if (k < 0) {
-                        journal_contents_clear(&c);
-                        return k;
-                }
-                if (c.too_large)
-                        emit(a, APPLIER_EVENT_JOURNAL, NULL, -EFBIG,
-                             "journal is too large (%" PRIu64 " bytes > %u): kept as %s; restoring from its first %u bytes",
-                             c.too_large, JOURNAL_READ_MAX, rep.moved_aside, JOURNAL_READ_MAX);
-                if (c.n_corrupt > 0)
-                        emit(a, APPLIER_EVENT_JOURNAL, NULL, -EBADMSG,
-                             "journal has %u damaged record(s) (logged above): kept as %s; the changes they "
-                             "recorded may still be in force, check them by hand",
-                             c.n_corrupt, rep.moved_aside);
-        }
-        if (c.max_seq >= a->next_seq)
-                a->next_seq = c.max_seq + 1;
-
-        if (c.n_entries > 0 && a->boot_id[0] && c.boot_id[0] && !streq(c.boot_id, "-") &&
-            !streq(c.boot_id, a->boot_id)) {
-                /* Kernel state does not survive a reboot (affinity, cgroups,
-                 * sched_features, sysctls are all reset), and task identities
-                 * of another boot may collide with this one's: drop it all. */
-                rep.stale_boot = (unsigned) c.n_entries;
-                emit(a, APPLIER_EVENT_JOURNAL, NULL, 0,
-                     "journal is from another boot (%s): %zu entries dropped, nothing restored",
-                     c.boot_id, c.n_entries);
-                c.n_entries = 0;
-        }
-
-        a->n_entries = 0;
-        for (size_t i = 0; i < c.n_entries; i++) {
-                struct entry e;
-
-                k = entry_from_record(&c.entries[i].begin, c.entries[i].applied, &e);
-                if (k < 0) {
-                        rep.corrupt++;
-                        emit(a, APPLIER_EVENT_JOURNAL, NULL, k, "journal entry seq %" PRIu64 " (%s) unusable: %s",
-                             c.entries[i].begin.seq, c.entries[i].begin.key, strerror(-k));
-                        continue;
-                }
-                k = entries_push(a, &e);
-                if (k < 0) {
-                        journal_contents_clear(&c);
-                        return k;
-                }
-        }
+        r = recover_keep_damaged(a, &c, &rep);
+        if (r >= 0)
+                r = recover_load(a, &c, &rep);
         journal_contents_clear(&c);
+        if (r < 0)
+                return r;
 
-        /* The backend relearns what it needs for an exact restore (v1 cpu.shares). */
-        for (size_t i = 0; i < a->n_entries; i++)
-                if (a->entries[i].act.type == ACT_CGROUP_WEIGHT && a->ops->weight_recall)
-                        (void) a->ops->weight_recall(a->userdata, a->entries[i].act.cgroup, a->entries[i].restore);
-
-        /* Newest first, as on stop. */
-        for (size_t i = a->n_entries; i > 0; i--) {
-                if (a->entries[i - 1].act.type == ACT_CGROUP_SUBTREE && subtree_needed(a, &a->entries[i - 1])) {
-                        rep.failed++;   /* a weight below it could not be restored: kept with it */
-                        continue;
-                }
-                k = entry_release(a, i - 1, false, NULL);
-                switch (k) {
-                case APPLY_CHANGED: rep.restored++; break;
-                case APPLY_NOTHING: rep.unchanged++; break;
-                case APPLY_FOREIGN: rep.foreign++; break;
-                case APPLY_GONE: rep.gone++; break;
-                default: rep.failed++; break;
-                }
-        }
-
-        if (rep.restored > 0)
-                ops_flush(a);
+        recover_restore(a, &rep);
 
         /* Only what failed stays; the rewrite also drops a torn tail so
          * appends never glue onto half a line. */
@@ -959,13 +1017,7 @@ int applier_recover(struct applier *a) {
         if (r < 0)
                 return r;
         a->recovered = true;
-        snprintf(rep.message, sizeof(rep.message),
-                 "journal %s: %u entries: %u restored, %u already original, %u changed by others (left), "
-                 "%u exited, %u failed (kept), %u from another boot; %u torn, %u damaged, %u unknown lines ignored%s%s",
-                 journal_path(a->journal), rep.entries, rep.restored, rep.unchanged, rep.foreign, rep.gone,
-                 rep.failed, rep.stale_boot, rep.torn, rep.corrupt, rep.unknown,
-                 rep.moved_aside[0] ? "; the damaged journal is kept as " : "", rep.moved_aside);
-out:
+        recover_message(a, &rep);
         a->recover_report = rep;
         return (int) rep.restored;
 }
@@ -1070,160 +1122,238 @@ static void dry_run_subtrees(struct applier *a, const struct action *act, char *
         }
 }
 
-static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
-                     bool dry_run, struct apply_outcome *o) {
-        const char *name = target_name(act);
-        char what[300], live_s[64], target_s[64], orig_s[64];
+/* One apply_set(): the action's target, its live value and the entry it would become. */
+struct set_pass {
+        const struct action *act;
+        const char *name;
+        ssize_t i;              /* the entry that manages the target already, or -1 */
         struct value live, target;
         struct entry e;
-        struct timespec ts;
-        ssize_t i;
-        int r, k;
+        char what[300], live_s[64], target_s[64], orig_s[64];
+};
 
-        describe(act, what, sizeof(what));
-        value_from_action(act, &target);
-        value_format_short(act->type, name, &target, target_s, sizeof(target_s));
-        snprintf(o->after, sizeof(o->after), "%s", target_s);
+/* What the action asks for, and whether we manage its target already. */
+static void set_target(struct applier *a, struct set_pass *s, const char *key, struct apply_outcome *o) {
+        describe(s->act, s->what, sizeof(s->what));
+        value_from_action(s->act, &s->target);
+        value_format_short(s->act->type, s->name, &s->target, s->target_s, sizeof(s->target_s));
+        snprintf(o->after, sizeof(o->after), "%s", s->target_s);
+        s->i = find_key(a, key);
+}
 
-        i = find_key(a, key);
-        r = value_get(a, act, &live);
-        if (r == -ESRCH && i >= 0 && !dry_run)
-                return entry_release(a, (size_t) i, true, o);   /* the managed target is gone */
-        if (r < 0) {
-                if (dry_run) {
-                        snprintf(o->message, sizeof(o->message), "would set %s to %s (cannot read it now: %s)",
-                                 what, target_s, strerror(-r));
-                        return APPLY_NOTHING;
-                }
-                snprintf(o->message, sizeof(o->message), "cannot read %s: %s", what, strerror(-r));
-                return r;
+static int set_unreadable(const struct set_pass *s, int error, bool dry_run, struct apply_outcome *o) {
+        if (dry_run) {
+                snprintf(o->message, sizeof(o->message), "would set %s to %s (cannot read it now: %s)", s->what,
+                         s->target_s, strerror(-error));
+                return APPLY_NOTHING;
         }
-        value_format_short(act->type, name, &live, live_s, sizeof(live_s));
-        snprintf(o->before, sizeof(o->before), "%s", live_s);
+        snprintf(o->message, sizeof(o->message), "cannot read %s: %s", s->what, strerror(-error));
+        return error;
+}
 
-        if (value_equal(act->type, &live, &target)) {
-                if (i >= 0 && !dry_run && value_equal(act->type, &target, &a->entries[i].target))
+enum set_verdict {
+        SET_NOTHING,    /* as wanted already, or dry run: o->message says why */
+        SET_RELEASE,    /* the managed entry is let go of instead */
+        SET_CHANGE,
+};
+
+/* The live value against the target and against the entry that manages it. */
+static enum set_verdict set_verdict(struct applier *a, const struct set_pass *s, bool dry_run,
+                                    struct apply_outcome *o) {
+        enum action_type t = s->act->type;
+        struct entry *old = s->i >= 0 ? &a->entries[s->i] : NULL;
+
+        if (value_equal(t, &s->live, &s->target)) {
+                if (old && !dry_run && value_equal(t, &s->target, &old->target))
                         /* Ours already, now for another reason: a server thread kept on its
                          * CPU for its next client. Its original stays as recorded; who it
                          * is held for changes, so the pair that ended lets go of nothing. */
-                        entry_adopt(&a->entries[i], act);
-                snprintf(o->message, sizeof(o->message), "%s already %s: nothing to do", what, live_s);
-                return APPLY_NOTHING;
+                        entry_adopt(old, s->act);
+                snprintf(o->message, sizeof(o->message), "%s already %s: nothing to do", s->what, s->live_s);
+                return SET_NOTHING;
         }
 
-        if (i >= 0 && !value_equal(act->type, &live, &a->entries[i].target)) {
+        if (old && !value_equal(t, &s->live, &old->target)) {
                 /* We manage it, but the live value is not what we set. */
                 if (dry_run) {
                         snprintf(o->message, sizeof(o->message),
-                                 "would leave %s alone: changed by someone else to %s", what, live_s);
-                        return APPLY_NOTHING;
+                                 "would leave %s alone: changed by someone else to %s", s->what, s->live_s);
+                        return SET_NOTHING;
                 }
-                return entry_release(a, (size_t) i, true, o);
+                return SET_RELEASE;
         }
-        if (i >= 0 && value_equal(act->type, &target, &a->entries[i].original)) {
+        if (old && value_equal(t, &s->target, &old->original)) {
                 /* Asked to go back to the original: that is a release. */
                 if (dry_run) {
-                        snprintf(o->message, sizeof(o->message), "would restore %s: %s -> %s", what, live_s,
-                                 target_s);
-                        return APPLY_NOTHING;
+                        snprintf(o->message, sizeof(o->message), "would restore %s: %s -> %s", s->what, s->live_s,
+                                 s->target_s);
+                        return SET_NOTHING;
                 }
-                return entry_release(a, (size_t) i, true, o);
+                return SET_RELEASE;
         }
+        return SET_CHANGE;
+}
 
-        e = (struct entry) {
+/* The entry of the change: the original is the old entry's when there is one. */
+static void set_entry_new(struct applier *a, struct set_pass *s, const char *key, uint64_t now_usec) {
+        s->e = (struct entry) {
                 .seq = a->next_seq,
-                .act = *act,
-                .original = i >= 0 ? a->entries[i].original : live,
-                .target = target,
+                .act = *s->act,
+                .original = s->i >= 0 ? a->entries[s->i].original : s->live,
+                .target = s->target,
                 .applied = true,
                 .since_usec = now_usec,
         };
-        e.act.verb = VERB_SET;
-        snprintf(e.key, sizeof(e.key), "%s", key);
-        value_format_short(act->type, name, &e.original, orig_s, sizeof(orig_s));
+        s->e.act.verb = VERB_SET;
+        snprintf(s->e.key, sizeof(s->e.key), "%s", key);
+        value_format_short(s->act->type, s->name, &s->e.original, s->orig_s, sizeof(s->orig_s));
+}
 
-        if (dry_run) {
-                char also[256] = "";
+static int set_dry_run(struct applier *a, const struct set_pass *s, struct apply_outcome *o) {
+        char also[256] = "";
 
-                if (act->type == ACT_CGROUP_WEIGHT && i < 0)
-                        dry_run_subtrees(a, act, also, sizeof(also));
-                snprintf(o->message, sizeof(o->message), "would set %s: %s -> %s (original %s)%s", what, live_s,
-                         target_s, orig_s, also);
-                return APPLY_NOTHING;
+        if (s->act->type == ACT_CGROUP_WEIGHT && s->i < 0)
+                dry_run_subtrees(a, s->act, also, sizeof(also));
+        snprintf(o->message, sizeof(o->message), "would set %s: %s -> %s (original %s)%s", s->what, s->live_s,
+                 s->target_s, s->orig_s, also);
+        return APPLY_NOTHING;
+}
+
+/* A weight's restore: the old entry's, or what weight_prepare() made ready. */
+static int set_weight_restore(struct applier *a, struct set_pass *s, uint64_t now_usec, struct apply_outcome *o) {
+        int r;
+
+        if (s->i >= 0) {
+                /* The true original, and how to put it back, are the old entry's. */
+                snprintf(s->e.restore, sizeof(s->e.restore), "%s", a->entries[s->i].restore);
+                return 0;
         }
-
-        if (act->type == ACT_CGROUP_WEIGHT) {
-                if (i >= 0)
-                        /* The true original, and how to put it back, are the old entry's. */
-                        snprintf(e.restore, sizeof(e.restore), "%s", a->entries[i].restore);
-                else {
-                        r = weight_prepare(a, act, now_usec, e.restore, sizeof(e.restore));
-                        if (r < 0) {
-                                snprintf(o->message, sizeof(o->message), "cannot prepare %s: %s", what, strerror(-r));
-                                return r;
-                        }
-                        /* weight_prepare may have added entries: the seq moved on */
-                        e.seq = a->next_seq;
-                }
+        r = weight_prepare(a, s->act, now_usec, s->e.restore, sizeof(s->e.restore));
+        if (r < 0) {
+                snprintf(o->message, sizeof(o->message), "cannot prepare %s: %s", s->what, strerror(-r));
+                return r;
         }
+        /* weight_prepare may have added entries: the seq moved on */
+        s->e.seq = a->next_seq;
+        return 0;
+}
+
+/* Write-ahead: no change without a durable record of the original. */
+static int set_write(struct applier *a, struct set_pass *s, struct apply_outcome *o) {
+        struct timespec ts;
+        int r;
 
         clock_gettime(CLOCK_REALTIME, &ts);
-        e.time_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
+        s->e.time_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 
-        /* Write-ahead: no change without a durable record of the original. */
-        r = journal_begin(a, &e);
+        r = journal_begin(a, &s->e);
         if (r < 0) {
                 emit(a, APPLIER_EVENT_JOURNAL, NULL, r, "journal %s: cannot record change of %s, not changing it: %s",
-                     journal_path(a->journal), what, strerror(-r));
+                     journal_path(a->journal), s->what, strerror(-r));
                 snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-r));
                 return r;
         }
         a->next_seq++;
 
-        r = value_set(a, act, &target);
+        r = value_set(a, s->act, &s->target);
         if (r < 0) {
-                journal_released(a, &e, "failed");
-                snprintf(o->message, sizeof(o->message), "cannot set %s to %s: %s", what, target_s, strerror(-r));
-                if (r == -ESRCH && i >= 0) {
+                journal_released(a, &s->e, "failed");
+                snprintf(o->message, sizeof(o->message), "cannot set %s to %s: %s", s->what, s->target_s,
+                         strerror(-r));
+                if (r == -ESRCH && s->i >= 0) {
                         /* The managed target itself is gone. */
-                        emit(a, APPLIER_EVENT_GONE, &a->entries[i], 0,
-                             "%s: target exited or PID reused: forgotten, nothing touched", what);
-                        journal_released(a, &a->entries[i], "gone");
-                        entries_remove(a, (size_t) i);
+                        emit(a, APPLIER_EVENT_GONE, &a->entries[s->i], 0,
+                             "%s: target exited or PID reused: forgotten, nothing touched", s->what);
+                        journal_released(a, &a->entries[s->i], "gone");
+                        entries_remove(a, (size_t) s->i);
                         maybe_compact(a);
                 } else if (r != -ESRCH)
-                        emit(a, APPLIER_EVENT_FAILED, &e, r, "cannot set %s to %s: %s", what, target_s, strerror(-r));
+                        emit(a, APPLIER_EVENT_FAILED, &s->e, r, "cannot set %s to %s: %s", s->what, s->target_s,
+                             strerror(-r));
                 return r;
         }
+        return 0;
+}
 
-        k = journal_note(a, JREC_APPLIED, e.seq, NULL);
-        if (k < 0) {
-                /* The journal cannot follow: undo rather than run with a change
-                 * whose record may be incomplete. */
-                int u = value_set(a, act, &live);
-                emit(a, APPLIER_EVENT_JOURNAL, &e, k,
-                     "journal %s: cannot record change of %s: %s; change %s", journal_path(a->journal), what,
-                     strerror(-k), u >= 0 ? "undone" : "could NOT be undone");
-                if (u >= 0)
-                        journal_released(a, &e, "failed");
-                snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-k));
-                return k;
-        }
+static int set_journal_applied(struct applier *a, const struct set_pass *s, struct apply_outcome *o) {
+        int k, u;
 
-        if (i >= 0) {
-                /* The new entry carries the true original; the old one is done. */
-                journal_released(a, &a->entries[i], "superseded");
-                entries_remove(a, (size_t) i);
+        k = journal_note(a, JREC_APPLIED, s->e.seq, NULL);
+        if (k >= 0)
+                return 0;
+        /* The journal cannot follow: undo rather than run with a change
+         * whose record may be incomplete. */
+        u = value_set(a, s->act, &s->live);
+        emit(a, APPLIER_EVENT_JOURNAL, &s->e, k, "journal %s: cannot record change of %s: %s; change %s",
+             journal_path(a->journal), s->what, strerror(-k), u >= 0 ? "undone" : "could NOT be undone");
+        if (u >= 0)
+                journal_released(a, &s->e, "failed");
+        snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-k));
+        return k;
+}
+
+/* The new entry carries the true original; the old one is done. */
+static int set_keep(struct applier *a, const struct set_pass *s, struct apply_outcome *o) {
+        int r;
+
+        if (s->i >= 0) {
+                journal_released(a, &a->entries[s->i], "superseded");
+                entries_remove(a, (size_t) s->i);
         }
-        r = entries_push(a, &e);
+        r = entries_push(a, &s->e);
         if (r < 0)
                 return r;   /* in the journal; restored at the next start */
 
-        emit(a, APPLIER_EVENT_SET, &e, 0, "set %s: %s -> %s (original %s) [%s: %s]", what, live_s, target_s, orig_s,
-             act->policy, act->reason);
-        snprintf(o->message, sizeof(o->message), "set %s: %s -> %s", what, live_s, target_s);
+        emit(a, APPLIER_EVENT_SET, &s->e, 0, "set %s: %s -> %s (original %s) [%s: %s]", s->what, s->live_s,
+             s->target_s, s->orig_s, s->act->policy, s->act->reason);
+        snprintf(o->message, sizeof(o->message), "set %s: %s -> %s", s->what, s->live_s, s->target_s);
         maybe_compact(a);
         return APPLY_CHANGED;
+}
+
+/*
+ * Set the action's target: read it, decide (nothing, release, change), and
+ * for a change write the journal's BEGIN, change it, record APPLIED and keep
+ * the entry.
+ */
+static int apply_set(struct applier *a, const struct action *act, const char *key, uint64_t now_usec,
+                     bool dry_run, struct apply_outcome *o) {
+        struct set_pass s = { .act = act, .name = target_name(act) };
+        int r;
+
+        set_target(a, &s, key, o);
+        r = value_get(a, act, &s.live);
+        if (r == -ESRCH && s.i >= 0 && !dry_run)
+                return entry_release(a, (size_t) s.i, true, o);   /* the managed target is gone */
+        if (r < 0)
+                return set_unreadable(&s, r, dry_run, o);
+        value_format_short(act->type, s.name, &s.live, s.live_s, sizeof(s.live_s));
+        snprintf(o->before, sizeof(o->before), "%s", s.live_s);
+
+        switch (set_verdict(a, &s, dry_run, o)) {
+        case SET_NOTHING:
+                return APPLY_NOTHING;
+        case SET_RELEASE:
+                return entry_release(a, (size_t) s.i, true, o);
+        case SET_CHANGE:
+                break;
+        }
+
+        set_entry_new(a, &s, key, now_usec);
+        if (dry_run)
+                return set_dry_run(a, &s, o);
+        if (act->type == ACT_CGROUP_WEIGHT) {
+                r = set_weight_restore(a, &s, now_usec, o);
+                if (r < 0)
+                        return r;
+        }
+        r = set_write(a, &s, o);
+        if (r < 0)
+                return r;
+        r = set_journal_applied(a, &s, o);
+        if (r < 0)
+                return r;
+        return set_keep(a, &s, o);
 }
 
 /*

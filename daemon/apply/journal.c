@@ -369,6 +369,70 @@ static int entry_seq_cmp(const void *a, const void *b) {
         return x < y ? -1 : x > y;
 }
 
+/* A line that does not parse: the last one is a torn append, any other is damage. */
+static void line_damaged(struct journal_contents *c, const char *line, size_t len, unsigned lineno, bool last) {
+        char hint[224];
+
+        if (last) {
+                /* Complete but damaged last line: a torn append whose
+                 * block was padded (ext4 can show zeros after a crash). */
+                c->n_torn++;
+                warn_add(c, "journal line %u: damaged last record ignored", lineno);
+                return;
+        }
+        damaged_hint(line, len, hint, sizeof(hint));
+        c->n_corrupt++;
+        warn_add(c, "journal line %u: damaged record skipped (bad checksum or JSON)%s%s%s", lineno,
+                 hint[0] ? "; it reads, unverified: " : "", hint, hint[0] ? "" : "; nothing of it is readable");
+}
+
+/* A good record: BEGIN adds an entry, APPLIED marks it, RELEASED drops it. -ENOMEM or 0. */
+static int record_take(struct journal_contents *c, const struct journal_record *rec, unsigned lineno,
+                       size_t *allocated) {
+        struct journal_entry *e;
+
+        c->n_records++;
+        if (rec->seq > c->max_seq)
+                c->max_seq = rec->seq;
+
+        e = find_entry(c, rec->seq);
+        switch (rec->rec) {
+        case JREC_BEGIN:
+                if (e) {
+                        c->n_corrupt++;
+                        warn_add(c, "journal line %u: duplicate begin seq %" PRIu64 " skipped", lineno, rec->seq);
+                        break;
+                }
+                if (c->n_entries >= *allocated) {
+                        size_t na = *allocated ? *allocated * 2 : 8;
+                        struct journal_entry *ne = realloc(c->entries, na * sizeof(*ne));
+                        if (!ne)
+                                return -ENOMEM;
+                        c->entries = ne;
+                        *allocated = na;
+                }
+                c->entries[c->n_entries++] = (struct journal_entry) { .begin = *rec };
+                break;
+        case JREC_APPLIED:
+                if (!e) {
+                        c->n_orphans++;
+                        warn_add(c, "journal line %u: applied for unknown seq %" PRIu64, lineno, rec->seq);
+                } else
+                        e->applied = true;
+                break;
+        case JREC_RELEASED:
+                if (!e) {
+                        c->n_orphans++;
+                        warn_add(c, "journal line %u: released for unknown seq %" PRIu64, lineno, rec->seq);
+                } else
+                        drop_entry(c, e);
+                break;
+        default:
+                break;
+        }
+        return 0;
+}
+
 int journal_parse(const char *text, size_t size, struct journal_contents *ret) {
         struct journal_contents c = {};
         _cleanup_free_ struct journal_record *rec = NULL;
@@ -431,20 +495,7 @@ int journal_parse(const char *text, size_t size, struct journal_contents *ret) {
                         return r;
                 }
                 if (r < 0) {
-                        if (last) {
-                                /* Complete but damaged last line: a torn append whose
-                                 * block was padded (ext4 can show zeros after a crash). */
-                                c.n_torn++;
-                                warn_add(&c, "journal line %u: damaged last record ignored", lineno);
-                        } else {
-                                char hint[224];
-
-                                damaged_hint(line, len, hint, sizeof(hint));
-                                c.n_corrupt++;
-                                warn_add(&c, "journal line %u: damaged record skipped (bad checksum or JSON)%s%s%s",
-                                         lineno, hint[0] ? "; it reads, unverified: " : "", hint,
-                                         hint[0] ? "" : "; nothing of it is readable");
-                        }
+                        line_damaged(&c, line, len, lineno, last);
                         continue;
                 }
                 if (r > 0) {
@@ -453,46 +504,10 @@ int journal_parse(const char *text, size_t size, struct journal_contents *ret) {
                         continue;
                 }
 
-                c.n_records++;
-                if (rec->seq > c.max_seq)
-                        c.max_seq = rec->seq;
-
-                struct journal_entry *e = find_entry(&c, rec->seq);
-                switch (rec->rec) {
-                case JREC_BEGIN:
-                        if (e) {
-                                c.n_corrupt++;
-                                warn_add(&c, "journal line %u: duplicate begin seq %" PRIu64 " skipped", lineno, rec->seq);
-                                break;
-                        }
-                        if (c.n_entries >= allocated) {
-                                size_t na = allocated ? allocated * 2 : 8;
-                                struct journal_entry *ne = realloc(c.entries, na * sizeof(*ne));
-                                if (!ne) {
-                                        journal_contents_clear(&c);
-                                        return -ENOMEM;
-                                }
-                                c.entries = ne;
-                                allocated = na;
-                        }
-                        c.entries[c.n_entries++] = (struct journal_entry) { .begin = *rec };
-                        break;
-                case JREC_APPLIED:
-                        if (!e) {
-                                c.n_orphans++;
-                                warn_add(&c, "journal line %u: applied for unknown seq %" PRIu64, lineno, rec->seq);
-                        } else
-                                e->applied = true;
-                        break;
-                case JREC_RELEASED:
-                        if (!e) {
-                                c.n_orphans++;
-                                warn_add(&c, "journal line %u: released for unknown seq %" PRIu64, lineno, rec->seq);
-                        } else
-                                drop_entry(&c, e);
-                        break;
-                default:
-                        break;
+                r = record_take(&c, rec, lineno, &allocated);
+                if (r < 0) {
+                        journal_contents_clear(&c);
+                        return r;
                 }
         }
 

@@ -31,7 +31,7 @@ int levers_new(const char *root, struct levers **ret) {
         l = calloc(1, sizeof(*l));
         if (!l)
                 return -ENOMEM;
-        if (root && root[0] && !streq(root, "/")) {
+        if (!util_root_is_real(root)) {
                 l->root = strdup(root);
                 if (!l->root)
                         return -ENOMEM;

@@ -5,10 +5,14 @@
 
 #include "common/util.h"
 
+bool util_root_is_real(const char *root) {
+        return !root || root[0] == '\0' || streq(root, "/");
+}
+
 char *util_path_at(char *buf, size_t size, const char *root, const char *path) {
         int n;
 
-        if (!root || root[0] == '\0' || streq(root, "/"))
+        if (util_root_is_real(root))
                 n = snprintf(buf, size, "%s", path);
         else
                 n = snprintf(buf, size, "%s%s%s", root,
@@ -28,18 +32,26 @@ int util_open_at(const char *root, const char *path, int flags) {
         return fd < 0 ? -errno : fd;
 }
 
+/* read(2), again after EINTR; -errno on error. */
+static ssize_t read_retry(int fd, char *buf, size_t size) {
+        for (;;) {
+                ssize_t n = read(fd, buf, size);
+                if (n >= 0)
+                        return n;
+                if (errno != EINTR)
+                        return -errno;
+        }
+}
+
 ssize_t util_read_fd_into(int fd, char *buf, size_t size) {
         size_t have = 0;
 
         if (size == 0)
                 return -EINVAL;
         while (have < size - 1) {
-                ssize_t n = read(fd, buf + have, size - 1 - have);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
+                ssize_t n = read_retry(fd, buf + have, size - 1 - have);
+                if (n < 0)
+                        return n;
                 if (n == 0)
                         break;
                 have += (size_t) n;
@@ -81,12 +93,9 @@ int util_read_fd(int fd, size_t max, char **ret, size_t *ret_size) {
                         buf = nb;
                         alloc = na;
                 }
-                ssize_t n = read(fd, buf + have, alloc - have - 1);
-                if (n < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
+                ssize_t n = read_retry(fd, buf + have, alloc - have - 1);
+                if (n < 0)
+                        return (int) n;
                 if (n == 0)
                         break;
                 have += (size_t) n;

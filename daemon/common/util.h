@@ -71,6 +71,8 @@ static inline void strv_freep(char ***l) {
  * -ENAMETOOLONG).
  */
 char *util_path_at(char *buf, size_t size, const char *root, const char *path);
+/* Is root the real one (NULL, "" or "/"), not a fixture tree? */
+bool util_root_is_real(const char *root);
 
 /* Open a file below root; returns an fd or -errno. */
 int util_open_at(const char *root, const char *path, int flags);

@@ -941,11 +941,158 @@ static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char
         }
 }
 
+/*
+ * The policy keys parsed by hand. Each returns 0, or a negative errno with
+ * the reason filled for a bad value; out of memory is ctx_oom()'s and
+ * returns 0 (nothing more to say about the value).
+ */
+static int policy_name_set(struct parse_ctx *ctx, struct policy *p, const char *value, char *reason, size_t size) {
+        if (!valid_name(value)) {
+                snprintf(reason, size,
+                         "invalid name (letters, digits, '_', '-', '.', '@'; starts with a letter or digit; at most %d)",
+                         POLICY_NAME_MAX);
+                return -EINVAL;
+        }
+        free(p->name);
+        p->name = strdup(value);
+        if (!p->name) {
+                ctx_oom(ctx);
+                return 0;
+        }
+        p->name_line = ctx->line;
+        return 0;
+}
+
+static int policy_detector_set(struct policy *p, const char *value, char *reason, size_t size) {
+        p->detector = detector_from_string(value);
+        if (p->detector == _DETECT_INVALID) {
+                snprintf(reason, size, "unknown detector (hog, pair, spread, rundelay, steal, always)");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int policy_action_set(struct parse_ctx *ctx, struct policy *p, const char *value, char *reason,
+                             size_t size) {
+        p->action = policy_action_from_string(value);
+        p->action_line = ctx->line;
+        if (p->action == _ACTION_INVALID) {
+                snprintf(reason, size, "unknown action (pin, colocate, spread, weight, features, sysctl, report, exclude)");
+                return -EINVAL;
+        }
+        return 0;
+}
+
+static int policy_owners_set(struct policy *p, const char *value, char *reason, size_t size) {
+        int r = -EINVAL;
+
+        for (int o = 0; o < _PAIR_OWNERS_MAX; o++)
+                if (streq(value, pair_owners_to_string(o))) {
+                        p->pair_owners = o;
+                        r = 0;
+                }
+        if (r < 0)
+                snprintf(reason, size, "unknown value (trusted, same, any)");
+        return r;
+}
+
+/* ms of waiting per second of wall time: "50ms" (or "50ms/s"); at most all of it */
+static int policy_run_delay_set(struct policy *p, const char *value, char *reason, size_t size) {
+        const char *rest;
+        uint64_t u;
+        int r;
+
+        r = parse_duration_prefix(value, "ms", &u, &rest, reason, size);
+        if (r < 0)
+                return r;
+        rest = skip_space(rest);
+        if (*rest && !streq(rest, "/s")) {
+                snprintf(reason, size, "not a duration per second (e.g. 50ms)");
+                return -EINVAL;
+        }
+        if (u < 1 || u > USEC_PER_SEC) {
+                snprintf(reason, size, "out of range (1us..1s per second)");
+                return -ERANGE;
+        }
+        p->run_delay_min_ms_per_s = (double) u / 1000.0;
+        return 0;
+}
+
+/* One "name=value" more; an empty value empties the list. */
+static int policy_sysctl_add(struct parse_ctx *ctx, struct policy *p, const char *value, char *reason, size_t size) {
+        char sname[128], *entry;
+        const char *sval;
+        int r;
+
+        if (!*value) {
+                strv_free(p->sysctls);
+                p->sysctls = NULL;
+                return 0;
+        }
+        r = check_sysctl(value, sname, sizeof(sname), &sval, reason, size);
+        if (r < 0)
+                return r;
+        for (char **e = p->sysctls; e && *e; e++) {
+                size_t n = strcspn(*e, "=");
+                if (n == strlen(sname) && strncmp(*e, sname, n) == 0) {
+                        snprintf(reason, size, "%s is already set by this policy", sname);
+                        return -EINVAL;
+                }
+        }
+        if (strv_length(p->sysctls) >= CONFIG_LIST_MAX) {
+                snprintf(reason, size, "more than %d entries", CONFIG_LIST_MAX);
+                return -E2BIG;
+        }
+        if (asprintf(&entry, "%s=%s", sname, sval) < 0) {
+                ctx_oom(ctx);
+                return 0;
+        }
+        r = strv_push(&p->sysctls, entry);
+        free(entry);
+        if (r < 0)
+                ctx_oom(ctx);
+        return 0;
+}
+
+/* A CPU list, kept in its canonical form; an empty value clears it. */
+static int policy_cpus_set(struct parse_ctx *ctx, struct policy *p, const char *value, char *reason, size_t size) {
+        char buf[CONFIG_LINE_MAX + 1];
+        cpumask_t m;
+        int r;
+
+        if (!*value) {
+                strv_free(p->cpus);
+                p->cpus = NULL;
+                cpumask_zero(&p->cpus_mask);
+                return 0;
+        }
+        r = cpumask_parse_list(value, &m);
+        if (r == -E2BIG) {
+                snprintf(reason, size, "CPU number above %d", CPUMASK_MAX - 1);
+                return r;
+        }
+        if (r < 0) {
+                snprintf(reason, size, "not a CPU list (e.g. 0-3,8)");
+                return r;
+        }
+        if (!cpumask_format_list(&m, buf, sizeof(buf))) {
+                snprintf(reason, size, "CPU list too long");
+                return -E2BIG;
+        }
+        strv_free(p->cpus);
+        p->cpus = NULL;
+        if (strv_push(&p->cpus, buf) < 0) {
+                ctx_oom(ctx);
+                return 0;
+        }
+        p->cpus_mask = m;
+        return 0;
+}
+
 static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, const char *name, const char *value) {
         struct policy *p = &pd->p;
         char reason[160] = "";
-        uint64_t u;
-        int r = 0;
+        int r;
 
         free(pd->origin[k].value);
         pd->origin[k].value = strdup(value);
@@ -956,125 +1103,26 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
 
         switch (k) {
         case K_NAME:
-                if (!valid_name(value)) {
-                        snprintf(reason, sizeof(reason),
-                                 "invalid name (letters, digits, '_', '-', '.', '@'; starts with a letter or digit; at most %d)",
-                                 POLICY_NAME_MAX);
-                        r = -EINVAL;
-                        break;
-                }
-                free(p->name);
-                p->name = strdup(value);
-                if (!p->name)
-                        return ctx_oom(ctx);
-                p->name_line = ctx->line;
+                r = policy_name_set(ctx, p, value, reason, sizeof(reason));
                 break;
         case K_DETECTOR:
-                p->detector = detector_from_string(value);
-                if (p->detector == _DETECT_INVALID) {
-                        snprintf(reason, sizeof(reason), "unknown detector (hog, pair, spread, rundelay, steal, always)");
-                        r = -EINVAL;
-                }
+                r = policy_detector_set(p, value, reason, sizeof(reason));
                 break;
         case K_ACTION:
-                p->action = policy_action_from_string(value);
-                p->action_line = ctx->line;
-                if (p->action == _ACTION_INVALID) {
-                        snprintf(reason, sizeof(reason),
-                                 "unknown action (pin, colocate, spread, weight, features, sysctl, report, exclude)");
-                        r = -EINVAL;
-                }
+                r = policy_action_set(ctx, p, value, reason, sizeof(reason));
                 break;
         case K_OWNERS:
-                r = -EINVAL;
-                for (int o = 0; o < _PAIR_OWNERS_MAX; o++)
-                        if (streq(value, pair_owners_to_string(o))) {
-                                p->pair_owners = o;
-                                r = 0;
-                        }
-                if (r < 0)
-                        snprintf(reason, sizeof(reason), "unknown value (trusted, same, any)");
+                r = policy_owners_set(p, value, reason, sizeof(reason));
                 break;
-        case K_RUN_DELAY: {
-                const char *rest;
-
-                /* ms of waiting per second of wall time: "50ms" (or "50ms/s"); at most all of it */
-                r = parse_duration_prefix(value, "ms", &u, &rest, reason, sizeof(reason));
-                if (r >= 0) {
-                        rest = skip_space(rest);
-                        if (*rest && !streq(rest, "/s")) {
-                                snprintf(reason, sizeof(reason), "not a duration per second (e.g. 50ms)");
-                                r = -EINVAL;
-                        } else if (u < 1 || u > USEC_PER_SEC) {
-                                snprintf(reason, sizeof(reason), "out of range (1us..1s per second)");
-                                r = -ERANGE;
-                        } else
-                                p->run_delay_min_ms_per_s = (double) u / 1000.0;
-                }
+        case K_RUN_DELAY:
+                r = policy_run_delay_set(p, value, reason, sizeof(reason));
                 break;
-        }
-        case K_SYSCTL: {
-                char sname[128], *entry;
-                const char *sval;
-
-                if (!*value) {
-                        strv_free(p->sysctls);
-                        p->sysctls = NULL;
-                        return;
-                }
-                r = check_sysctl(value, sname, sizeof(sname), &sval, reason, sizeof(reason));
-                if (r < 0)
-                        break;
-                for (char **e = p->sysctls; e && *e; e++) {
-                        size_t n = strcspn(*e, "=");
-                        if (n == strlen(sname) && strncmp(*e, sname, n) == 0) {
-                                snprintf(reason, sizeof(reason), "%s is already set by this policy", sname);
-                                r = -EINVAL;
-                                break;
-                        }
-                }
-                if (r < 0)
-                        break;
-                if (strv_length(p->sysctls) >= CONFIG_LIST_MAX) {
-                        snprintf(reason, sizeof(reason), "more than %d entries", CONFIG_LIST_MAX);
-                        r = -E2BIG;
-                        break;
-                }
-                if (asprintf(&entry, "%s=%s", sname, sval) < 0)
-                        return ctx_oom(ctx);
-                r = strv_push(&p->sysctls, entry);
-                free(entry);
-                if (r < 0)
-                        return ctx_oom(ctx);
+        case K_SYSCTL:
+                r = policy_sysctl_add(ctx, p, value, reason, sizeof(reason));
                 break;
-        }
-        case K_CPUS: {
-                cpumask_t m;
-                char buf[CONFIG_LINE_MAX + 1];
-
-                if (!*value) {
-                        strv_free(p->cpus);
-                        p->cpus = NULL;
-                        cpumask_zero(&p->cpus_mask);
-                        return;
-                }
-                r = cpumask_parse_list(value, &m);
-                if (r == -E2BIG)
-                        snprintf(reason, sizeof(reason), "CPU number above %d", CPUMASK_MAX - 1);
-                else if (r < 0)
-                        snprintf(reason, sizeof(reason), "not a CPU list (e.g. 0-3,8)");
-                else if (!cpumask_format_list(&m, buf, sizeof(buf))) {
-                        snprintf(reason, sizeof(reason), "CPU list too long");
-                        r = -E2BIG;
-                } else {
-                        strv_free(p->cpus);
-                        p->cpus = NULL;
-                        if (strv_push(&p->cpus, buf) < 0)
-                                return ctx_oom(ctx);
-                        p->cpus_mask = m;
-                }
+        case K_CPUS:
+                r = policy_cpus_set(ctx, p, value, reason, sizeof(reason));
                 break;
-        }
         default:
                 if (keys[k].kind == V_LIST)
                         return list_add(ctx, pd, k, key_field(k, p), name, value);

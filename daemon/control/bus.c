@@ -107,8 +107,10 @@ static int method_protocol(sd_bus_message *m, void *userdata, sd_bus_error *erro
         return sd_bus_reply_method_return(m, "u", (uint32_t) AFF_PROTOCOL_VERSION);
 }
 
-static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
-        struct bus_server *b = userdata;
+/* A method of one PID (explain, revert): read it, ask the manager, reply.
+ * no_such_task: -ESRCH is AFF_BUS_ERROR_NO_SUCH_TASK, not an errno. */
+static int pid_method(sd_bus_message *m, struct bus_server *b, sd_bus_error *error,
+                      int (*call)(struct manager *m, pid_t pid, struct json_object **ret), bool no_such_task) {
         struct json_object *o = NULL;
         uint32_t pid;
         int r;
@@ -116,24 +118,23 @@ static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error
         r = sd_bus_message_read(m, "u", &pid);
         if (r < 0)
                 return r;
-        r = b->methods->explain(b->manager, (pid_t) pid, &o);
-        if (r == -ESRCH)
+        r = call(b->manager, (pid_t) pid, &o);
+        if (r == -ESRCH && no_such_task)
                 return sd_bus_error_setf(error, AFF_BUS_ERROR_NO_SUCH_TASK,
                                          "no process %u is known to affinityd", pid);
         return reply_or_error(m, error, r, o);
 }
 
+static int method_explain(sd_bus_message *m, void *userdata, sd_bus_error *error) {
+        struct bus_server *b = userdata;
+
+        return pid_method(m, b, error, b->methods->explain, true);
+}
+
 static int method_revert(sd_bus_message *m, void *userdata, sd_bus_error *error) {
         struct bus_server *b = userdata;
-        struct json_object *o = NULL;
-        uint32_t pid;
-        int r;
 
-        r = sd_bus_message_read(m, "u", &pid);
-        if (r < 0)
-                return r;
-        r = b->methods->revert(b->manager, (pid_t) pid, &o);
-        return reply_or_error(m, error, r, o);
+        return pid_method(m, b, error, b->methods->revert, false);
 }
 
 static int method_set_dry_run(sd_bus_message *m, void *userdata, sd_bus_error *error) {

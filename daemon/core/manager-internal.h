@@ -27,8 +27,8 @@
 
 struct manager {
         int instance_fd;               /* the machine-wide lock (instance.h), held for our life */
-        char prev_runtime_dir[4096];
-        int metrics_error;             /* last MetricsTextfile= write error (logged once), 0: fine */   /* the last instance's, if not ours: its journal is restored too */
+        char prev_runtime_dir[4096];   /* the last instance's, if not ours: its journal is restored too */
+        int metrics_error;             /* last MetricsTextfile= write error (logged once), 0: fine */
         sd_event *event;
         sd_event_source *timer;
         sd_event_source *sig_term, *sig_int, *sig_hup;
@@ -83,8 +83,6 @@ struct manager {
         uint64_t self_cpu_prev_usec, self_wall_prev_usec;
         double self_cpu_frac;
 };
-
-#define JADD(o, k, v) json_object_object_add((o), (k), (v))
 
 /* The daemon's own CPU time so far (getrusage), for status and the metrics textfile. */
 uint64_t manager_rusage_cpu_usec(void);

@@ -42,6 +42,41 @@ static const char *task_policy_name(enum task_policy p) {
         return (unsigned) p < ELEMENTSOF(n) ? n[p] : "?";
 }
 
+/* Add v to the array a, taking v over; -ENOMEM if v is NULL or the add fails. */
+static int array_add(struct json_object *a, struct json_object *v) {
+        if (!v)
+                return -ENOMEM;
+        if (json_object_array_add(a, v) < 0) {
+                json_object_put(v);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* o, or NULL (o freed) if a key did not go in. */
+static struct json_object *json_or_null(struct json_object *o, int r) {
+        if (r < 0) {
+                json_object_put(o);
+                return NULL;
+        }
+        return o;
+}
+
+/* A thread left alone for good after two foreign changes; NULL on -ENOMEM. */
+static struct json_object *left_alone_json(struct manager *m, const struct plan_target_state *t) {
+        const struct task *task = snapshot_find_id(m->snap, &t->task);
+        struct json_object *e = json_object_new_object();
+        int r = e ? 0 : -ENOMEM;
+
+        r = r ?: json_add(e, "pid", json_object_new_int(t->task.pid));
+        r = r ?: json_add(e, "tid", json_object_new_int(t->task.tid));
+        r = r ?: json_add(e, "start_time", json_object_new_uint64(t->task.start_time));
+        r = r ?: json_add(e, "comm", json_object_new_string(task ? task->comm : ""));
+        r = r ?: json_add(e, "foreign_changes", json_object_new_int64(t->foreign_changes));
+        r = r ?: json_add(e, "why", json_object_new_string(t->why));
+        return json_or_null(e, r);
+}
+
 /*
  * `affctl status` "coexistence": what the last pass saw of other placers
  * (coexist_to_json()), whether affinity planning runs ("affinity":
@@ -60,32 +95,28 @@ static int coexist_json(struct manager *m, struct json_object **ret) {
         if (r < 0)
                 return r;
         usable = snapshot_usable(m->snap);
-        JADD(o, "affinity", json_object_new_string(m->snap->coexist.sched_ext ? "paused" : "active"));
-        JADD(o, "why", json_object_new_string(m->snap->coexist.sched_ext ? COEXIST_SCHED_EXT_WHY : ""));
-        JADD(o, "usable", json_object_new_string(cpumask_format_list(&usable, buf, sizeof(buf)) ?: ""));
-        left = json_object_new_array();
-        for (size_t i = 0; m->plan && i < m->plan->n_targets; i++) {
+        r = r ?: json_add(o, "affinity", json_object_new_string(m->snap->coexist.sched_ext ? "paused" : "active"));
+        r = r ?: json_add(o, "why", json_object_new_string(m->snap->coexist.sched_ext ? COEXIST_SCHED_EXT_WHY : ""));
+        r = r ?: json_add(o, "usable", json_object_new_string(cpumask_format_list(&usable, buf, sizeof(buf)) ?: ""));
+        left = r < 0 ? NULL : json_object_new_array();
+        for (size_t i = 0; left && m->plan && i < m->plan->n_targets; i++) {
                 const struct plan_target_state *t = m->plan->targets[i];
-                const struct task *task;
-                struct json_object *e;
 
                 if (t->foreign_changes < PLAN_FOREIGN_MAX)
                         continue;
-                task = snapshot_find_id(m->snap, &t->task);
-                e = json_object_new_object();
-                JADD(e, "pid", json_object_new_int(t->task.pid));
-                JADD(e, "tid", json_object_new_int(t->task.tid));
-                JADD(e, "start_time", json_object_new_uint64(t->task.start_time));
-                JADD(e, "comm", json_object_new_string(task ? task->comm : ""));
-                JADD(e, "foreign_changes", json_object_new_int64(t->foreign_changes));
-                JADD(e, "why", json_object_new_string(t->why));
-                json_object_array_add(left, e);
+                r = array_add(left, left_alone_json(m, t));
+                if (r < 0)
+                        break;
         }
-        JADD(o, "left_alone", left);
+        r = r ?: json_add(o, "left_alone", TAKE_PTR(left));
+        json_object_put(left);   /* NULL once added */
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
         *ret = o;
         return 0;
 }
-
 /* Who and where: protocol, version, state, dry-run, interval, paths. */
 static int status_identity(const struct manager *m, struct json_object *o) {
         int r = 0;
@@ -339,22 +370,24 @@ int manager_status_json(struct manager *m, struct json_object **ret) {
         return 0;
 }
 
+/* A thread's row of affctl tasks and explain; NULL on -ENOMEM. */
 static struct json_object *task_json(const struct task *t) {
         struct json_object *o = json_object_new_object();
+        int r = o ? 0 : -ENOMEM;
         char mask[256];
 
-        JADD(o, "pid", json_object_new_int(t->id.pid));
-        JADD(o, "tid", json_object_new_int(t->id.tid));
-        JADD(o, "comm", json_object_new_string(t->comm));
-        JADD(o, "util_pct", json_object_new_double(t->util * 100.0));
-        JADD(o, "migrations_per_s", json_object_new_double(t->migrations_per_s));
-        JADD(o, "run_delay_ms_per_s", json_object_new_double(t->run_delay_ms_per_s));
-        JADD(o, "cpu", json_object_new_int(t->last_cpu));
-        JADD(o, "allowed", json_object_new_string(cpumask_format_list(&t->allowed, mask, sizeof(mask)) ?: "?"));
-        JADD(o, "policy", json_object_new_string(task_policy_name(t->policy)));
-        return o;
+        r = r ?: json_add(o, "pid", json_object_new_int(t->id.pid));
+        r = r ?: json_add(o, "tid", json_object_new_int(t->id.tid));
+        r = r ?: json_add(o, "comm", json_object_new_string(t->comm));
+        r = r ?: json_add(o, "util_pct", json_object_new_double(t->util * 100.0));
+        r = r ?: json_add(o, "migrations_per_s", json_object_new_double(t->migrations_per_s));
+        r = r ?: json_add(o, "run_delay_ms_per_s", json_object_new_double(t->run_delay_ms_per_s));
+        r = r ?: json_add(o, "cpu", json_object_new_int(t->last_cpu));
+        r = r ?: json_add(o, "allowed",
+                          json_object_new_string(cpumask_format_list(&t->allowed, mask, sizeof(mask)) ?: "?"));
+        r = r ?: json_add(o, "policy", json_object_new_string(task_policy_name(t->policy)));
+        return json_or_null(o, r);
 }
-
 static int cmp_util_desc(const void *a, const void *b) {
         const struct task *const *x = a, *const *y = b;
         return (*x)->util < (*y)->util ? 1 : (*x)->util > (*y)->util ? -1 : 0;
@@ -364,6 +397,7 @@ int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **r
         struct json_object *o, *arr;
         _cleanup_free_ const struct task **v = NULL;
         size_t n = m->snap ? m->snap->n_tasks : 0;
+        int r;
 
         if (limit == 0)
                 limit = 20;
@@ -376,49 +410,56 @@ int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **r
 
         o = json_object_new_object();
         arr = json_object_new_array();
+        r = o && arr ? 0 : -ENOMEM;
         for (size_t i = 0; i < n && i < limit; i++)
-                json_object_array_add(arr, task_json(v[i]));
-        JADD(o, "tasks", arr);
-        JADD(o, "total", json_object_new_int64((int64_t) n));
+                r = r ?: array_add(arr, task_json(v[i]));
+        r = r ?: json_add(o, "tasks", TAKE_PTR(arr));
+        json_object_put(arr);   /* NULL once added */
+        r = r ?: json_add(o, "total", json_object_new_int64((int64_t) n));
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
         *ret = o;
         return 0;
 }
 
 /* A task's comm beside its pid and tid, from the last snapshot: affctl
  * names a change's target as comm[pid/tid]. Left out for a task gone since. */
-static void add_comm(const struct manager *m, struct json_object *e, const struct task_id *id) {
+static int add_comm(const struct manager *m, struct json_object *e, const struct task_id *id) {
         const struct task *t = m->snap ? snapshot_find_id(m->snap, id) : NULL;
 
-        if (t)
-                JADD(e, "comm", json_object_new_string(t->comm));
+        return t && e ? json_add(e, "comm", json_object_new_string(t->comm)) : 0;
 }
 
 /* What the last pass would have done (dry-run: nothing is in force), at most max (0: all). */
 static struct json_object *would_do_json(const struct manager *m, size_t max) {
         struct json_object *w = json_object_new_array();
+        int r = w ? 0 : -ENOMEM;
 
-        for (size_t i = 0; i < m->actions.n && (max == 0 || i < max); i++) {
+        for (size_t i = 0; r >= 0 && i < m->actions.n && (max == 0 || i < max); i++) {
                 const struct action *a = &m->actions.items[i];
                 struct json_object *e = json_object_new_object();
                 char key[160], mask[128] = "";
+                int k = e ? 0 : -ENOMEM;
 
                 action_target_key(a, key, sizeof(key));
                 if (a->type == ACT_AFFINITY)
                         cpumask_format_list(&a->mask, mask, sizeof(mask));
-                JADD(e, AFF_CHANGE_VERB, json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
-                JADD(e, AFF_CHANGE_TYPE, json_object_new_string(action_type_to_string(a->type)));
-                JADD(e, AFF_CHANGE_TARGET, json_object_new_string(key));
+                k = k ?: json_add(e, AFF_CHANGE_VERB, json_object_new_string(a->verb == VERB_SET ? "set" : "release"));
+                k = k ?: json_add(e, AFF_CHANGE_TYPE, json_object_new_string(action_type_to_string(a->type)));
+                k = k ?: json_add(e, AFF_CHANGE_TARGET, json_object_new_string(key));
                 if (a->type == ACT_AFFINITY) {
-                        JADD(e, "pid", json_object_new_int(a->task.pid));
-                        JADD(e, "tid", json_object_new_int(a->task.tid));
-                        add_comm(m, e, &a->task);
+                        k = k ?: json_add(e, "pid", json_object_new_int(a->task.pid));
+                        k = k ?: json_add(e, "tid", json_object_new_int(a->task.tid));
+                        k = k ?: add_comm(m, e, &a->task);
                 }
-                JADD(e, AFF_CHANGE_VALUE, json_object_new_string(mask[0] ? mask : a->value));
-                JADD(e, AFF_CHANGE_POLICY, json_object_new_string(a->policy));
-                JADD(e, AFF_CHANGE_REASON, json_object_new_string(a->reason));
-                json_object_array_add(w, e);
+                k = k ?: json_add(e, AFF_CHANGE_VALUE, json_object_new_string(mask[0] ? mask : a->value));
+                k = k ?: json_add(e, AFF_CHANGE_POLICY, json_object_new_string(a->policy));
+                k = k ?: json_add(e, AFF_CHANGE_REASON, json_object_new_string(a->reason));
+                r = array_add(w, json_or_null(e, k));
         }
-        return w;
+        return json_or_null(w, r);
 }
 
 int manager_actions_json(struct manager *m, struct json_object **ret) {
@@ -427,23 +468,29 @@ int manager_actions_json(struct manager *m, struct json_object **ret) {
         size_t n_managed = 0;
         int r = applier_to_json(m->applier, util_now_usec(), &x);
 
+        if (r >= 0 && !o)
+                r = -ENOMEM;
         if (r < 0) {
+                json_object_put(x);
                 json_object_put(o);
                 return r;
         }
         /* applier_to_json() lists what applier_list() does, in its order */
         (void) applier_list(m->applier, &mg, &n_managed);
-        for (size_t i = 0; i < n_managed && i < json_object_array_length(x); i++)
+        for (size_t i = 0; r >= 0 && i < n_managed && i < json_object_array_length(x); i++)
                 if (mg[i].type == ACT_AFFINITY)
-                        add_comm(m, json_object_array_get_idx(x, i), &mg[i].task);
-        JADD(o, "actions", x);
-        JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
+                        r = add_comm(m, json_object_array_get_idx(x, i), &mg[i].task);
+        r = r ?: json_add(o, "actions", x);
+        r = r ?: json_add(o, "dry_run", json_object_new_boolean(m->dry_run));
         if (m->dry_run)
-                JADD(o, "would_do", would_do_json(m, 0));
+                r = r ?: json_add(o, "would_do", would_do_json(m, 0));
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
         *ret = o;
         return 0;
 }
-
 static const enum detector explain_detectors[] = { DETECT_HOG, DETECT_PAIR, DETECT_SPREAD };
 
 /* "server of sysbench 9709/9712 (client: sysbench --db-driver=...); ": who
@@ -467,28 +514,116 @@ static struct json_object *coexist_task_json(struct manager *m, const struct tas
         const struct coexist *c = &m->snap->coexist;
         char key[128], b[320], cpus[256];
         const struct plan_target_state *ts;
+        int r = a ? 0 : -ENOMEM;
 
         if (c->sched_ext) {
                 snprintf(b, sizeof(b), "%s (%s): affinityd changes no affinity", COEXIST_SCHED_EXT_WHY,
                          c->sched_ext_ops[0] ? c->sched_ext_ops : "scheduler name unknown");
-                json_object_array_add(a, json_object_new_string(b));
+                r = r ?: array_add(a, json_object_new_string(b));
         }
         if (!cpumask_empty(&c->kubelet_exclusive) && !cpumask_empty(&t->allowed) &&
             cpumask_subset(&t->allowed, &c->kubelet_exclusive)) {
                 snprintf(b, sizeof(b), "on CPUs the kubelet gave a container (%s): never touched",
                          cpumask_format_list(&t->allowed, cpus, sizeof(cpus)) ?: "?");
-                json_object_array_add(a, json_object_new_string(b));
+                r = r ?: array_add(a, json_object_new_string(b));
         }
         snprintf(key, sizeof(key), "task:%d:%" PRIu64, (int) t->id.tid, t->id.start_time);
         ts = plan_state_find(m->plan, key);
         if (ts && ts->foreign_changes >= PLAN_FOREIGN_MAX)
-                json_object_array_add(a, json_object_new_string(PLAN_FOREIGN_WHY));
+                r = r ?: array_add(a, json_object_new_string(PLAN_FOREIGN_WHY));
         else if (ts && ts->foreign_changes > 0) {
                 snprintf(b, sizeof(b), "its affinity was changed by someone else %u time(s); at %d it is left "
                          "alone for good", ts->foreign_changes, PLAN_FOREIGN_MAX);
-                json_object_array_add(a, json_object_new_string(b));
+                r = r ?: array_add(a, json_object_new_string(b));
         }
-        return a;
+        return json_or_null(a, r);
+}
+/* explain "policies": which policy would govern the thread for each detector, and if none, why not. */
+static struct json_object *explain_policies(struct manager *m, const struct task *t) {
+        struct json_object *pol = json_object_new_object();
+        int r = pol ? 0 : -ENOMEM;
+
+        for (size_t d = 0; d < ELEMENTSOF(explain_detectors); d++) {
+                const char *why = NULL;
+                const struct policy *p = detect_policy_for(m->config, m->snap, t, explain_detectors[d],
+                                                           getpid(), &why);
+                char b[256];
+                snprintf(b, sizeof(b), "%s", p ? p->name : why ? why : "no policy matches");
+                r = r ?: json_add(pol, detector_to_string(explain_detectors[d]), json_object_new_string(b));
+        }
+        return json_or_null(pol, r);
+}
+
+/* explain "findings": the last pass's findings the thread is a member of. */
+static struct json_object *explain_findings(struct manager *m, const struct task *t) {
+        struct json_object *fnd = json_object_new_array();
+        int r = fnd ? 0 : -ENOMEM;
+
+        for (size_t f = 0; f < m->findings.n; f++)
+                for (size_t k = 0; k < m->findings.items[f].n_members; k++)
+                        if (m->findings.items[f].members[k].tid == t->id.tid) {
+                                const struct finding *fi = &m->findings.items[f];
+                                char b[320], with[200] = "";
+
+                                if (fi->kind == DETECT_PAIR && fi->n_members == 2)
+                                        pair_partner_text(m->snap, t, &fi->members[1 - k], with, sizeof(with));
+                                snprintf(b, sizeof(b), "%s (policy %s): %sutil %.0f%%, %.2f migrations/s, wake %.0f/s%s%s",
+                                         detector_to_string(fi->kind), fi->policy ? fi->policy->name : "-",
+                                         with, fi->util * 100, fi->migrations_per_s, fi->wake_rate_per_s,
+                                         fi->note[0] ? "; " : "", fi->note);
+                                r = r ?: array_add(fnd, json_object_new_string(b));
+                        }
+        return json_or_null(fnd, r);
+}
+
+/* explain "actions": its affinity changes in force, and in dry-run the last pass's. */
+static struct json_object *explain_actions(struct manager *m, const struct task *t, const struct managed *mg,
+                                           size_t n_managed) {
+        struct json_object *done = json_object_new_array();
+        int r = done ? 0 : -ENOMEM;
+
+        for (size_t k = 0; k < n_managed; k++)
+                if (mg[k].type == ACT_AFFINITY && mg[k].task.tid == t->id.tid) {
+                        char b[400];
+                        snprintf(b, sizeof(b), "%s %s (was %s) by policy %s: %s",
+                                 m->dry_run ? "would set" : "set", mg[k].current, mg[k].original,
+                                 mg[k].policy, mg[k].reason);
+                        r = r ?: array_add(done, json_object_new_string(b));
+                }
+        for (size_t k = 0; m->dry_run && k < m->actions.n; k++)
+                if (m->actions.items[k].type == ACT_AFFINITY &&
+                    m->actions.items[k].task.tid == t->id.tid) {
+                        char b[400];
+                        snprintf(b, sizeof(b), "would %s: %s",
+                                 m->actions.items[k].verb == VERB_SET ? "set" : "release",
+                                 m->actions.items[k].reason);
+                        r = r ?: array_add(done, json_object_new_string(b));
+                }
+        return json_or_null(done, r);
+}
+
+/* One thread of explain: its row, policies, findings, actions, coexistence and the planner's last word. */
+static struct json_object *explain_thread(struct manager *m, const struct task *t, const struct managed *mg,
+                                          size_t n_managed) {
+        struct json_object *e = task_json(t);
+        int r = e ? 0 : -ENOMEM;
+
+        r = r ?: json_add(e, "policies", explain_policies(m, t));
+        r = r ?: json_add(e, "findings", explain_findings(m, t));
+        r = r ?: json_add(e, "actions", explain_actions(m, t, mg, n_managed));
+        r = r ?: json_add(e, "coexistence", coexist_task_json(m, t));
+
+        /* The planner's last word on any target involving this thread. */
+        for (size_t k = 0; m->plan && k < m->plan->n_targets; k++) {
+                const struct plan_target_state *ts = m->plan->targets[k];
+                if (plan_target_involves(ts, t->id.tid)) {
+                        char b[400];
+                        snprintf(b, sizeof(b), "%s: %s%s%s", ts->key, ts->state,
+                                 ts->why[0] ? " — " : "", ts->why);
+                        r = r ?: json_add(e, "planner", json_object_new_string(b));
+                }
+        }
+        return json_or_null(e, r);
 }
 
 int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret) {
@@ -496,95 +631,35 @@ int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret)
         const struct managed *mg;
         size_t n_managed = 0;
         bool any = false;
+        int r;
 
         if (!m->snap)
                 return -ESRCH;
         (void) applier_list(m->applier, &mg, &n_managed);
         o = json_object_new_object();
         threads = json_object_new_array();
-        for (size_t i = 0; i < m->snap->n_tasks; i++) {
+        r = o && threads ? 0 : -ENOMEM;
+        for (size_t i = 0; r >= 0 && i < m->snap->n_tasks; i++) {
                 const struct task *t = &m->snap->tasks[i];
-                struct json_object *e, *pol, *done, *fnd;
 
                 if (t->id.pid != pid)
                         continue;
                 any = true;
-                e = task_json(t);
-
-                /* Which policy would govern it for each detector, and if none, why not. */
-                pol = json_object_new_object();
-                for (size_t d = 0; d < ELEMENTSOF(explain_detectors); d++) {
-                        const char *why = NULL;
-                        const struct policy *p = detect_policy_for(m->config, m->snap, t, explain_detectors[d],
-                                                                   getpid(), &why);
-                        char b[256];
-                        snprintf(b, sizeof(b), "%s", p ? p->name : why ? why : "no policy matches");
-                        JADD(pol, detector_to_string(explain_detectors[d]), json_object_new_string(b));
-                }
-                JADD(e, "policies", pol);
-
-                fnd = json_object_new_array();
-                for (size_t f = 0; f < m->findings.n; f++)
-                        for (size_t k = 0; k < m->findings.items[f].n_members; k++)
-                                if (m->findings.items[f].members[k].tid == t->id.tid) {
-                                        const struct finding *fi = &m->findings.items[f];
-                                        char b[320], with[200] = "";
-
-                                        if (fi->kind == DETECT_PAIR && fi->n_members == 2)
-                                                pair_partner_text(m->snap, t, &fi->members[1 - k], with, sizeof(with));
-                                        snprintf(b, sizeof(b), "%s (policy %s): %sutil %.0f%%, %.2f migrations/s, wake %.0f/s%s%s",
-                                                 detector_to_string(fi->kind), fi->policy ? fi->policy->name : "-",
-                                                 with, fi->util * 100, fi->migrations_per_s, fi->wake_rate_per_s,
-                                                 fi->note[0] ? "; " : "", fi->note);
-                                        json_object_array_add(fnd, json_object_new_string(b));
-                                }
-                JADD(e, "findings", fnd);
-
-                done = json_object_new_array();
-                for (size_t k = 0; k < n_managed; k++)
-                        if (mg[k].type == ACT_AFFINITY && mg[k].task.tid == t->id.tid) {
-                                char b[400];
-                                snprintf(b, sizeof(b), "%s %s (was %s) by policy %s: %s",
-                                         m->dry_run ? "would set" : "set", mg[k].current, mg[k].original,
-                                         mg[k].policy, mg[k].reason);
-                                json_object_array_add(done, json_object_new_string(b));
-                        }
-                for (size_t k = 0; m->dry_run && k < m->actions.n; k++)
-                        if (m->actions.items[k].type == ACT_AFFINITY &&
-                            m->actions.items[k].task.tid == t->id.tid) {
-                                char b[400];
-                                snprintf(b, sizeof(b), "would %s: %s",
-                                         m->actions.items[k].verb == VERB_SET ? "set" : "release",
-                                         m->actions.items[k].reason);
-                                json_object_array_add(done, json_object_new_string(b));
-                        }
-                JADD(e, "actions", done);
-                JADD(e, "coexistence", coexist_task_json(m, t));
-
-                /* The planner's last word on any target involving this thread. */
-                for (size_t k = 0; m->plan && k < m->plan->n_targets; k++) {
-                        const struct plan_target_state *ts = m->plan->targets[k];
-                        if (plan_target_involves(ts, t->id.tid)) {
-                                char b[400];
-                                snprintf(b, sizeof(b), "%s: %s%s%s", ts->key, ts->state,
-                                         ts->why[0] ? " — " : "", ts->why);
-                                JADD(e, "planner", json_object_new_string(b));
-                        }
-                }
-                json_object_array_add(threads, e);
+                r = array_add(threads, explain_thread(m, t, mg, n_managed));
         }
-        if (!any) {
-                json_object_put(threads);
+        if (r >= 0 && !any)
+                r = -ESRCH;
+        r = r ?: json_add(o, "pid", json_object_new_int(pid));
+        r = r ?: json_add(o, "dry_run", json_object_new_boolean(m->dry_run));
+        r = r ?: json_add(o, "threads", TAKE_PTR(threads));
+        json_object_put(threads);   /* NULL once added */
+        if (r < 0) {
                 json_object_put(o);
-                return -ESRCH;
+                return r;
         }
-        JADD(o, "pid", json_object_new_int(pid));
-        JADD(o, "dry_run", json_object_new_boolean(m->dry_run));
-        JADD(o, "threads", threads);
         *ret = o;
         return 0;
 }
-
 int manager_pairs_json(struct manager *m, struct json_object **ret) {
         return pairs_to_json(m->plan, &m->findings, m->snap, m->wake, ret);
 }

@@ -14,6 +14,7 @@
 
 #include "apply/apply.h"
 #include "control/bus.h"
+#include "common/json-util.h"
 #include "common/protocol.h"
 #include "common/util.h"
 #include "config/config.h"
@@ -359,19 +360,9 @@ static void write_metrics(struct manager *m) {
         m->metrics_error = r < 0 ? r : 0;
 }
 
-static int manager_pass(struct manager *m) {
-        uint64_t t0 = util_now_usec(), cpu_now;
-        const struct managed *managed;
-        size_t n_managed;
-        struct plan_input in;
+/* The snapshot of this pass, with its wake-up edges and the other placers seen. */
+static int pass_sample(struct manager *m, uint64_t t0) {
         int r;
-
-        check_hotplug(m);
-        manager_drain_proc_connector(m);
-        /* Listen between passes again once an early pass may come: a fresh
-         * event then, not one that waited in the socket. */
-        if (m->pc_source && t0 >= manager_early_next_allowed(m))
-                (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_ON);
 
         r = sampler_sample(m->sampler, t0, &m->snap);
         if (r < 0)
@@ -383,6 +374,14 @@ static int manager_pass(struct manager *m) {
         } else
                 m->snap->wake_source = m->wake_status;
         log_coexist(m, &m->snap->coexist);
+        return 0;
+}
+
+/* What we set against what is there now, before anything is decided on it. */
+static void pass_review_changes(struct manager *m) {
+        const struct managed *managed;
+        size_t n_managed;
+        int r;
 
         /* Someone else changed what we set, or the target exited: stop managing it. */
         r = applier_reconcile(m->applier);
@@ -405,6 +404,12 @@ static int manager_pass(struct manager *m) {
                         if (t && t->id.start_time == managed[i].task.start_time)
                                 t->affinity_ours = true;
                 }
+}
+
+static int pass_detect(struct manager *m, uint64_t t0) {
+        const struct task *want[64];
+        size_t n_want;
+        int r;
 
         findings_clear(&m->findings);
         r = detect_all(m->snap, m->config, getpid(), &m->findings);
@@ -412,18 +417,24 @@ static int manager_pass(struct manager *m) {
                 return log_errno(&m->log, LOG_ERR, r, "detection failed");
 
         /* Where the memory of pairs about to be placed is (NUMA machines only; bounded, memnode.h). */
-        {
-                const struct task *want[64];
-                size_t n_want = detect_pair_tasks_to_place(&m->findings, m->snap, want, ELEMENTSOF(want));
+        n_want = detect_pair_tasks_to_place(&m->findings, m->snap, want, ELEMENTSOF(want));
+        r = memnode_sample_tasks(m->memnodes, m->root, want, n_want, m->snap, t0);
+        if (r < 0)
+                return log_errno(&m->log, LOG_ERR, r, "sampling the pairs' memory nodes failed");
+        return 0;
+}
 
-                r = memnode_sample_tasks(m->memnodes, m->root, want, n_want, m->snap, t0);
-                if (r < 0)
-                        return log_errno(&m->log, LOG_ERR, r, "sampling the pairs' memory nodes failed");
-        }
+/* ret_n_managed: how many changes were in force for the plan. */
+static int pass_plan(struct manager *m, uint64_t t0, size_t *ret_n_managed) {
+        const struct managed *managed;
+        size_t n_managed;
+        struct plan_input in;
+        int r;
 
         r = applier_list(m->applier, &managed, &n_managed);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "listing managed targets failed");
+        *ret_n_managed = n_managed;
         in = (struct plan_input) {
                 .snap = m->snap,
                 .config = m->config,
@@ -437,9 +448,13 @@ static int manager_pass(struct manager *m) {
         r = plan_run(m->plan, &in, &m->actions);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "planning failed");
+        return 0;
+}
 
+static void pass_apply(struct manager *m, uint64_t t0) {
         for (size_t i = 0; i < m->actions.n; i++) {
                 const struct action *a = &m->actions.items[i];
+                int r;
 
                 r = applier_apply(m->applier, a, t0, m->dry_run);
                 log_action(m, a, r, m->dry_run ? "would" : a->verb == VERB_SET ? "set" : "released");
@@ -460,6 +475,13 @@ static int manager_pass(struct manager *m) {
                                 (void) effect_track(&m->effects, a);
                 }
         }
+}
+
+/* The pass's own cost, the daemon's CPU share, and what it tells systemd and
+ * the metrics. n_managed: the plan's count, said if listing fails now. */
+static void pass_account(struct manager *m, uint64_t t0, size_t n_managed) {
+        const struct managed *managed;
+        uint64_t cpu_now;
 
         m->passes++;
         m->last_pass_cost_usec = util_now_usec() - t0;
@@ -482,6 +504,33 @@ static int manager_pass(struct manager *m) {
         sd_notifyf(false, "STATUS=%zu tasks, %zu findings, %zu actions in force%s",
                    m->snap->n_tasks, m->findings.n, n_managed, m->dry_run ? " (dry-run)" : "");
         write_metrics(m);
+}
+
+/* One pass: sample, review our changes, detect, plan, apply, account. */
+static int manager_pass(struct manager *m) {
+        uint64_t t0 = util_now_usec();
+        size_t n_managed = 0;
+        int r;
+
+        check_hotplug(m);
+        manager_drain_proc_connector(m);
+        /* Listen between passes again once an early pass may come: a fresh
+         * event then, not one that waited in the socket. */
+        if (m->pc_source && t0 >= manager_early_next_allowed(m))
+                (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_ON);
+
+        r = pass_sample(m, t0);
+        if (r < 0)
+                return r;
+        pass_review_changes(m);
+        r = pass_detect(m, t0);
+        if (r < 0)
+                return r;
+        r = pass_plan(m, t0, &n_managed);
+        if (r < 0)
+                return r;
+        pass_apply(m, t0);
+        pass_account(m, t0, n_managed);
         return 0;
 }
 
@@ -935,13 +984,28 @@ struct manager *manager_free(struct manager *m) {
         return NULL;
 }
 
+/* A reply to affctl: o if every key went in (r >= 0), else freed and r. */
+static int reply(struct json_object *o, int r, struct json_object **ret) {
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        *ret = o;
+        return 0;
+}
+
 int manager_reload(struct manager *m, struct json_object **ret) {
         struct config_errors errs = {};
         struct config_paths paths;
         struct config *c = NULL;
         struct json_object *o = json_object_new_object(), *arr = json_object_new_array();
-        int r;
+        int r, k;
 
+        if (!o || !arr) {
+                json_object_put(o);
+                json_object_put(arr);
+                return -ENOMEM;
+        }
         config_paths_from(m->config_dirs, &paths);
         r = config_load(&paths, &c, &errs);
         if (r >= 0 && m->levers) {
@@ -974,38 +1038,40 @@ int manager_reload(struct manager *m, struct json_object **ret) {
                 release_orphans(m);
         }
         config_errors_clear(&errs);
-        JADD(o, "ok", json_object_new_boolean(r >= 0));
-        JADD(o, "errors", arr);
-        if (r >= 0)
-                JADD(o, AFF_RELOAD_POLICIES, json_object_new_int((int) m->config->n_policies));
-        *ret = o;
-        return 0;
+        k = json_add(o, "ok", json_object_new_boolean(r >= 0));
+        if (k >= 0)
+                k = json_add(o, "errors", TAKE_PTR(arr));
+        json_object_put(arr);   /* NULL once added */
+        if (k >= 0 && r >= 0)
+                k = json_add(o, AFF_RELOAD_POLICIES, json_object_new_int((int) m->config->n_policies));
+        return reply(o, k, ret);
 }
 
 int manager_revert(struct manager *m, pid_t pid, struct json_object **ret) {
         struct json_object *o = json_object_new_object();
         int r = pid == 0 ? applier_restore_all(m->applier) : applier_restore_pid(m->applier, pid);
+        int k = o ? 0 : -ENOMEM;
 
-        JADD(o, "ok", json_object_new_boolean(r >= 0));
-        JADD(o, "reverted", json_object_new_int(r >= 0 ? r : 0));
+        k = k ?: json_add(o, "ok", json_object_new_boolean(r >= 0));
+        k = k ?: json_add(o, "reverted", json_object_new_int(r >= 0 ? r : 0));
         if (r < 0)
-                JADD(o, "error", json_object_new_string(strerror(-r)));
+                k = k ?: json_add(o, "error", json_object_new_string(strerror(-r)));
         log_fields(&m->log, LOG_NOTICE, NULL, "revert %s requested: %d change(s) undone",
                    pid == 0 ? "of everything" : "of one process", r >= 0 ? r : 0);
-        *ret = o;
-        return 0;
+        return reply(o, k, ret);
 }
 
 int manager_set_dry_run(struct manager *m, bool on, struct json_object **ret) {
         struct json_object *o = json_object_new_object();
+        int k;
 
         /* Entering dry-run keeps what is in force; it only stops new changes.
          * `affctl revert --all` is the way to undo. */
         m->dry_run = on;
         m->opts.dry_run = on;
         log_fields(&m->log, LOG_NOTICE, NULL, "dry-run %s", on ? "on" : "off");
-        JADD(o, "ok", json_object_new_boolean(true));
-        JADD(o, "dry_run", json_object_new_boolean(on));
-        *ret = o;
-        return 0;
+        k = o ? 0 : -ENOMEM;
+        k = k ?: json_add(o, "ok", json_object_new_boolean(true));
+        k = k ?: json_add(o, "dry_run", json_object_new_boolean(on));
+        return reply(o, k, ret);
 }

@@ -44,20 +44,10 @@ int detect_hogs(const struct snapshot *s, const struct config *c, pid_t self_pid
                                        : cpumask_weight(&t->cpus_seen) < 2)
                         continue;
 
-                f = (struct finding) {
-                        .kind = DETECT_HOG,
-                        .policy = p,
-                        .members[0] = t->id,
-                        .n_members = 1,
-                        .util = t->util,
-                        .demand = demand,
-                        .migrations_per_s = t->migrations_per_s,
-                        .run_delay_ms_per_s = t->have_schedstat ? t->run_delay_ms_per_s : 0,
-                        .cpus_seen = t->cpus_seen,
-                        .last_cpu = t->last_cpu,
-                };
-                memcpy(f.comm, t->comm, sizeof(f.comm));
-                f.comm[sizeof(f.comm) - 1] = 0;
+                detect_task_finding(&f, DETECT_HOG, p, t);
+                f.demand = demand;
+                f.migrations_per_s = t->migrations_per_s;
+                f.run_delay_ms_per_s = t->have_schedstat ? t->run_delay_ms_per_s : 0;
                 if (!cpumask_format_list(&t->cpus_seen, cpus, sizeof(cpus)))
                         strcpy(cpus, "...");
                 snprintf(f.note, sizeof(f.note),

@@ -36,20 +36,10 @@ int detect_rundelay(const struct snapshot *s, const struct config *c, pid_t self
                 if (!(t->run_delay_ms_per_s > min))
                         continue;
 
-                f = (struct finding) {
-                        .kind = DETECT_RUNDELAY,
-                        .policy = p,
-                        .members[0] = t->id,
-                        .n_members = 1,
-                        .util = t->util,
-                        .demand = task_demand(t),
-                        .migrations_per_s = t->have_migrations ? t->migrations_per_s : 0,
-                        .run_delay_ms_per_s = t->run_delay_ms_per_s,
-                        .cpus_seen = t->cpus_seen,
-                        .last_cpu = t->last_cpu,
-                };
-                memcpy(f.comm, t->comm, sizeof(f.comm));
-                f.comm[sizeof(f.comm) - 1] = 0;
+                detect_task_finding(&f, DETECT_RUNDELAY, p, t);
+                f.demand = task_demand(t);
+                f.migrations_per_s = t->have_migrations ? t->migrations_per_s : 0;
+                f.run_delay_ms_per_s = t->run_delay_ms_per_s;
                 snprintf(f.note, sizeof(f.note), "run delay %.1fms/s > %.1fms/s (util %.0f%%)",
                          t->run_delay_ms_per_s, min, t->util * 100);
 

@@ -106,6 +106,20 @@ double task_demand(const struct task *t) {
         return MIN(d, 1.0);
 }
 
+void detect_task_finding(struct finding *f, enum detector kind, const struct policy *p, const struct task *t) {
+        *f = (struct finding) {
+                .kind = kind,
+                .policy = p,
+                .members[0] = t->id,
+                .n_members = 1,
+                .util = t->util,
+                .cpus_seen = t->cpus_seen,
+                .last_cpu = t->last_cpu,
+        };
+        memcpy(f->comm, t->comm, sizeof(f->comm));
+        f->comm[sizeof(f->comm) - 1] = 0;
+}
+
 int detect_all(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
         int r;
 

@@ -153,6 +153,11 @@ double detect_run_delay_min_ms_per_s(const struct policy *p);
  */
 double task_demand(const struct task *t);
 
+/* A finding of one thread (hog, run delay): kind, policy, the thread and
+ * what the sampler saw of it (util, CPUs seen, last CPU, comm); the rest
+ * zero, for the detector to fill. */
+void detect_task_finding(struct finding *f, enum detector kind, const struct policy *p, const struct task *t);
+
 /*
  * A pair whose wake-ups cross CPUs this often is split enough to co-locate.
  * Not "most of the time": a wake-up that crosses CPUs costs several that

@@ -403,13 +403,7 @@ static void count(struct hog_item *it) {
 
         if (!it->t)
                 return;
-        if (it->present) {
-                st->seen = MIN(st->seen + 1, 1000000u);
-                st->absent = 0;
-        } else {
-                st->absent = MIN(st->absent + 1, 1000000u);
-                st->seen = 0;
-        }
+        plan_count_presence(&st->seen, &st->absent, it->present, PLAN_COUNT_CAP);
 }
 
 /*
@@ -446,13 +440,8 @@ static void overcommit(struct hog_plan *hp) {
         hp->overcommit_hogs = n;
         hp->overcommit_cpus = cpumask_weight(&U);
         hp->overcommit_now = !cpumask_empty(&U) && n > hp->overcommit_cpus;
-        if (hp->overcommit_now) {
-                state->hog_overcommit_seen = MIN(state->hog_overcommit_seen + 1, 1000000u);
-                state->hog_overcommit_absent = 0;
-        } else {
-                state->hog_overcommit_absent = MIN(state->hog_overcommit_absent + 1, 1000000u);
-                state->hog_overcommit_seen = 0;
-        }
+        plan_count_presence(&state->hog_overcommit_seen, &state->hog_overcommit_absent, hp->overcommit_now,
+                            PLAN_COUNT_CAP);
         state->hog_overcommit_hogs = hp->overcommit_hogs;
         state->hog_overcommit_cpus = hp->overcommit_cpus;
         hp->overcommit_release = hp->overcommit_now && state->hog_overcommit_seen >= hp->K;
@@ -797,16 +786,9 @@ static void explain_idle(struct hog_plan *hp, struct hog_item *it) {
                           it->mig_rate, it->mig_min, W / USEC_PER_SEC);
 }
 
-static int place(struct hog_plan *hp) {
-        struct plan_ctx *ctx = hp->ctx;
-        const struct plan_input *in = ctx->in;
-        _cleanup_free_ struct hog_item **order = NULL;
+/* The hogs to place this pass, in placement order; the others are explained. */
+static size_t place_order(struct hog_plan *hp, struct hog_item **order) {
         size_t n = 0;
-        int r;
-
-        order = calloc(hp->n_items ?: 1, sizeof(*order));
-        if (!order)
-                return -ENOMEM;
 
         for (size_t i = 0; i < hp->n_items; i++) {
                 struct hog_item *it = &hp->items[i];
@@ -821,80 +803,111 @@ static int place(struct hog_plan *hp) {
                         explain_idle(hp, it);
         }
         qsort_safe(order, n, sizeof(*order), cmp_place_order);
+        return n;
+}
+
+/* Why a hog is not pinned this pass, as its state; false if nothing holds it back. */
+static bool place_held_back(struct hog_plan *hp, struct hog_item *it) {
+        struct plan_ctx *ctx = hp->ctx;
+        const struct plan_input *in = ctx->in;
+        struct plan_target_state *st = it->st;
+        const char *why = NULL;
+        char akey[128];
+
+        if (it->paired) {
+                plan_set_state(st, PLAN_LEFT_ALONE_PAIR, "wakes or is woken at pair rates (a pair "
+                               "member or a busy client): not an independent hog");
+                return true;
+        }
+        if (!pinnable(it->p)) {
+                plan_set_state(st, PLAN_REPORT, "report only (policy %s)", st->policy[0] ? st->policy : "?");
+                return true;
+        }
+        if (hp->overcommit_now) {
+                plan_set_state(st, PLAN_LEFT_ALONE, "left alone: %u hogs > %u usable CPUs", hp->overcommit_hogs,
+                          hp->overcommit_cpus);
+                return true;
+        }
+        if (!it->move && st->seen < hp->K) {
+                plan_set_state(st, PLAN_WATCHING, "watching %u/%u", st->seen, hp->K);
+                return true;
+        }
+        snprintf(akey, sizeof(akey), "task:%d:%" PRIu64, (int) it->id.tid, it->id.start_time);
+        if (plan_state_blocked(ctx->state, st->key, akey, in->now_usec, &why)) {
+                char w[sizeof(st->why)];
+
+                snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
+                plan_set_state(st, PLAN_BLOCKED, "%s", w);
+                return true;
+        }
+        if (!it->move && st->cooldown_until_usec > in->now_usec) {
+                plan_set_state(st, PLAN_COOLDOWN, "cooldown: %" PRIu64 "s left",
+                          (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
+                return true;
+        }
+        if (ctx->actions_left == 0) {
+                plan_set_state(st, PLAN_WATCHING, "action budget used up (MaxActionsPerInterval=%u)",
+                          in->config->daemon.max_actions_per_interval);
+                return true;
+        }
+        return false;
+}
+
+/* Pin the hog to CPU c, and claim the CPU for this pass. */
+static int place_pin(struct hog_plan *hp, struct hog_item *it, int c) {
+        struct plan_ctx *ctx = hp->ctx;
+        const struct plan_input *in = ctx->in;
+        struct plan_target_state *st = it->st;
+        char reason[160], cpus[64];
+        cpumask_t one = cpumask_of(c);
+        struct action a;
+        int r;
+
+        snprintf(reason, sizeof(reason),
+                 "hog: util %.0f%% demand %.0f%% migrations %.2f/s on %s -> CPU %d",
+                 it->t->util * 100, it->demand * 100, it->mig_rate,
+                 cpumask_format_list(&st->last.cpus_seen, cpus, sizeof(cpus)) ?: "?", c);
+        fill_action(&a, it, VERB_SET, &one, st->policy, reason);
+        r = plan_emit(ctx, &a);
+        if (r < 0)
+                return r;
+
+        ctx->cpu_claim[c] = 1;
+        it->placed = true;
+        st->cpu = c;
+        st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+        if (it->t->last_cpu >= 0 && it->t->last_cpu < hp->topo->n_cpus && hp->soft[it->t->last_cpu] > 0)
+                hp->soft[it->t->last_cpu]--;
+        plan_set_state(st, PLAN_PINNING, "pinning to %d", c);
+        return 0;
+}
+
+static int place(struct hog_plan *hp) {
+        _cleanup_free_ struct hog_item **order = NULL;
+        size_t n;
+        int r;
+
+        order = calloc(hp->n_items ?: 1, sizeof(*order));
+        if (!order)
+                return -ENOMEM;
+        n = place_order(hp, order);
 
         for (size_t i = 0; i < n; i++) {
                 struct hog_item *it = order[i];
-                struct plan_target_state *st = it->st;
-                char akey[128], reason[160], cpus[64];
-                const char *why = NULL;
-                struct action a;
+                char cpus[64];
                 int c;
 
-                if (!it->t)
+                if (!it->t || place_held_back(hp, it))
                         continue;
-                if (it->paired) {
-                        plan_set_state(st, PLAN_LEFT_ALONE_PAIR, "wakes or is woken at pair rates (a pair "
-                                       "member or a busy client): not an independent hog");
-                        continue;
-                }
-                if (!pinnable(it->p)) {
-                        plan_set_state(st, PLAN_REPORT, "report only (policy %s)", st->policy[0] ? st->policy : "?");
-                        continue;
-                }
-                if (hp->overcommit_now) {
-                        plan_set_state(st, PLAN_LEFT_ALONE, "left alone: %u hogs > %u usable CPUs", hp->overcommit_hogs,
-                                  hp->overcommit_cpus);
-                        continue;
-                }
-                if (!it->move && st->seen < hp->K) {
-                        plan_set_state(st, PLAN_WATCHING, "watching %u/%u", st->seen, hp->K);
-                        continue;
-                }
-                snprintf(akey, sizeof(akey), "task:%d:%" PRIu64, (int) it->id.tid, it->id.start_time);
-                if (plan_state_blocked(ctx->state, st->key, akey, in->now_usec, &why)) {
-                        char w[sizeof(st->why)];
-
-                        snprintf(w, sizeof(w), "%s", why); /* why may be st->why itself */
-                        plan_set_state(st, PLAN_BLOCKED, "%s", w);
-                        continue;
-                }
-                if (!it->move && st->cooldown_until_usec > in->now_usec) {
-                        plan_set_state(st, PLAN_COOLDOWN, "cooldown: %" PRIu64 "s left",
-                                  (st->cooldown_until_usec - in->now_usec + USEC_PER_SEC - 1) / USEC_PER_SEC);
-                        continue;
-                }
-                if (ctx->actions_left == 0) {
-                        plan_set_state(st, PLAN_WATCHING, "action budget used up (MaxActionsPerInterval=%u)",
-                                  in->config->daemon.max_actions_per_interval);
-                        continue;
-                }
-
                 c = pick_cpu(hp, it);
                 if (c < 0) {
-                        plan_set_state(st, PLAN_LEFT_ALONE, "no free CPU in %s",
+                        plan_set_state(it->st, PLAN_LEFT_ALONE, "no free CPU in %s",
                                   cpumask_format_list(&it->cand, cpus, sizeof(cpus)) ?: "?");
                         continue;
                 }
-
-                snprintf(reason, sizeof(reason),
-                         "hog: util %.0f%% demand %.0f%% migrations %.2f/s on %s -> CPU %d",
-                         it->t->util * 100, it->demand * 100, it->mig_rate,
-                         cpumask_format_list(&st->last.cpus_seen, cpus, sizeof(cpus)) ?: "?", c);
-                {
-                        cpumask_t one = cpumask_of(c);
-                        fill_action(&a, it, VERB_SET, &one, st->policy, reason);
-                }
-                r = plan_emit(ctx, &a);
+                r = place_pin(hp, it, c);
                 if (r < 0)
                         return r;
-
-                ctx->cpu_claim[c] = 1;
-                it->placed = true;
-                st->cpu = c;
-                st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
-                if (it->t->last_cpu >= 0 && it->t->last_cpu < hp->topo->n_cpus && hp->soft[it->t->last_cpu] > 0)
-                        hp->soft[it->t->last_cpu]--;
-                plan_set_state(st, PLAN_PINNING, "pinning to %d", c);
         }
         return 0;
 }

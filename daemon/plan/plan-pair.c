@@ -798,8 +798,8 @@ static void remember_finding(struct pair_item *it) {
                 st->last = *it->f;
                 st->last.policy = NULL;
                 st->absent = 0;
-        } else if (st->absent < UINT32_MAX)
-                st->absent++;
+        } else
+                st->absent = plan_count_up(st->absent, UINT32_MAX);
 }
 
 /* Gone: a member exited (or its TID names another task now). */
@@ -1006,8 +1006,7 @@ static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
                 plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
                 return false;
         }
-        if (st->seen < UINT32_MAX)
-                st->seen++;
+        st->seen = plan_count_up(st->seen, UINT32_MAX);
         /*
          * The tracepoint's split fraction is already an average over every
          * wake-up of the window (thousands per second for a pair over the

@@ -282,13 +282,7 @@ static void presence_count(struct spread_pass *sp) {
         sp->busy_machine = sp->load_per_cpu > SPREAD_MACHINE_BUSY;
         sp->managed = any_managed(sp->g);
         sp->present = spreadable(sp->g->p) && sp->n_busy >= 2 && !sp->busy_machine && (sp->managed || migrating);
-        if (sp->present) {
-                st->seen = MIN(st->seen + 1, 1000000u);
-                st->absent = 0;
-        } else {
-                st->absent = MIN(st->absent + 1, 1000000u);
-                st->seen = 0;
-        }
+        plan_count_presence(&st->seen, &st->absent, sp->present, PLAN_COUNT_CAP);
 }
 
 /* Whole-group releases: the policy no longer spreads, or the group has

@@ -432,20 +432,35 @@ int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct 
         return 0;
 }
 
+void plan_count_presence(unsigned *seen, unsigned *absent, bool present, unsigned cap) {
+        if (present) {
+                *seen = plan_count_up(*seen, cap);
+                *absent = 0;
+        } else {
+                *absent = plan_count_up(*absent, cap);
+                *seen = 0;
+        }
+}
+
+/* The one body of plan_set_state() and plan_set_pair_state(): the state's string, and why. */
+__attribute__((format(printf, 3, 0)))
+static void state_set(struct plan_target_state *st, const char *state, const char *fmt, va_list ap) {
+        snprintf(st->state, sizeof(st->state), "%s", state);
+        vsnprintf(st->why, sizeof(st->why), fmt, ap);
+}
+
 void plan_set_state(struct plan_target_state *st, enum plan_state_id state, const char *fmt, ...) {
         va_list ap;
 
-        snprintf(st->state, sizeof(st->state), "%s", plan_state_to_string(state));
         va_start(ap, fmt);
-        vsnprintf(st->why, sizeof(st->why), fmt, ap);
+        state_set(st, plan_state_to_string(state), fmt, ap);
         va_end(ap);
 }
 
 void plan_set_pair_state(struct plan_target_state *st, enum pair_state state, const char *fmt, ...) {
         va_list ap;
 
-        snprintf(st->state, sizeof(st->state), "%s", pair_state_to_string(state));
         va_start(ap, fmt);
-        vsnprintf(st->why, sizeof(st->why), fmt, ap);
+        state_set(st, pair_state_to_string(state), fmt, ap);
         va_end(ap);
 }

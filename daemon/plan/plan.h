@@ -177,6 +177,18 @@ void plan_set_state(struct plan_target_state *st, enum plan_state_id state, cons
         __attribute__((format(printf, 3, 4)));
 void plan_set_pair_state(struct plan_target_state *st, enum pair_state state, const char *fmt, ...)
         __attribute__((format(printf, 3, 4)));
+/*
+ * Hysteresis counters (seen, absent): plan_count_up() adds one interval,
+ * held at cap so it never wraps; plan_count_presence() adds one to seen
+ * (absent back to 0) when present, else to absent (seen back to 0). The
+ * hog and spread planners cap at PLAN_COUNT_CAP, the pair planner at
+ * UINT32_MAX.
+ */
+#define PLAN_COUNT_CAP 1000000u
+static inline unsigned plan_count_up(unsigned n, unsigned cap) {
+        return n >= cap ? cap : n + 1;
+}
+void plan_count_presence(unsigned *seen, unsigned *absent, bool present, unsigned cap);
 /* Find only; NULL if unknown. Does not mark it. */
 struct plan_target_state *plan_state_find(const struct plan_state *s, const char *key);
 /* Does the target concern thread tid (`affctl explain`)? A hog, run-delay

@@ -7,6 +7,7 @@
  * per-process helpers. Not for other modules; they use sample.h.
  */
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -94,5 +95,9 @@ enum task_policy sample_policy_from_kernel(unsigned policy);
  */
 int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields *leader,
                           struct proc_info *info, unsigned *files_read);
+/* A read failed because the process or thread went away (not an error). */
+static inline bool sample_gone(int r) {
+        return r == -ENOENT || r == -ESRCH;
+}
 /* Free what sample_proc_info_load() allocated; info is zeroed. */
 void sample_proc_info_done(struct proc_info *info);

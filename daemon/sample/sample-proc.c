@@ -15,10 +15,6 @@
  * memory with many processes (ps(1) truncates too). */
 #define CMDLINE_MAX 4096
 
-static bool gone(int r) {
-        return r == -ENOENT || r == -ESRCH;
-}
-
 void sample_proc_info_done(struct proc_info *info) {
         free(info->exe);
         free(info->cmdline);
@@ -122,7 +118,7 @@ int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields 
         (*files_read)++;
         snprintf(rel, sizeof(rel), "/proc/%d/cgroup", (int) pid);
         k = util_read_file_at(root, rel, buf, sizeof(buf));
-        if (gone((int) k)) {
+        if (sample_gone((int) k)) {
                 r = (int) k;
                 goto fail;
         }
@@ -136,7 +132,7 @@ int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields 
         (*files_read)++;
         snprintf(rel, sizeof(rel), "/proc/%d/status", (int) pid);
         k = util_read_file_at(root, rel, buf, sizeof(buf));
-        if (gone((int) k)) {
+        if (sample_gone((int) k)) {
                 r = (int) k;
                 goto fail;
         }

@@ -238,14 +238,6 @@ struct sampler {
         char buf[READ_BUF_SIZE];
 };
 
-static bool root_is_real(const char *root) {
-        return !root || root[0] == '\0' || streq(root, "/");
-}
-
-static bool gone(int r) {
-        return r == -ENOENT || r == -ESRCH;
-}
-
 static int16_t cpu16(int cpu) {
         return (int16_t) (cpu >= 0 && cpu < CPUMASK_MAX ? cpu : -1);
 }
@@ -286,7 +278,7 @@ static bool clock_gate_usable(const char *root) {
         uint64_t ns;
         int self;
 
-        if (!root_is_real(root))
+        if (!util_root_is_real(root))
                 return false;
         n = readlink("/proc/self", target, sizeof(target) - 1);
         if (n <= 0)
@@ -442,7 +434,7 @@ static ssize_t read_small(struct sampler *s, const char *rel) {
         ssize_t n = util_read_file_at(s->root, rel, s->buf, sizeof(s->buf));
 
         s->stats.files_read++;
-        if (n < 0 && !gone((int) n))
+        if (n < 0 && !sample_gone((int) n))
                 s->stats.errors++;
         return n;
 }
@@ -813,7 +805,7 @@ static ssize_t read_expensive(struct sampler *s, pid_t pid, pid_t tid, const cha
                 *cap = false;
                 return 0;
         }
-        return gone((int) n) ? -ESRCH : n;
+        return sample_gone((int) n) ? -ESRCH : n;
 }
 
 /*
@@ -957,7 +949,7 @@ static bool thread_read_stat(struct sampler *s, pid_t pid, pid_t tid, const stru
                 return true;
         if (sample_table_get(&s->tids, tid, &slot))
                 s->priv[slot].failed_pass = s->pass;
-        if (n < 0 && gone((int) n))
+        if (n < 0 && sample_gone((int) n))
                 s->stats.threads_vanished++;
         else if (n >= 0)
                 s->stats.errors++;
@@ -1015,7 +1007,7 @@ static bool thread_read_files(struct sampler *s, pid_t pid, pid_t tid, const str
                 if (n < 0) {
                         /* status exists on every kernel: ENOENT means the thread is gone */
                         q->failed_pass = s->pass;
-                        if (gone((int) n))
+                        if (sample_gone((int) n))
                                 s->stats.threads_vanished++;
                         return false;
                 }
@@ -1329,7 +1321,7 @@ static int proc_gate(struct sampler *s, pid_t pid, struct proc_rec *p, uint64_t 
                 n = read_small(s, rel);
                 s->stats.cheap_reads++;
                 if (n < 0)
-                        return gone((int) n) ? -ESRCH : (int) n;
+                        return sample_gone((int) n) ? -ESRCH : (int) n;
                 if (sample_parse_stat(s->buf, whole) < 0) {
                         s->stats.errors++;
                         return -EINVAL;
@@ -1367,74 +1359,75 @@ static bool proc_steady(const struct proc_rec *p) {
         return p->idle_checks > CPUS_SEEN_WINDOWS;
 }
 
-static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
-        struct proc_rec *p = proc_lookup(s, pid);
-        struct stat_fields whole, leader;
-        bool have_whole, fresh = false;
-        uint64_t value;
-        unsigned threads;
-        char rel[64];
-        ssize_t n;
-        int r;
-
-        if (p && p->seen_pass == s->pass)
-                return;   /* visited already (a pending pid that was also listed) */
+/* Not read this pass: visited already, exited, or not due (the gate's
+ * back-off). Returns true if the visit ends here. */
+static bool proc_not_due(struct sampler *s, struct proc_rec *p, pid_t pid) {
+        if (!p)
+                return false;
+        if (p->seen_pass == s->pass)
+                return true;   /* visited already (a pending pid that was also listed) */
         /* Skipping the gate must not keep an exited process: with the clock gate
          * PIDs are ours, and kill(pid, 0) tells cheaply that it is gone. */
-        if (p && s->gate == SAMPLER_GATE_CLOCK && (s->pass < p->next_check_pass || s->pass < p->next_account_pass) &&
+        if (s->gate == SAMPLER_GATE_CLOCK && (s->pass < p->next_check_pass || s->pass < p->next_account_pass) &&
             kill(pid, 0) < 0 && errno == ESRCH)
-                return;
-        if (p && p->gate_valid && !p->dirty && !p->exec_noted && s->pass < p->next_check_pass) {
+                return true;
+        if (!p->gate_valid || p->dirty || p->exec_noted)
+                return false;
+        if (s->pass < p->next_check_pass)
                 /* Big and idle, or a kernel thread: not checked this pass. */
                 p->mode = MODE_SKIP;
-                p->list = false;
-                p->seen_pass = s->pass;
-                s->stats.processes_skipped++;
-                return;
-        }
-        if (p && p->gate_valid && !p->dirty && !p->exec_noted && s->pass < p->next_account_pass) {
+        else if (s->pass < p->next_account_pass)
                 /* Big and busy, its hot threads explain it: read them, check later. */
                 p->mode = MODE_TRUSTED;
-                p->list = false;
-                p->seen_pass = s->pass;
-                s->stats.processes_skipped++;
-                return;
-        }
+        else
+                return false;
+        p->list = false;
+        p->seen_pass = s->pass;
+        s->stats.processes_skipped++;
+        return true;
+}
 
-        r = proc_gate(s, pid, p, &value, &threads, &whole, &have_whole);
-        if (r < 0)
-                return;   /* gone: not seen, its records are swept */
-        if (r > 0) {
-                p->mode = MODE_CARRY;
-                p->list = false;
-                p->seen_pass = s->pass;
-                p->known_usec = s->now_usec;
-                p->idle_checks++;
-                p->explained_checks = 0;
-                p->next_account_pass = 0;
-                p->explained_ns = 0;
-                p->explained_partial = false;
-                /* Back off after two idle checks: 2, 4, 8, 16 passes. (cpus_seen of its
-                 * threads then decays per check, not per pass; they are idle.) */
-                if (p->idle_checks >= 2 && p->n_threads >= s->opt.big_process_threads) {
-                        unsigned k = MIN(p->idle_checks - 1, 16u);
-                        p->next_check_pass = s->pass + MIN(1u << k, s->opt.idle_gate_max_passes);
-                }
-                kthread_back_off(s, p);
-                return;
+/* The gate says nothing ran: carry it, and back off a big one. */
+static void proc_carry(struct sampler *s, struct proc_rec *p) {
+        p->mode = MODE_CARRY;
+        p->list = false;
+        p->seen_pass = s->pass;
+        p->known_usec = s->now_usec;
+        p->idle_checks++;
+        p->explained_checks = 0;
+        p->next_account_pass = 0;
+        p->explained_ns = 0;
+        p->explained_partial = false;
+        /* Back off after two idle checks: 2, 4, 8, 16 passes. (cpus_seen of its
+         * threads then decays per check, not per pass; they are idle.) */
+        if (p->idle_checks >= 2 && p->n_threads >= s->opt.big_process_threads) {
+                unsigned k = MIN(p->idle_checks - 1, 16u);
+                p->next_check_pass = s->pass + MIN(1u << k, s->opt.idle_gate_max_passes);
         }
+        kthread_back_off(s, p);
+}
 
-        /* Active. The leader's own stat: start time (PID reuse), thread count, name. */
+/* The leader's own stat: start time (PID reuse), thread count, name. */
+static int proc_leader_read(struct sampler *s, pid_t pid, struct stat_fields *ret) {
+        char rel[64];
+        ssize_t n;
+
         snprintf(rel, sizeof(rel), "/proc/%d/task/%d/stat", (int) pid, (int) pid);
         n = read_small(s, rel);
         s->stats.cheap_reads++;
-        if (n < 0 || sample_parse_stat(s->buf, &leader) < 0) {
+        if (n < 0 || sample_parse_stat(s->buf, ret) < 0) {
                 if (n >= 0)
                         s->stats.errors++;
-                return;
+                return -ENOENT;
         }
+        return 0;
+}
 
-        if (p && p->info.start_time != leader.start_time) {
+/* The record of the process the leader belongs to: a reused PID starts over. */
+static struct proc_rec *proc_rec_for(struct sampler *s, struct proc_rec *p, pid_t pid,
+                                     const struct stat_fields *leader, bool *ret_fresh) {
+        *ret_fresh = false;
+        if (p && p->info.start_time != leader->start_time) {
                 /* PID reused: a different process. Its old threads are dropped by
                  * generation; nothing carries over. */
                 sample_proc_info_done(&p->info);
@@ -1446,32 +1439,36 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
                 p = proc_add(s, pid);
                 if (!p) {
                         s->stats.errors++;
-                        return;
+                        return NULL;
                 }
-                fresh = true;
+                *ret_fresh = true;
         }
-        p->seen_pass = s->pass;
-        p->leader = leader;
-        p->unexplained = false;
-        p->next_account_pass = 0;
+        return p;
+}
 
-        if (!p->info_valid || p->exec_noted || !streq(p->info.comm, leader.comm)) {
-                /* New, exec'ed (connector), or renamed: exec changes the name, so
-                 * this catches exec without the connector too. */
-                s->stats.info_reads++;
-                r = sample_proc_info_load(s->root, pid, &leader, &p->info, &s->stats.files_read);
-                if (r < 0 && !gone(r))
-                        s->stats.errors++;
-                p->info_valid = r >= 0;
-                if (r < 0) {
-                        p->info.pid = pid;
-                        p->info.start_time = leader.start_time;
-                        snprintf(p->info.comm, sizeof(p->info.comm), "%s", leader.comm);
-                        p->info.kthread = leader.flags & SAMPLE_PF_KTHREAD;
-                }
+/* New, exec'ed (connector), or renamed: exec changes the name, so this
+ * catches exec without the connector too. */
+static void proc_info_refresh(struct sampler *s, struct proc_rec *p, pid_t pid, const struct stat_fields *leader) {
+        int r;
+
+        if (p->info_valid && !p->exec_noted && streq(p->info.comm, leader->comm))
+                return;
+        s->stats.info_reads++;
+        r = sample_proc_info_load(s->root, pid, leader, &p->info, &s->stats.files_read);
+        if (r < 0 && !sample_gone(r))
+                s->stats.errors++;
+        p->info_valid = r >= 0;
+        if (r < 0) {
+                p->info.pid = pid;
+                p->info.start_time = leader->start_time;
+                snprintf(p->info.comm, sizeof(p->info.comm), "%s", leader->comm);
+                p->info.kthread = leader->flags & SAMPLE_PF_KTHREAD;
         }
-        p->exec_noted = false;
+}
 
+/* How its threads are read this pass, whether they are listed, and the gate's new value. */
+static void proc_mode_set(struct sampler *s, struct proc_rec *p, pid_t pid, uint64_t value, unsigned threads,
+                          bool fresh) {
         if (s->gate == SAMPLER_GATE_CLOCK && s->cap_task_schedstat && p->gate_valid && !fresh) {
                 p->mode = MODE_ACCOUNT;
                 p->gate_delta = value >= p->gate_value ? value - p->gate_value : 0;
@@ -1482,7 +1479,7 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         }
 
         p->list = p->mode == MODE_FULL || p->dirty || s->pass >= p->next_list_pass ||
-                  (!p->untracked && leader.num_threads != p->n_threads);
+                  (!p->untracked && p->leader.num_threads != p->n_threads);
         if (p->list)
                 p->next_list_pass = s->pass + (p->next_list_pass ? s->opt.list_every_passes
                                                                  : 1 + (unsigned) pid % s->opt.list_every_passes);
@@ -1490,6 +1487,39 @@ static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
         p->gate_value = value;
         p->gate_threads = threads;
         p->gate_valid = true;
+}
+
+static void proc_visit(struct sampler *s, pid_t pid, void *userdata) {
+        struct proc_rec *p = proc_lookup(s, pid);
+        struct stat_fields whole, leader;
+        bool have_whole, fresh;
+        uint64_t value;
+        unsigned threads;
+        int r;
+
+        if (proc_not_due(s, p, pid))
+                return;
+
+        r = proc_gate(s, pid, p, &value, &threads, &whole, &have_whole);
+        if (r < 0)
+                return;   /* gone: not seen, its records are swept */
+        if (r > 0)
+                return proc_carry(s, p);
+
+        /* Active. */
+        if (proc_leader_read(s, pid, &leader) < 0)
+                return;
+        p = proc_rec_for(s, p, pid, &leader, &fresh);
+        if (!p)
+                return;
+        p->seen_pass = s->pass;
+        p->leader = leader;
+        p->unexplained = false;
+        p->next_account_pass = 0;
+
+        proc_info_refresh(s, p, pid, &leader);
+        p->exec_noted = false;
+        proc_mode_set(s, p, pid, value, threads, fresh);
 
         /* Bring the lazily advanced times of its threads up to date; from here on
          * the pass sets them one by one. known_usec keeps the previous check for
@@ -1689,7 +1719,7 @@ static void list_threads(struct sampler *s) {
                 if (r < 0) {
                         /* Gone between the gate and here: drop it this pass. */
                         p->seen_pass = 0;
-                        if (!gone(r))
+                        if (!sample_gone(r))
                                 s->stats.errors++;
                 }
         }
@@ -1845,7 +1875,7 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
         s->pass++;
         s->now_usec = now_usec;
         s->boot_now_usec = 0;
-        if (root_is_real(s->root)) {
+        if (util_root_is_real(s->root)) {
                 struct timespec ts;
                 if (clock_gettime(CLOCK_BOOTTIME, &ts) == 0)
                         s->boot_now_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;

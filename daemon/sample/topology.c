@@ -21,10 +21,6 @@ cpumask_t topology_usable(const struct topology *t) {
         return cpumask_andnot(&m, &t->nohz_full);
 }
 
-static bool root_is_real(const char *root) {
-        return !root || root[0] == '\0' || streq(root, "/");
-}
-
 /*
  * Read a CPU list file. Absent, empty and "(null)" all give the empty mask;
  * only a malformed list is an error. Linux 6.1 prints nohz_full without
@@ -390,7 +386,7 @@ int topology_load(const char *root, struct topology **ret) {
 
         /* Our own affinity is a property of this process, not of the tree under
          * root; with a fixture root it says nothing about the fixture's CPUs. */
-        if (root_is_real(root)) {
+        if (util_root_is_real(root)) {
                 cpu_set_t set;
 
                 if (sched_getaffinity(0, sizeof(set), &set) < 0) {

@@ -339,17 +339,33 @@ static int link_cmp(const void *x, const void *y) {
         return p->b < q->b ? -1 : p->b > q->b;
 }
 
-int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t n_tasks,
-                       uint64_t window_usec, struct wake_edge_table *t) {
-        size_t n_cands = 0, n_procs = 0, n_fds = 0, n_links = 0, links_alloc = 0;
-        _cleanup_free_ struct link *links = NULL;
-        bool any_socket = false;
-        int r, found = 0;
+/* Process pairs that share a pipe or a socket, by index into f->procs. */
+struct links {
+        struct link *v;
+        size_t n, allocated;
+};
 
-        if (!f || !tasks || window_usec == 0)
-                return 0;
+static int links_add(struct links *l, size_t x, size_t y) {
+        if (l->n == l->allocated) {
+                size_t na = l->allocated ? l->allocated * 2 : 64;
+                struct link *nl = realloc(l->v, na * sizeof(*nl));
+                if (!nl)
+                        return -ENOMEM;
+                l->v = nl;
+                l->allocated = na;
+        }
+        l->v[l->n++] = (struct link) { MIN(x, y), MAX(x, y) };
+        return 0;
+}
 
-        /* Candidates: the busiest voluntary switchers, at most MAX_CANDIDATES. */
+static void links_done(struct links *l) {
+        free(l->v);
+}
+
+/* Candidates: the busiest voluntary switchers, at most MAX_CANDIDATES, by process. */
+static size_t cands_pick(struct wake_fallback *f, const struct task *tasks, size_t n_tasks) {
+        size_t n_cands = 0;
+
         for (size_t i = 0; i < n_tasks; i++) {
                 const struct task *k = &tasks[i];
 
@@ -367,44 +383,34 @@ int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t
                                 f->cands[lo] = k;
                 }
         }
-        if (n_cands < 2)
-                return 0;
-        qsort_safe(f->cands, n_cands, sizeof(*f->cands), cand_cmp);
+        if (n_cands >= 2)
+                qsort_safe(f->cands, n_cands, sizeof(*f->cands), cand_cmp);
+        return n_cands;
+}
 
-        /* Processes, and their pipes and sockets. */
+/* The candidates' processes (candidates are sorted by process). */
+static size_t procs_group(struct wake_fallback *f, size_t n_cands) {
+        size_t n_procs = 0;
+
         for (size_t i = 0; i < n_cands; i++) {
                 if (n_procs == 0 || f->procs[n_procs - 1].pid != f->cands[i]->id.pid)
                         f->procs[n_procs++] = (struct proc_ref) { .pid = f->cands[i]->id.pid, .first = i };
                 f->procs[n_procs - 1].n++;
         }
-        if (n_procs < 2)
-                return 0;
-        for (size_t p = 0; p < n_procs; p++) {
-                r = read_fds(f, p, &n_fds);
-                if (r < 0)
-                        return r;
-        }
-        qsort_safe(f->fds, n_fds, sizeof(*f->fds), fd_cmp);
+        return n_procs;
+}
 
-#define ADD_LINK(x, y)                                                                     \
-        do {                                                                               \
-                if (n_links == links_alloc) {                                              \
-                        size_t na = links_alloc ? links_alloc * 2 : 64;                    \
-                        struct link *nl = realloc(links, na * sizeof(*nl));                \
-                        if (!nl)                                                           \
-                                return -ENOMEM;                                            \
-                        links = nl;                                                        \
-                        links_alloc = na;                                                  \
-                }                                                                          \
-                links[n_links++] = (struct link) { MIN((x), (y)), MAX((x), (y)) };         \
-        } while (0)
+/* Pipes: runs of one inode held by 2..MAX_PROCS_PER_PIPE processes. Says
+ * whether any socket was seen (the sockets' pass needs the peer table). */
+static int pipe_links(struct wake_fallback *f, size_t n_fds, struct links *l, bool *ret_any_socket) {
+        int r;
 
-        /* Pipes: runs of one inode held by 2..MAX_PROCS_PER_PIPE processes. */
+        *ret_any_socket = false;
         for (size_t i = 0; i < n_fds;) {
                 size_t j = i, distinct = 0;
 
                 if (f->fds[i].kind != FD_PIPE) {
-                        any_socket = true;
+                        *ret_any_socket = true;
                         i++;
                         continue;
                 }
@@ -416,40 +422,84 @@ int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t
                 if (distinct >= 2 && distinct <= MAX_PROCS_PER_PIPE)
                         for (size_t x = i; x < j; x++)
                                 for (size_t y = x + 1; y < j; y++)
-                                        if (f->fds[x].proc != f->fds[y].proc)
-                                                ADD_LINK(f->fds[x].proc, f->fds[y].proc);
+                                        if (f->fds[x].proc != f->fds[y].proc) {
+                                                r = links_add(l, f->fds[x].proc, f->fds[y].proc);
+                                                if (r < 0)
+                                                        return r;
+                                        }
                 i = j;
         }
+        return 0;
+}
 
-        /* Unix sockets: one end here, the peer's inode in another candidate process. */
-        if (any_socket && f->diag) {
-                if (!f->fixed_peers) {
-                        r = diag_dump(f, UINT32_MAX);
-                        if (r == -ENOMEM)
-                                return r;
-                }
-                for (size_t i = 0; i < n_fds; i++) {
-                        const struct peer *p;
-                        size_t k;
+/* Unix sockets: one end here, the peer's inode in another candidate process. */
+static int socket_links(struct wake_fallback *f, size_t n_fds, struct links *l) {
+        int r;
 
-                        if (f->fds[i].kind != FD_SOCKET)
-                                continue;
-                        p = peer_find(f, f->fds[i].ino);
-                        if (!p || p->peer == 0)
-                                continue;
-                        k = fds_find(f, n_fds, FD_SOCKET, p->peer);
-                        for (; k != SIZE_MAX && k < n_fds && f->fds[k].kind == FD_SOCKET && f->fds[k].ino == p->peer; k++)
-                                if (f->fds[k].proc != f->fds[i].proc)
-                                        ADD_LINK(f->fds[i].proc, f->fds[k].proc);
-                }
+        if (!f->fixed_peers) {
+                r = diag_dump(f, UINT32_MAX);
+                if (r == -ENOMEM)
+                        return r;
         }
-#undef ADD_LINK
+        for (size_t i = 0; i < n_fds; i++) {
+                const struct peer *p;
+                size_t k;
 
-        qsort_safe(links, n_links, sizeof(*links), link_cmp);
-        for (size_t i = 0; i < n_links; i++) {
-                if (i > 0 && links[i].a == links[i - 1].a && links[i].b == links[i - 1].b)
+                if (f->fds[i].kind != FD_SOCKET)
                         continue;
-                r = link_procs(f, links[i].a, links[i].b, window_usec, t);
+                p = peer_find(f, f->fds[i].ino);
+                if (!p || p->peer == 0)
+                        continue;
+                k = fds_find(f, n_fds, FD_SOCKET, p->peer);
+                for (; k != SIZE_MAX && k < n_fds && f->fds[k].kind == FD_SOCKET && f->fds[k].ino == p->peer; k++)
+                        if (f->fds[k].proc != f->fds[i].proc) {
+                                r = links_add(l, f->fds[i].proc, f->fds[k].proc);
+                                if (r < 0)
+                                        return r;
+                        }
+        }
+        return 0;
+}
+
+int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t n_tasks,
+                       uint64_t window_usec, struct wake_edge_table *t) {
+        _cleanup_(links_done) struct links links = {};
+        size_t n_cands, n_procs, n_fds = 0;
+        bool any_socket;
+        int r, found = 0;
+
+        if (!f || !tasks || window_usec == 0)
+                return 0;
+
+        n_cands = cands_pick(f, tasks, n_tasks);
+        if (n_cands < 2)
+                return 0;
+
+        /* Processes, and their pipes and sockets. */
+        n_procs = procs_group(f, n_cands);
+        if (n_procs < 2)
+                return 0;
+        for (size_t p = 0; p < n_procs; p++) {
+                r = read_fds(f, p, &n_fds);
+                if (r < 0)
+                        return r;
+        }
+        qsort_safe(f->fds, n_fds, sizeof(*f->fds), fd_cmp);
+
+        r = pipe_links(f, n_fds, &links, &any_socket);
+        if (r < 0)
+                return r;
+        if (any_socket && f->diag) {
+                r = socket_links(f, n_fds, &links);
+                if (r < 0)
+                        return r;
+        }
+
+        qsort_safe(links.v, links.n, sizeof(*links.v), link_cmp);
+        for (size_t i = 0; i < links.n; i++) {
+                if (i > 0 && links.v[i].a == links.v[i - 1].a && links.v[i].b == links.v[i - 1].b)
+                        continue;
+                r = link_procs(f, links.v[i].a, links.v[i].b, window_usec, t);
                 if (r < 0)
                         return r;
                 found += r;
