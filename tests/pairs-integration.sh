@@ -167,7 +167,13 @@ if colocate_pingpong pp; then
         after=$(mean_rate "$PPOUT" after "$(awk -v t="$T_PIN" 'BEGIN { print t + 1 }')")
         echo "# round trips/s: split ${before}, co-located ${after} (by hand: ${HAND_TWO} split, ${HAND_ONE} on one CPU)"
         if [ "$before" -le 0 ]; then
-                echo "# premise not met: no split window before the pin was recorded; the rate was not compared"
+                # the kernel kept it together until the pin: the split rate
+                # to beat is the one measured by hand
+                before=$(printf '%.0f' "$HAND_TWO")
+                echo "# no split window before the pin: compared with the hand-measured split rate, ${before}/s"
+        fi
+        if [ "$before" -le 0 ]; then
+                echo "# premise not met: no split rate measured; the rate was not compared"
         elif awk -v g="$GAIN" 'BEGIN { exit !(g < 1.10) }'; then
                 echo "# premise not met: co-location buys ${GAIN}x on this host (< 1.10x): placement checked, rate not compared"
         else
