@@ -288,9 +288,10 @@ wait_for 10 test -s "$work/st.pids" || fail "stream did not start"
 # The detector's rule for a stream is MaxCombinedUtil= (the policy's 120 %):
 # what its two sides get together on this machine now, measured here from
 # their own run times. On a loaded machine a stream's sides are squeezed
-# under it and, by that rule, look like a ping-pong: the premise of this
-# step does not hold then, and it is said, not failed (judging by useful
-# work instead is the open part of the effect check).
+# under it and, by that rule, look like a ping-pong: the detector may then
+# co-locate it, and the effect check, which judges a pair by the bytes it
+# moves through read()/write(), must undo that (a co-located stream moves
+# fewer; its switches go up).
 # The daemon is stopped (SIGSTOP) while the stream is measured, split as
 # the kernel placed it: it cannot co-locate it halfway through.
 kill -STOP "$DAEMON_PID"
@@ -300,11 +301,23 @@ stream_util=$(awk -v a="$(cat "$work/s1.pct")" -v b="$(cat "$work/s2.pct")" 'BEG
 STREAM_PREMISE=yes
 if [ "$stream_util" -lt 120 ]; then
         STREAM_PREMISE=
-        echo "# premise not met: the stream's two sides get ${stream_util} % of a CPU together here, under MaxCombinedUtil=120 %: by its rule the detector cannot tell it from a ping-pong on this loaded machine; its masks are not checked"
+        echo "# the stream's two sides get ${stream_util} % of a CPU together here, under MaxCombinedUtil=120 %: the detector may take it for a ping-pong; the effect check must undo that"
 fi
 stream_seen() { [ -n "$(pair_state "$S1" "$S2")" ]; }
+stream_together() { single_cpu_same "$S1" "$S2"; }
+stream_back() { [ "$(allowed_of "$S1")" = "$ORIG" ] && [ "$(allowed_of "$S2")" = "$ORIG" ]; }
 if [ -z "$STREAM_PREMISE" ]; then
-        echo "# stream pair state: '$(pair_state "$S1" "$S2")'"
+        if wait_for 10 stream_together; then
+                echo "# stream co-located ('$(pair_state "$S1" "$S2")'); waiting for the effect check"
+                # 5 samples after the one that straddles the change, at Interval=500ms
+                wait_for 15 stream_back ||
+                        { grep -E 'effect|undo' "$RUNDIR/daemon.log" >&2 || true
+                          fail "a stream co-located by mistake was not undone within 15 s: $(allowed_of "$S1") / $(allowed_of "$S2")"; }
+                grep -E 'undo|effect' "$RUNDIR/daemon.log" | tail -2 | sed 's/^/# /'
+                echo "# stream undone by the effect check: $(allowed_of "$S1") / $(allowed_of "$S2")"
+        else
+                echo "# stream pair left alone: '$(pair_state "$S1" "$S2")'"
+        fi
 elif wait_for 15 stream_seen; then
         state=$(pair_state "$S1" "$S2")
         echo "# stream pair state: '$state'"

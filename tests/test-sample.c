@@ -209,6 +209,11 @@ static void test_parse_status(void) {
         ASSERT_EQ(b, 456);
         ASSERT_EQ(c, 7);
         ASSERT_TRUE(sample_parse_schedstat("1 2\n", &a, &b, &c) < 0);
+        /* /proc/PID/task/TID/io as Linux 6.x writes it */
+        ASSERT_OK(sample_parse_io("rchar: 1000\nwchar: 234\nsyscr: 10\nsyscw: 5\nread_bytes: 0\n"
+                                  "write_bytes: 0\ncancelled_write_bytes: 0\n", &a));
+        ASSERT_EQ(a, 1234);
+        ASSERT_TRUE(sample_parse_io("rchar: 1000\n", &a) < 0);
         ASSERT_OK(sample_parse_sched_migrations("x (1, #threads: 1)\n---\nse.nr_migrations   :   42\n", &a));
         ASSERT_EQ(a, 42);
         ASSERT_EQ(sample_parse_sched_migrations("x\nnr_switches : 1\n", &a), -ENODATA);
@@ -1234,6 +1239,91 @@ static void test_live_accounting(void) {
  * busy child itself got less than 70 % of a CPU proves nothing about
  * "busy ≈ 1.0", and another is taken until a deadline.
  */
+/* io bytes (rchar + wchar) of a thread now, as the test reads them itself */
+static uint64_t io_bytes_of(pid_t pid) {
+        char path[64], buf[512];
+        uint64_t v = 0;
+
+        snprintf(path, sizeof(path), "/proc/%d/io", (int) pid);
+        ASSERT_TRUE(util_read_file_at(NULL, path, buf, sizeof(buf)) > 0);
+        ASSERT_OK(sample_parse_io(buf, &v));
+        return v;
+}
+
+/*
+ * A real pipe ping-pong: from its third sight (its switch rate seen, then
+ * two io reads) each side has an io rate, and it is the rate the test
+ * reads from /proc itself over the same stretch, within a factor of 2 (the
+ * windows' ends differ by the time a pass takes). A sleeping thread is
+ * below the gate and gets none.
+ */
+static void test_live_io(void) {
+        struct topology *topo;
+        struct sampler *s;
+        struct snapshot *snap = NULL;
+        const struct task *ta, *tb, *tz;
+        int ab[2], ba[2];
+        pid_t a, b;
+        uint64_t x0, x1, t0, t1;
+        double own;
+
+        ASSERT_OK(pipe(ab));
+        ASSERT_OK(pipe(ba));
+        a = fork();
+        ASSERT_TRUE(a >= 0);
+        if (a == 0) {
+                char c = 'x';
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (;;)
+                        if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+                                _exit(0);
+        }
+        children[0] = a;
+        b = fork();
+        ASSERT_TRUE(b >= 0);
+        if (b == 0) {
+                char c;
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (;;)
+                        if (read(ab[0], &c, 1) != 1 || write(ba[1], &c, 1) != 1)
+                                _exit(0);
+        }
+        children[1] = b;
+        ASSERT_OK(topology_load("/", &topo));
+        ASSERT_OK(sampler_new("/", topo, 0, &s));
+        for (int i = 0; i < 3; i++) {
+                ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
+                usleep(200 * 1000);
+        }
+        x0 = io_bytes_of(a) + io_bytes_of(b);
+        t0 = util_now_usec();
+        ASSERT_OK(sample_pass(s, t0, &snap));
+        usleep(300 * 1000);
+        t1 = util_now_usec();
+        ASSERT_OK(sample_pass(s, t1, &snap));
+        x1 = io_bytes_of(a) + io_bytes_of(b);
+        own = (double) (x1 - x0) * USEC_PER_SEC / (double) (util_now_usec() - t0) / 2;
+        ta = snapshot_find_task(snap, a);
+        tb = snapshot_find_task(snap, b);
+        tz = snapshot_find_task(snap, getpid());
+        ASSERT_TRUE(ta && tb && tz);
+        fprintf(stderr, "live io: sides %.0f and %.0f bytes/s (have %d %d), the test's own read %.0f per side; "
+                "switches %.0f/s; this (sleeping) thread: have %d\n", ta->io_bytes_per_s, tb->io_bytes_per_s,
+                ta->have_io_rate, tb->have_io_rate, own, ta->nvcsw_per_s + ta->nivcsw_per_s, tz->have_io_rate);
+        ASSERT_TRUE(ta->have_io_rate && tb->have_io_rate);
+        ASSERT_TRUE(own > 0);
+        ASSERT_TRUE((ta->io_bytes_per_s + tb->io_bytes_per_s) / 2 > own / 2);
+        ASSERT_TRUE((ta->io_bytes_per_s + tb->io_bytes_per_s) / 2 < own * 2);
+        ASSERT_TRUE(!tz->have_io_rate);
+        sampler_free(s);
+        topology_free(topo);
+        kill_children();
+        for (int k = 0; k < 2; k++) {
+                close(ab[k]);
+                close(ba[k]);
+        }
+}
+
 static int test_live(void) {
         enum { N = _SAMPLER_GATE_MAX };
         struct sampler *s[N] = {};
@@ -1394,5 +1484,6 @@ int main(void) {
         cleanup();
         test_live_accounting();
         test_live_kthreads();
+        test_live_io();
         return test_live();
 }

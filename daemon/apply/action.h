@@ -29,6 +29,18 @@ enum action_verb {
         VERB_RELEASE,  /* restore the recorded original */
 };
 
+/*
+ * What an action's evidence_before measures (plan/effect.h,
+ * effect_proxy_for()): the detector's own proxy (a hog's util, a pair's
+ * switches, a victim's run delay), or, for a pair whose members move bytes
+ * through read()/write(), those bytes: the work a pipe or a stream gets
+ * done, which switches do not tell apart from a stream's churn.
+ */
+enum evidence_basis {
+        EVIDENCE_OWN,
+        EVIDENCE_IO_BYTES,
+};
+
 struct action {
         enum action_type type;
         enum action_verb verb;
@@ -54,6 +66,7 @@ struct action {
         char policy[64];
         char reason[160];     /* e.g. "hog: util 98% migrations 0.6/s on 0,1" */
         double evidence_before; /* the throughput proxy measured before (effect check) */
+        enum evidence_basis evidence_basis; /* what evidence_before measures; the check measures the same */
         struct task_id partner; /* pair: the other member; the effect check judges the pair's
                                  * round trips, which neither member's own counts show */
 };

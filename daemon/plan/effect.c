@@ -102,13 +102,27 @@ static double switches_per_s(const struct task *t) {
         return t->nvcsw_per_s + t->nivcsw_per_s;
 }
 
+enum evidence_basis effect_basis_for(enum detector kind, const struct task *t, const struct task *partner) {
+        if (kind == DETECT_PAIR && t && partner && t->have_io_rate && partner->have_io_rate &&
+            t->io_bytes_per_s + partner->io_bytes_per_s > 0)
+                return EVIDENCE_IO_BYTES;
+        return EVIDENCE_OWN;
+}
+
 double effect_proxy_for(enum detector kind, const struct task *t, const struct task *partner) {
+        return effect_proxy_on(kind, effect_basis_for(kind, t, partner), t, partner);
+}
+
+double effect_proxy_on(enum detector kind, enum evidence_basis basis, const struct task *t, const struct task *partner) {
         if (!t || !t->have_rates)
                 return NAN;
         switch (kind) {
         case DETECT_PAIR:
                 if (!partner || !partner->have_rates)
                         return NAN;
+                if (basis == EVIDENCE_IO_BYTES)
+                        return t->have_io_rate && partner->have_io_rate ? (t->io_bytes_per_s + partner->io_bytes_per_s) / 2
+                                                                        : NAN;
                 return (switches_per_s(t) + switches_per_s(partner)) / 2;
         case DETECT_RUNDELAY:
                 return t->run_delay_ms_per_s;
@@ -198,8 +212,8 @@ void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double
                         effect_forget(tr, i);
                         continue;
                 }
-                v = effect_observe(&p->state, effect_proxy_for(p->action.kind, t, partner), ++p->intervals, 0,
-                                   tolerance);
+                v = effect_observe(&p->state, effect_proxy_on(p->action.kind, p->action.evidence_basis, t, partner),
+                                   ++p->intervals, 0, tolerance);
                 if (v == EFFECT_PENDING) {
                         i++;
                         continue;

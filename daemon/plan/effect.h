@@ -108,7 +108,19 @@ const char *effect_verdict_to_string(enum effect_verdict v);
  *    ping-pong needs less CPU per request). Neither is a rate of work;
  *    the sum of both kinds is;
  *  - run-delay victim: run delay in ms/s (lower is better).
+ *
+ * A pair whose members move bytes through read()/write() (both have an io
+ * rate and it is not 0: pipes, FIFOs, read/write sockets) is judged by
+ * those bytes instead (EVIDENCE_IO_BYTES): the work it gets done. A stream
+ * (both sides busy, pipelined) taken for a ping-pong on a loaded machine,
+ * where its squeezed sides look like one, switches more on one CPU while
+ * it moves fewer bytes; by its bytes it is undone. A server that uses
+ * recv()/send() moves 0 there and keeps the switches.
  */
+enum evidence_basis effect_basis_for(enum detector kind, const struct task *t, const struct task *partner);
+/* The proxy on a given basis (NAN where it cannot be had now). */
+double effect_proxy_on(enum detector kind, enum evidence_basis basis, const struct task *t, const struct task *partner);
+/* The same on effect_basis_for()'s basis: for the planners' evidence_before. */
 double effect_proxy_for(enum detector kind, const struct task *t, const struct task *partner);
 enum effect_direction effect_direction_for(enum detector kind);
 

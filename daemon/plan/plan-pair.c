@@ -542,6 +542,7 @@ static void fill_action(struct action *a, const struct pair_item *it, int k, enu
         double before = effect_proxy_for(DETECT_PAIR, it->t[k], it->t[1 - k]);
 
         a->evidence_before = isfinite(before) ? before : 0;
+        a->evidence_basis = effect_basis_for(DETECT_PAIR, it->t[k], it->t[1 - k]);
         snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
         snprintf(a->reason, sizeof(a->reason), "%s", reason);
 }

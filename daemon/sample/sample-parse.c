@@ -172,6 +172,22 @@ int sample_parse_status(const char *buf, struct status_fields *ret) {
         return f.have_allowed || f.have_ctxt || f.have_uid || f.have_tgid ? 0 : -EINVAL;
 }
 
+int sample_parse_io(const char *buf, uint64_t *ret_bytes) {
+        unsigned long long r = 0, w = 0;
+        bool have_r = false, have_w = false;
+
+        for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+                if (strncmp(l, "rchar:", 6) == 0)
+                        have_r = sscanf(l + 6, "%llu", &r) == 1;
+                else if (strncmp(l, "wchar:", 6) == 0)
+                        have_w = sscanf(l + 6, "%llu", &w) == 1;
+        }
+        if (!have_r || !have_w)
+                return -EINVAL;
+        *ret_bytes = (uint64_t) r + (uint64_t) w;
+        return 0;
+}
+
 int sample_parse_schedstat(const char *buf, uint64_t *ret_run_ns, uint64_t *ret_wait_ns, uint64_t *ret_slices) {
         const char *p = buf;
         uint64_t a, b, c;

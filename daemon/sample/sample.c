@@ -161,7 +161,7 @@ struct thread_priv {
         uint64_t remove_pass;
         uint64_t last_ran_pass;
         uint64_t active_pass;         /* already put in this pass's active list */
-        uint64_t stat_upto, status_upto, schedstat_upto, sched_upto;
+        uint64_t stat_upto, status_upto, schedstat_upto, sched_upto, io_upto;
         uint64_t next_status_pass, next_expensive_pass;
         int16_t cpu_hist[CPUS_SEEN_WINDOWS];
         uint8_t cpu_hist_pos;
@@ -201,7 +201,7 @@ struct sampler {
         struct cpu_sample *cpus, *cpus_prev;
         bool *cpu_have_prev, *cpu_present, *cpu_have_schedstat;
 
-        bool cap_task_schedstat, cap_task_sched, cap_cpu_schedstat, cap_psi;
+        bool cap_task_schedstat, cap_task_sched, cap_cpu_schedstat, cap_psi, cap_task_io;
 
         /* process events (proc connector) */
         bool events;                  /* fork/exec/exit events arrive: /proc need not be listed every pass */
@@ -376,7 +376,7 @@ int sampler_new(const char *root, const struct topology *topo, size_t max_thread
         s->topo = topo;
         s->max_threads = max_threads ? max_threads : CONFIG_MAX_THREADS_DEFAULT;
         s->clk_tck = util_clk_tck();
-        s->cap_task_schedstat = s->cap_task_sched = s->cap_cpu_schedstat = s->cap_psi = true;
+        s->cap_task_schedstat = s->cap_task_sched = s->cap_cpu_schedstat = s->cap_psi = s->cap_task_io = true;
         s->snap.psi_cpu_some_avg10 = -1;
 
         r = sampler_set_options(s, &(struct sampler_options) {});
@@ -923,12 +923,18 @@ static bool busy_enough_for_sched(const struct sampler *s, const struct task *t,
 struct thread_sample {
         struct stat_fields f;
         struct status_fields st;
-        uint64_t run_ns, wait_ns, slices, migrations;
+        uint64_t run_ns, wait_ns, slices, migrations, io_bytes;
         bool fresh;             /* first sight (or a new task in the slot) */
         bool ran;               /* ran since the last read */
-        bool need_status, need_schedstat, need_sched;
-        bool got_status, got_schedstat, got_sched;
+        bool need_status, need_schedstat, need_sched, need_io;
+        bool got_status, got_schedstat, got_sched, got_io;
 };
+
+/* Threads switching at least this often (voluntary + involuntary, as last
+ * seen) get their io counters read: a ping-pong or a stream switches
+ * thousands of times a second, the idle rest of a machine far less, and a
+ * pair is found among the former only. One small read a pass for each. */
+#define SAMPLE_IO_SWITCHES_MIN_PER_S 100.0
 
 /* The thread's stat, or pre when the caller read it already. False: not
  * read (vanished or broken), counted. */
@@ -992,6 +998,9 @@ static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p,
                              (ts->fresh || ts->ran || p->mode == MODE_ACCOUNT || p->mode == MODE_TRUSTED ||
                               s->pass >= q->next_expensive_pass);
         ts->need_sched = s->cap_task_sched && (ts->fresh || ts->ran || s->pass >= q->next_expensive_pass);
+        /* with status, so both rates cover one window */
+        ts->need_io = s->cap_task_io && ts->need_status && !ts->fresh &&
+                      (t->have_io || t->nvcsw_per_s + t->nivcsw_per_s >= SAMPLE_IO_SWITCHES_MIN_PER_S);
 }
 
 /* Read what thread_plan_reads() chose. False: the thread is gone (counted). */
@@ -1028,6 +1037,15 @@ static bool thread_read_files(struct sampler *s, pid_t pid, pid_t tid, const str
                 if (n < 0)
                         goto vanished;
                 ts->got_sched = n > 0 && sample_parse_sched_migrations(s->buf, &ts->migrations) >= 0;
+        }
+        if (ts->need_io) {
+                n = read_expensive(s, pid, tid, "io", &s->cap_task_io);
+                if (n < 0 && n != -ESRCH) {
+                        /* another user's thread without ptrace access: no figure, not an error */
+                        n = 0;
+                } else if (n < 0)
+                        goto vanished;
+                ts->got_io = n > 0 && sample_parse_io(s->buf, &ts->io_bytes) >= 0;
         }
         return true;
 
@@ -1073,6 +1091,10 @@ static void rates_since_last(const struct sampler *s, struct task *t, const stru
             ts->migrations >= t->nr_migrations)
                 t->migrations_per_s = (double) (ts->migrations - t->nr_migrations) * (double) USEC_PER_SEC /
                                       (double) (now - q->sched_upto);
+        t->have_io_rate = ts->got_io && t->have_io && q->io_upto && now > q->io_upto && ts->io_bytes >= t->io_bytes;
+        t->io_bytes_per_s = t->have_io_rate ? (double) (ts->io_bytes - t->io_bytes) * (double) USEC_PER_SEC /
+                                                      (double) (now - q->io_upto)
+                                            : 0;
 }
 
 /* A thread born in this window: rates over its whole life. */
@@ -1082,6 +1104,8 @@ static void rates_since_birth(const struct sampler *s, struct task *t, const str
         bool ctxt = ts->got_status && ts->st.have_ctxt;
 
         t->window_usec = born_usec;
+        t->have_io_rate = false;        /* io is read from the second sight on */
+        t->io_bytes_per_s = 0;
         t->util = ts->got_schedstat ? (double) ts->run_ns / ((double) born_usec * 1000.0)
                                     : (double) (ts->f.utime + ts->f.stime) / (double) s->clk_tck / age_s;
         t->util = t->util < 0 ? 0 : t->util > 1.0 ? 1.0 : t->util;
@@ -1109,6 +1133,12 @@ static void counters_keep(const struct sampler *s, struct proc_rec *p, pid_t tid
                 t->nr_migrations = ts->migrations;
                 t->have_migrations = true;
                 q->sched_upto = now;
+        }
+        /* a counter not read this time is stale: the next rate needs a fresh pair */
+        t->have_io = ts->got_io;
+        if (ts->got_io) {
+                t->io_bytes = ts->io_bytes;
+                q->io_upto = now;
         }
         if (ts->need_schedstat || ts->need_sched)
                 q->next_expensive_pass = s->pass + (ts->fresh ? 1 + (unsigned) tid % s->opt.expensive_every_passes
@@ -1205,6 +1235,8 @@ static void thread_carry(struct sampler *s, uint32_t i) {
         struct thread_priv *q = &s->priv[i];
 
         t->util = t->nvcsw_per_s = t->nivcsw_per_s = t->run_delay_ms_per_s = t->migrations_per_s = 0;
+        t->io_bytes_per_s = 0;
+        t->have_io_rate = false;
         t->have_rates = true;
         t->window_usec = 0;
         cpu_hist_push(q, t, t->last_cpu);

@@ -90,7 +90,8 @@ struct task {
         uint64_t run_ns, wait_ns, slices;   /* /proc/.../schedstat; valid if have_schedstat */
         uint64_t nvcsw, nivcsw;             /* voluntary / involuntary switches */
         uint64_t nr_migrations;             /* se.nr_migrations; valid if have_migrations */
-        bool have_schedstat, have_migrations;
+        uint64_t io_bytes;                  /* /proc/.../io rchar + wchar; valid if have_io */
+        bool have_schedstat, have_migrations, have_io;
         /* The current mask is one affinityd set (the manager marks it from the
          * applier's list before detection), so "narrowed" does not mean
          * "narrowed by someone else" for it. */
@@ -102,6 +103,16 @@ struct task {
         double run_delay_ms_per_s;  /* ms spent runnable-but-waiting per second */
         double nvcsw_per_s, nivcsw_per_s;
         double migrations_per_s;
+        /*
+         * Bytes passed through read()/write() and their kin per second
+         * (rchar + wchar): what a pipe, FIFO or read/write socket pair
+         * moves, its useful work. Read only for threads that switch often
+         * (SAMPLE_IO_SWITCHES_MIN_PER_S), the only ones a pair can be made
+         * of; recv()/send() do not count in it, so a server using those
+         * reads 0. Valid if have_io_rate.
+         */
+        bool have_io_rate;
+        double io_bytes_per_s;
         cpumask_t cpus_seen;        /* CPUs seen as last_cpu over the recent windows */
         uint64_t window_usec;       /* length of the window the rates cover; 0: the snapshot's
                                      * window_usec (threads carried unchanged, rates 0) */
