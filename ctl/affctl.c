@@ -331,6 +331,34 @@ static void print_cannot(struct json_object *o) {
                 line(&label, "nothing missing");
 }
 
+/* What co-location buys on this host, as the daemon measured it at start. */
+static void print_colocation(struct json_object *o) {
+        struct json_object *levels = json_path(o, "colocation.levels");
+        const char *label = "Co-location";
+        char buf[256] = "";
+        size_t off = 0;
+
+        if (!json_path(o, "colocation"))
+                return;
+        if (!json_object_get_boolean(json_path(o, "colocation.measured"))) {
+                line(&label, "not measured: %s", jstr(o, "colocation.why"));
+                return;
+        }
+        for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
+                struct json_object *l = json_object_array_get_idx(levels, i);
+                int n = snprintf(buf + off, sizeof(buf) - off, "%s%s %.2fx", off ? ", " : "", jstr(l, "level"),
+                                 jdouble(l, "gain"));
+
+                if (n < 0 || (size_t) n >= sizeof(buf) - off)
+                        break;
+                off += (size_t) n;
+        }
+        line(&label, "buys %s on this host (a pipe ping-pong on one CPU: %.0f round trips/s)%s", buf,
+             jdouble(o, "colocation.same_cpu_round_trips_per_s"),
+             jdouble(o, "colocation.gain") < jdouble(o, "colocation.gain_min")
+                     ? "; under the threshold: pairs are left to the kernel" : "");
+}
+
 static void print_status(struct json_object *o, const struct ctl *c) {
         struct json_object *changes = json_path(o, AFF_STATUS_CHANGES), *would = json_path(o, AFF_STATUS_WOULD_DO), *w, *k;
         bool dry = json_object_get_boolean(json_path(o, AFF_STATUS_DRY_RUN));
@@ -375,6 +403,7 @@ static void print_status(struct json_object *o, const struct ctl *c) {
         line(&label, "%" PRId64 " threads; findings: %s", jint(o, "counts.tasks"), kinds[0] ? kinds : "none");
         label = "Wake-ups";
         line(&label, "%s", jstr(o, "capabilities.wake_source"));
+        print_colocation(o);
 
         print_cannot(o);
 

@@ -68,14 +68,22 @@ check_client() {
         local name=$1 spid=$2 cpid=$3 t0=$4 looks=0 role try split
         # The kernel may merge the pair by itself before the daemon looks
         # (then there is nothing to fix, and the daemon rightly waits): split
-        # it again, at most twice. A pair the daemon saw split and left so fails.
+        # it again, at most twice. A pair the daemon saw split and left so
+        # fails; one the kernel kept together every time (a loaded machine
+        # does) is said, with the roles still checked.
         for try in 1 2 3; do
                 wait_for 4 colocated "$spid" "$cpid" && break
                 split=$(pair_field "$spid" "$cpid" '.split // "none"')
-                if [ "$try" = 3 ] || [ "$split" != together ]; then
+                if [ "$split" != together ]; then
                         ctl pairs
                         tail -20 "$RUNDIR/daemon.log"
                         fail "$name: not co-located within 4 s (attempt $try; the daemon read the pair as: $split)"
+                fi
+                if [ "$try" = 3 ]; then
+                        echo "# premise not met: $name: the kernel kept the pair together by itself in 3 splits; nothing to co-locate"
+                        role=$(pair_field "$spid" "$cpid" "if .pid_a == $spid then .role_a else .role_b end")
+                        [ "$role" = server ] || fail "$name: affctl pairs calls the server side '$role'"
+                        return 0
                 fi
                 echo "# $name: the kernel kept the pair together by itself; split again"
                 resplit "$spid" "$cpid"

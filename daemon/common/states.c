@@ -34,6 +34,7 @@ static const char *const pair_state_table[_PAIR_STATE_MAX] = {
         [PAIR_LEFT_ALONE_STREAM] = "left alone: stream",
         [PAIR_LEFT_ALONE_SHARED] = "left alone: shared",
         [PAIR_LEFT_ALONE_PINNED] = "left alone: pinned",
+        [PAIR_LEFT_ALONE_NO_GAIN] = "left alone: no gain on this host",
 };
 
 const char *plan_state_to_string(enum plan_state_id s) {

@@ -44,6 +44,7 @@ enum pair_state {
         PAIR_LEFT_ALONE_STREAM,
         PAIR_LEFT_ALONE_SHARED,
         PAIR_LEFT_ALONE_PINNED,
+        PAIR_LEFT_ALONE_NO_GAIN,   /* co-location buys nothing measurable on this host (calibrate.h) */
         _PAIR_STATE_MAX,
 };
 

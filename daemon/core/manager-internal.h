@@ -20,6 +20,7 @@
 #include "detect/detect.h"
 #include "plan/effect.h"
 #include "plan/plan.h"
+#include "sample/calibrate.h"
 #include "sample/memnode.h"
 #include "sample/proc-connector.h"
 #include "sample/sample.h"
@@ -44,6 +45,7 @@ struct manager {
         char idle_warning[512];       /* "" or why the configuration gives the daemon nothing to do */
         struct topology *topo;
         char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
+        struct calibration calibration; /* what co-location buys here: at start and on hotplug */
         struct sampler *sampler;
         struct memnode_memo *memnodes; /* pairs' memory by node, read on >1-node machines only */
         struct proc_connector *pc;

@@ -333,10 +333,48 @@ static int status_levers_changed(const struct managed *mg, size_t n_managed, str
 }
 
 /* Other placers seen, and the topology. */
+/* What co-location buys here: per level, and the largest; why not, when not measured. */
+static int calibration_json(const struct calibration *c, struct json_object **ret) {
+        struct json_object *o = json_object_new_object(), *levels = json_object_new_array();
+        int r = o && levels ? 0 : -ENOMEM;
+
+        r = r ?: json_add(o, "measured", json_object_new_boolean(c->done));
+        if (!c->done)
+                r = r ?: json_add(o, "why", json_object_new_string(c->why));
+        r = r ?: json_add(o, "gain", json_object_new_double(c->gain_max));
+        r = r ?: json_add(o, "gain_min", json_object_new_double(CALIB_GAIN_MIN));
+        r = r ?: json_add(o, "same_cpu_round_trips_per_s", json_object_new_double(c->same_per_s));
+        for (int i = 0; r >= 0 && i < c->n_levels; i++) {
+                struct json_object *l = json_object_new_object();
+                int k = l ? 0 : -ENOMEM;
+
+                k = k ?: json_add(l, "level", json_object_new_string(calib_level_to_string(c->levels[i].level)));
+                if (k >= 0) {
+                        char cpus[32];
+                        snprintf(cpus, sizeof(cpus), "%d/%d", c->levels[i].cpu_a, c->levels[i].cpu_b);
+                        k = json_add(l, "cpus", json_object_new_string(cpus));
+                }
+                k = k ?: json_add(l, "split_round_trips_per_s", json_object_new_double(c->levels[i].split_per_s));
+                k = k ?: json_add(l, "gain", json_object_new_double(c->levels[i].gain));
+                r = array_add(levels, json_or_null(l, k));
+        }
+        r = r ?: json_add(o, "levels", TAKE_PTR(levels));
+        json_object_put(levels);
+        r = r ?: json_add(o, "cost_ms", json_object_new_double((double) c->cost_usec / USEC_PER_MSEC));
+        if (r < 0) {
+                json_object_put(o);
+                return r;
+        }
+        *ret = o;
+        return 0;
+}
+
 static int status_machine(struct manager *m, struct json_object *o) {
         struct json_object *x = NULL;
         int r = 0;
 
+        if (calibration_json(&m->calibration, &x) >= 0)
+                r = json_add(o, "colocation", x);
         if (coexist_json(m, &x) >= 0)
                 r = json_add(o, "coexistence", x);
         r = r ?: json_add(o, "online_cpus", json_object_new_string(m->topo_online));

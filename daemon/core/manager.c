@@ -262,6 +262,41 @@ static void log_topology_notes(struct manager *m, const struct topology *t) {
                 log_fields(&m->log, LOG_WARNING, NULL, "topology: %d more file(s) not read", t->n_notes_dropped);
 }
 
+/*
+ * Measure what co-location buys on this machine (calibrate.h), once at
+ * start and again when the CPUs change. Not on a fixture tree (--root):
+ * its CPUs are not the ones the threads would run on.
+ */
+static void calibrate_now(struct manager *m) {
+        char buf[512];
+        int r, n = 0;
+
+        if (!util_root_is_real(m->root)) {
+                m->calibration = (struct calibration) { .cpu = -1 };
+                snprintf(m->calibration.why, sizeof(m->calibration.why), "not the running machine (--root)");
+                return;
+        }
+        r = calibrate(m->topo, &m->topo->self_allowed, &m->calibration);
+        if (r < 0) {
+                log_errno(&m->log, LOG_WARNING, r, "calibrating co-location failed; pairs are placed as the policies say");
+                return;
+        }
+        if (!m->calibration.done) {
+                log_fields(&m->log, LOG_INFO, NULL, "co-location not calibrated: %s", m->calibration.why);
+                return;
+        }
+        for (int i = 0; i < m->calibration.n_levels; i++) {
+                const struct calib_result *x = &m->calibration.levels[i];
+
+                n += snprintf(buf + n, sizeof(buf) - (size_t) MIN(n, (int) sizeof(buf)), "%s%s %.2fx",
+                              i ? ", " : "", calib_level_to_string(x->level), x->gain);
+                if (n >= (int) sizeof(buf))
+                        break;
+        }
+        log_fields(&m->log, LOG_INFO, NULL, "co-location buys on this host: %s (one CPU %.0f round trips/s; %llu ms)",
+                   buf, m->calibration.same_per_s, (unsigned long long) m->calibration.cost_usec / USEC_PER_MSEC);
+}
+
 static void check_hotplug(struct manager *m) {
         char online[sizeof(m->topo_online)];
         struct topology *t = NULL;
@@ -285,6 +320,7 @@ static void check_hotplug(struct manager *m) {
                 (void) wake_sampler_set_topology(m->wake, t);
         topology_free(m->topo);
         m->topo = t;
+        calibrate_now(m);
 }
 
 /* Say when another placer comes or goes, and a file it cannot use, once each. */
@@ -443,6 +479,7 @@ static int pass_plan(struct manager *m, uint64_t t0, size_t *ret_n_managed) {
                 .n_managed = n_managed,
                 .now_usec = t0,
                 .self_pid = getpid(),
+                .calibration = &m->calibration,
         };
         action_list_clear(&m->actions);
         r = plan_run(m->plan, &in, &m->actions);
@@ -727,6 +764,7 @@ static int setup_sampling(struct manager *m) {
                                  sizeof(m->topo_online));
         util_strip(m->topo_online);
 
+        calibrate_now(m);
         r = sampler_new(m->root, m->topo, m->config->daemon.max_tracked_threads, &m->sampler);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");

@@ -1056,12 +1056,33 @@ static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][1
 /* Place new: a pair not ours, split long enough and not held back, goes on
  * choose_cpu()'s CPU (a chain link's: its stronger pair's) when the budget
  * has room for both members. */
+/*
+ * Where the calibration says co-location buys under CALIB_GAIN_MIN between
+ * the CPUs this pair's members last ran on, a pin would only take the
+ * balancer's freedom: the pair is left to the kernel, and says why.
+ */
+static bool no_gain_here(const struct pair_plan *pp, const struct pair_item *it) {
+        const struct calibration *c = pp->ctx->in->calibration;
+        double gain;
+
+        if (!c || !c->done)
+                return false;
+        gain = calibration_gain_for(c, pp->topo, it->t[0]->last_cpu, it->t[1]->last_cpu);
+        if (gain >= CALIB_GAIN_MIN)
+                return false;
+        plan_set_pair_state(it->st, PAIR_LEFT_ALONE_NO_GAIN,
+                            "co-location buys %.2fx on this host (calibrated; under %.2fx)", gain, CALIB_GAIN_MIN);
+        return true;
+}
+
 static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
         const struct plan_input *in = pp->ctx->in;
         enum no_cpu_reason ncr;
         char detail[160];
         int cpu;
 
+        if (no_gain_here(pp, it))
+                return 0;
         if (!split_long_enough(pp, it) || held_back(pp, it, akey))
                 return 0;
         cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));

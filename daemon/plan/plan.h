@@ -50,6 +50,7 @@
 #include "common/states.h"
 #include "config/config.h"
 #include "detect/detect.h"
+#include "sample/calibrate.h"
 #include "sample/snapshot.h"
 
 struct plan_target_state {
@@ -134,6 +135,9 @@ struct plan_input {
         size_t n_managed;
         uint64_t now_usec;
         pid_t self_pid;              /* the daemon: never a target (detect_policy_for()) */
+        /* What co-location buys on this machine (sample/calibrate.h); NULL or
+         * not done: unknown, pairs are placed as the policy says. */
+        const struct calibration *calibration;
 };
 
 struct action_list {

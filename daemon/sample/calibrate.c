@@ -1,0 +1,196 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The co-location calibration (calibrate.h): two threads of ours bounce a
+ * byte over two pipes, as a client and its server do, first on one CPU,
+ * then one on each of two CPUs that a topology level separates.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/util.h"
+#include "sample/calibrate.h"
+
+const char *calib_level_to_string(enum calib_level l) {
+        static const char *const names[_CALIB_LEVEL_MAX] = {
+                [CALIB_SMT] = "smt", [CALIB_CORE] = "core", [CALIB_LLC] = "llc", [CALIB_NODE] = "node",
+        };
+        return l >= 0 && l < _CALIB_LEVEL_MAX ? names[l] : "unknown";
+}
+
+/* The level that separates CPUs a and b (a != b). */
+static enum calib_level level_between(const struct topology *t, int a, int b) {
+        const struct topo_cpu *x = &t->cpus[a], *y = &t->cpus[b];
+
+        if (x->node != y->node)
+                return CALIB_NODE;
+        if (x->llc_id != y->llc_id)
+                return CALIB_LLC;
+        if (x->core_id != y->core_id)
+                return CALIB_CORE;
+        return CALIB_SMT;
+}
+
+struct echo {
+        int in, out;
+        int cpu;
+        atomic_bool stop;
+};
+
+static int pin_self(int cpu) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/* The server side: echo every byte until the pipe closes. */
+static void *echo_main(void *arg) {
+        struct echo *e = arg;
+        char c;
+
+        (void) pin_self(e->cpu);
+        while (read(e->in, &c, 1) == 1)
+                if (write(e->out, &c, 1) != 1)
+                        break;
+        return NULL;
+}
+
+/* Round trips/s with this thread on cpu_client and the echo on cpu_server. */
+static int run_once(int cpu_client, int cpu_server, double *ret) {
+        int to[2] = { -1, -1 }, from[2] = { -1, -1 }, r = 0;
+        struct echo e = {};
+        pthread_t th;
+        uint64_t t0, n = 0;
+        char c = 'x';
+
+        if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) {
+                r = -errno;
+                goto out;
+        }
+        e = (struct echo) { .in = to[0], .out = from[1], .cpu = cpu_server };
+        r = -pthread_create(&th, NULL, echo_main, &e);
+        if (r < 0)
+                goto out;
+        r = pin_self(cpu_client);
+        t0 = util_now_usec();
+        while (r >= 0 && util_now_usec() - t0 < CALIB_RUN_USEC) {
+                if (write(to[1], &c, 1) != 1 || read(from[0], &c, 1) != 1) {
+                        r = -EIO;
+                        break;
+                }
+                n++;
+        }
+        *ret = (double) n * USEC_PER_SEC / (double) MAX(util_now_usec() - t0, 1ULL);
+        close(to[1]);
+        to[1] = -1;
+        pthread_join(th, NULL);
+out:
+        for (int k = 0; k < 2; k++) {
+                if (to[k] >= 0)
+                        close(to[k]);
+                if (from[k] >= 0)
+                        close(from[k]);
+        }
+        return r;
+}
+
+static int cmp_double(const void *x, const void *y) {
+        double a = *(const double *) x, b = *(const double *) y;
+        return a < b ? -1 : a > b;
+}
+
+static double median3(double *v) {
+        qsort(v, CALIB_ROUNDS, sizeof(double), cmp_double);
+        return v[CALIB_ROUNDS / 2];
+}
+
+/* For each level, the first CPU after cpu that it separates from cpu. */
+static void pick_partners(const struct topology *t, const cpumask_t *ok, int cpu, int partner[_CALIB_LEVEL_MAX]) {
+        for (int l = 0; l < _CALIB_LEVEL_MAX; l++)
+                partner[l] = -1;
+        for (int c = 0; c < t->n_cpus; c++) {
+                enum calib_level l;
+
+                if (c == cpu || !cpumask_test(ok, c))
+                        continue;
+                l = level_between(t, cpu, c);
+                if (partner[l] < 0)
+                        partner[l] = c;
+        }
+}
+
+int calibrate(const struct topology *topo, const cpumask_t *allowed, struct calibration *ret) {
+        cpumask_t ok;
+        int cpu, partner[_CALIB_LEVEL_MAX], r;
+        double same[CALIB_ROUNDS], split[_CALIB_LEVEL_MAX][CALIB_ROUNDS];
+        cpu_set_t saved;
+        uint64_t t0 = util_now_usec();
+
+        if (!topo || !ret)
+                return -EINVAL;
+        *ret = (struct calibration) { .cpu = -1 };
+        ok = topology_usable(topo);
+        if (allowed && !cpumask_empty(allowed))
+                ok = cpumask_and(&ok, allowed);
+        cpu = cpumask_next(&ok, 0);
+        if (cpu < 0 || cpumask_weight(&ok) < 2) {
+                snprintf(ret->why, sizeof(ret->why), "fewer than two usable CPUs");
+                return 0;
+        }
+        pick_partners(topo, &ok, cpu, partner);
+        if (pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
+                return -errno;
+        /* interleaved: same, then each level, round after round, so that a
+         * burst of load next door lands on all of them alike */
+        for (int k = 0; k < CALIB_ROUNDS; k++) {
+                r = run_once(cpu, cpu, &same[k]);
+                for (int l = 0; r >= 0 && l < _CALIB_LEVEL_MAX; l++)
+                        if (partner[l] >= 0)
+                                r = run_once(cpu, partner[l], &split[l][k]);
+                if (r < 0)
+                        break;
+        }
+        (void) pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+        if (r < 0)
+                return r;
+        ret->cpu = cpu;
+        ret->same_per_s = median3(same);
+        for (int l = 0; l < _CALIB_LEVEL_MAX; l++) {
+                struct calib_result *x;
+
+                if (partner[l] < 0)
+                        continue;
+                x = &ret->levels[ret->n_levels++];
+                *x = (struct calib_result) { .level = (enum calib_level) l, .cpu_a = cpu, .cpu_b = partner[l],
+                                             .split_per_s = median3(split[l]) };
+                x->gain = x->split_per_s > 0 ? ret->same_per_s / x->split_per_s : 0;
+                ret->gain_max = MAX(ret->gain_max, x->gain);
+        }
+        ret->done = ret->n_levels > 0;
+        if (!ret->done)
+                snprintf(ret->why, sizeof(ret->why), "no second CPU to measure against");
+        ret->cost_usec = util_now_usec() - t0;
+        return 0;
+}
+
+double calibration_gain_for(const struct calibration *c, const struct topology *topo, int a, int b) {
+        enum calib_level l;
+
+        if (!c || !c->done)
+                return 0;
+        if (!topo || a < 0 || b < 0 || a >= topo->n_cpus || b >= topo->n_cpus || a == b)
+                return c->gain_max;
+        l = level_between(topo, a, b);
+        for (int i = 0; i < c->n_levels; i++)
+                if (c->levels[i].level == l)
+                        return c->levels[i].gain;
+        return c->gain_max;
+}
