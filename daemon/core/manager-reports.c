@@ -420,6 +420,8 @@ static struct json_object *task_json(const struct task *t) {
         r = r ?: json_add(o, "util_pct", json_object_new_double(t->util * 100.0));
         r = r ?: json_add(o, "migrations_per_s", json_object_new_double(t->migrations_per_s));
         r = r ?: json_add(o, "run_delay_ms_per_s", json_object_new_double(t->run_delay_ms_per_s));
+        /* bytes through read()/write(): read only for threads that switch often (-1: not read) */
+        r = r ?: json_add(o, "io_bytes_per_s", json_object_new_double(t->have_io_rate ? t->io_bytes_per_s : -1));
         r = r ?: json_add(o, "cpu", json_object_new_int(t->last_cpu));
         r = r ?: json_add(o, "allowed",
                           json_object_new_string(cpumask_format_list(&t->allowed, mask, sizeof(mask)) ?: "?"));

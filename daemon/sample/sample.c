@@ -998,9 +998,23 @@ static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p,
                              (ts->fresh || ts->ran || p->mode == MODE_ACCOUNT || p->mode == MODE_TRUSTED ||
                               s->pass >= q->next_expensive_pass);
         ts->need_sched = s->cap_task_sched && (ts->fresh || ts->ran || s->pass >= q->next_expensive_pass);
-        /* with status, so both rates cover one window */
+        /* with status, so both rates cover one window; a thread seen for the
+         * first time is asked once its status is read (thread_read_files()) */
         ts->need_io = s->cap_task_io && ts->need_status && !ts->fresh &&
-                      (t->have_io || t->nvcsw_per_s + t->nivcsw_per_s >= SAMPLE_IO_SWITCHES_MIN_PER_S);
+                      t->nvcsw_per_s + t->nivcsw_per_s >= SAMPLE_IO_SWITCHES_MIN_PER_S;
+}
+
+/*
+ * A thread seen for the first time: its io counters too when it has
+ * switched SAMPLE_IO_SWITCHES_MIN_PER_S times in its life already, so that
+ * a pair of new threads has a rate of bytes at the pass that first sees it
+ * switching (since birth, as its other rates: rates_since_birth()) and the
+ * change made then is judged by its bytes. A new stream co-located at its
+ * second pass was otherwise judged by its switches.
+ */
+static bool fresh_needs_io(const struct sampler *s, const struct thread_sample *ts) {
+        return s->cap_task_io && ts->fresh && ts->got_status && ts->st.have_ctxt &&
+               (double) (ts->st.nvcsw + ts->st.nivcsw) >= SAMPLE_IO_SWITCHES_MIN_PER_S;
 }
 
 /* Read what thread_plan_reads() chose. False: the thread is gone (counted). */
@@ -1021,6 +1035,7 @@ static bool thread_read_files(struct sampler *s, pid_t pid, pid_t tid, const str
                         return false;
                 }
                 ts->got_status = sample_parse_status(s->buf, &ts->st) >= 0;
+                ts->need_io = ts->need_io || fresh_needs_io(s, ts);
         }
         if (ts->need_schedstat) {
                 n = read_expensive(s, pid, tid, "schedstat", &s->cap_task_schedstat);
@@ -1104,8 +1119,9 @@ static void rates_since_birth(const struct sampler *s, struct task *t, const str
         bool ctxt = ts->got_status && ts->st.have_ctxt;
 
         t->window_usec = born_usec;
-        t->have_io_rate = false;        /* io is read from the second sight on */
-        t->io_bytes_per_s = 0;
+        /* a new thread's io counters start at 0 */
+        t->have_io_rate = ts->got_io;
+        t->io_bytes_per_s = ts->got_io ? (double) ts->io_bytes / age_s : 0;
         t->util = ts->got_schedstat ? (double) ts->run_ns / ((double) born_usec * 1000.0)
                                     : (double) (ts->f.utime + ts->f.stime) / (double) s->clk_tck / age_s;
         t->util = t->util < 0 ? 0 : t->util > 1.0 ? 1.0 : t->util;
