@@ -287,14 +287,17 @@ static void line(const char **label, const char *fmt, ...) {
 /* One change (in force or, in dry-run, would-be): what, where, why, in one line. */
 static void print_change(const char **label, struct json_object *e, bool in_force) {
         const char *reason = jstr(e, AFF_CHANGE_REASON);
-        char age[32] = "";
+        char age[32] = "", gain[64] = "";
 
         if (in_force)
                 view_duration(jdouble(e, AFF_CHANGE_AGE_S), age, sizeof(age));
-        line(label, "%s%s %s → %s: %.80s%s [%s%s%s]", in_force ? "" : "would ",
+        /* the effect check's measured gain, once it kept the change */
+        if (json_path(e, "gain"))
+                snprintf(gain, sizeof(gain), " (%+.0f %% %s)", (jdouble(e, "gain") - 1) * 100, jstr(e, "gain_of"));
+        line(label, "%s%s %s → %s%s: %.80s%s [%s%s%s]", in_force ? "" : "would ",
              in_force ? jstr(e, AFF_CHANGE_TYPE) : jstr(e, AFF_CHANGE_VERB), jstr(e, AFF_CHANGE_TARGET),
-             in_force ? jstr(e, AFF_CHANGE_CURRENT) : jstr(e, AFF_CHANGE_VALUE), reason, strlen(reason) > 80 ? "…" : "",
-             jstr(e, AFF_CHANGE_POLICY), age[0] ? ", " : "", age);
+             in_force ? jstr(e, AFF_CHANGE_CURRENT) : jstr(e, AFF_CHANGE_VALUE), gain, reason,
+             strlen(reason) > 80 ? "…" : "", jstr(e, AFF_CHANGE_POLICY), age[0] ? ", " : "", age);
 }
 
 /* What this kernel or setup does not allow, with why: every capability whose

@@ -133,6 +133,17 @@ const struct table_view view_tasks[] = {
 
 /* ---- actions ----------------------------------------------------------- */
 
+/* The measured gain of a change the effect check kept, as a change in
+ * percent ("+31%"); "-" until there is one. */
+static const char *gain_cell(struct json_object *row, char *buf, size_t size) {
+        struct json_object *v = get(row, "gain");
+
+        if (!v)
+                return "-";
+        snprintf(buf, size, "%+.0f%%", (json_object_get_double(v) - 1) * 100);
+        return buf;
+}
+
 /* A task's change by comm[pid/tid]; a lever's by its name, else its key. */
 static const char *action_target(struct json_object *row, char *buf, size_t size) {
         if (get(row, "pid"))
@@ -153,7 +164,7 @@ static const struct table_column action_columns[] = {
         { "TARGET", .cell = action_target, .covers = "comm pid tid name " AFF_CHANGE_TARGET, .min_width = MIN_NAME },
         { "KIND", .key = AFF_CHANGE_TYPE },
         { "VALUE", .key = AFF_CHANGE_CURRENT, .min_width = MIN_VALUE },
-        { "GAIN", .key = "gain", .right = true },
+        { "GAIN", .cell = gain_cell, .covers = "gain gain_of gain_before gain_after", .right = true },
         { "POLICY", .key = AFF_CHANGE_POLICY, .min_width = MIN_POLICY },
         { "AGE", .cell = action_age, .covers = AFF_CHANGE_AGE_S, .right = true },
         { "REASON", .key = AFF_CHANGE_REASON, .min_width = MIN_WHY },
@@ -166,7 +177,7 @@ static const struct table_column would_columns[] = {
         { "WOULD", .key = AFF_CHANGE_VERB },
         { "KIND", .key = AFF_CHANGE_TYPE },
         { "VALUE", .key = AFF_CHANGE_VALUE, .min_width = MIN_VALUE },
-        { "GAIN", .key = "gain", .right = true },
+        { "GAIN", .cell = gain_cell, .covers = "gain gain_of gain_before gain_after", .right = true },
         { "POLICY", .key = AFF_CHANGE_POLICY, .min_width = MIN_POLICY },
         { "REASON", .key = AFF_CHANGE_REASON, .min_width = MIN_WHY },
         {},
@@ -220,7 +231,7 @@ static const char *why_or_note(struct json_object *row, char *buf, size_t size) 
 static const struct table_column pair_columns[] = {
         { "PAIR", .cell = pair_who, .covers = "comm_a pid_a tid_a comm_b pid_b tid_b", .min_width = MIN_PAIR },
         { "WAKE/S", .cell = pair_rate, .covers = "wake_rate_per_s", .right = true },
-        { "GAIN", .key = "gain", .right = true },
+        { "GAIN", .cell = gain_cell, .covers = "gain gain_of gain_before gain_after", .right = true },
         { "STATE", .key = "state" },
         { "CPU", .cell = pair_cpus, .covers = "cpu_a cpu_b" },
         { "WHY", .cell = why_or_note, .covers = "why note", .min_width = MIN_WHY },

@@ -61,4 +61,25 @@ wait_for 5 file_says || { cat "$prom"; fail "the metrics file does not show the 
 parse "$work/f.txt" 'affinityd_build_info{version='"$(ctl status --json | jq -r .version)"'}=1' >/dev/null ||
         fail "the metrics file has no build_info"
 ls "$work/textfile" | grep -v '^affinityd.prom$' && fail "something besides affinityd.prom left in the textfile dir"
-echo "ok: affctl metrics and $prom parse; pair changes, applied, states, own cost"
+# The effect check's verdict on the pair (5 intervals after the change):
+# its measured gain is shown in affctl pairs and actions, status and the
+# metrics, all the same figure. Held split on two CPUs, co-located on one,
+# the pingpong moves more bytes wherever the daemon co-locates at all.
+pair_gain() { ctl pairs --json | jq -r '[.pairs[] | select(.gain != null) | .gain][0] // empty'; }
+has_gain() { [ -n "$(pair_gain)" ]; }
+wait_for 30 has_gain || { ctl pairs; tail -5 "$RUNDIR/daemon.log"; fail "no measured gain on the co-located pair within 30 s"; }
+g=$(pair_gain)
+ctl actions --json | jq -e --argjson g "$g" '[.actions[] | select(.gain == $g and .gain_of == "bytes/s")] | length >= 1' >/dev/null ||
+        { ctl actions --json; fail "affctl actions does not show the pair's gain $g in bytes/s"; }
+ctl metrics >"$work/m.txt"
+parse "$work/m.txt" "affinityd_changes_gain_ratio{kind=pair}>=$(awk -v g="$g" 'BEGIN { print g - 1e-6 }')" ||
+        fail "the metrics do not show the pair's gain $g"
+ctl status >"$work/status.txt"
+grep -q '% bytes/s)' "$work/status.txt" || { cat "$work/status.txt"; fail "affctl status does not show the gain of the change"; }
+grep -q 'effect check: .* kept: bytes/s' "$RUNDIR/daemon.log" || fail "the log does not say the change was kept, and by how much"
+pp1=$(head -n1 "$work/pp.pids")
+ctl explain "$pp1" --json | jq -e '[.. | strings | select(test("measured: bytes/s"))] | length >= 1' >/dev/null ||
+        ctl explain "$(tail -n1 "$work/pp.pids")" --json | jq -e '[.. | strings | select(test("measured: bytes/s"))] | length >= 1' >/dev/null ||
+        fail "affctl explain does not show the measured gain of the change"
+echo "# the pair's measured gain: $(awk -v g="$g" 'BEGIN { printf "%+.0f %%", (g - 1) * 100 }') bytes/s; $(grep 'effect check: .* kept' "$RUNDIR/daemon.log" | tail -1)"
+echo "ok: affctl metrics and $prom parse; pair changes, applied, states, own cost, measured gain"

@@ -25,19 +25,20 @@ command -v taskset >/dev/null || skip "needs taskset"
 work=$(mktemp -d /tmp/affd-hogs.XXXXXX)
 cfg=$work/cfg
 mkdir -p "$cfg/policies.d"
-# EffectTolerance: step 2's bursty noise shares each CPU with a pinned
-# hog, which no longer hops away from it: its util drops by 10-15 % when a
-# burst lands on its CPU, and at the default 10 % the effect check undid a
-# pin in a run here (0.836 -> 0.733, -12 %, median of 5), failing step 3's
-# "the other hog keeps its pin". This test is about the pin and release
-# lifecycle; the effect check's verdicts are test-effect's.
+# EffectCheck=no: step 2's bursty noise shares each CPU with a pinned hog,
+# which no longer hops away from it, and other work on the machine (a
+# build, the run under load) takes more of it: its util fell 12 % in a run
+# here, 31 % in another with a build beside it, and the effect check undid
+# a pin, failing "pinned hogs stop migrating". Judged by its own util a
+# pinned hog pays for what others do on its CPU; this test is about the pin
+# and release lifecycle, and the effect check's verdicts are test-effect's.
 cat > "$cfg/affinityd.conf" <<'INI'
 [Daemon]
 Interval=200ms
 Hysteresis=2
 Cooldown=1s
 MaxActionsPerInterval=4
-EffectTolerance=30%
+EffectCheck=no
 INI
 cat > "$cfg/policies.d/50-test-hogs.policy" <<INI
 [Policy]

@@ -286,7 +286,66 @@ static void test_proxy_io_bytes(void) {
         ASSERT_EQ(effect_basis_for(DETECT_HOG, &st_split_a, NULL), EVIDENCE_OWN);
 }
 
+static struct effect_result last_verdict;
+static unsigned n_verdicts;
+static void on_verdict(const struct action *a, const struct effect_result *res, void *userdata) {
+        last_verdict = *res;
+        n_verdicts++;
+}
+
+/*
+ * The tracker: a pair's SET judged by its bytes over the passes after it
+ * (the first dropped), the verdict handed over once, the gain kept while
+ * the change is in force and the task there; forgotten on release, and
+ * when the task is gone.
+ */
+static void test_tracker_gain(void) {
+        struct task tasks[2] = {
+                { .id = { .pid = 70, .tid = 70, .start_time = 7 }, .have_rates = true, .have_io_rate = true,
+                  .io_bytes_per_s = 21323, .nvcsw_per_s = 10192 },
+                { .id = { .pid = 71, .tid = 71, .start_time = 8 }, .have_rates = true, .have_io_rate = true,
+                  .io_bytes_per_s = 21323, .nvcsw_per_s = 10192 },
+        };
+        struct snapshot snap = { .tasks = tasks, .n_tasks = 2 };
+        struct effect_tracker tr = {};
+        struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR, .task = tasks[0].id,
+                            .partner = tasks[1].id };
+        const struct effect_gain *g;
+
+        a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+        a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+        ASSERT_OK(effect_track(&tr, &a));
+        tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 102283;
+        for (unsigned i = 0; i < 10 && n_verdicts == 0; i++) {
+                ASSERT_TRUE(!effect_gain_of(&tr, &tasks[0].id));
+                effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+        }
+        ASSERT_EQ(n_verdicts, 1);
+        ASSERT_EQ(last_verdict.verdict, EFFECT_KEEP);
+        g = effect_gain_of(&tr, &tasks[0].id);
+        ASSERT_TRUE(g);
+        ASSERT_NEAR(g->gain, 102283.0 / 21323.0, 1e-9);
+        ASSERT_EQ(g->basis, EVIDENCE_IO_BYTES);
+        ASSERT_STREQ(effect_measure_name(g->kind, g->basis), "bytes/s");
+        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+        ASSERT_EQ(n_verdicts, 1);                      /* one verdict a change */
+        ASSERT_TRUE(effect_gain_of(&tr, &tasks[0].id));
+        /* released: no gain in force */
+        effect_gain_forget(&tr, &tasks[0].id);
+        ASSERT_TRUE(!effect_gain_of(&tr, &tasks[0].id));
+        /* kept again, then the task is gone */
+        ASSERT_OK(effect_track(&tr, &a));
+        for (unsigned i = 0; i < 10 && n_verdicts == 1; i++)
+                effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+        ASSERT_TRUE(effect_gain_of(&tr, &tasks[0].id));
+        snap.n_tasks = 0;
+        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+        ASSERT_TRUE(!effect_gain_of(&tr, &tasks[0].id));
+        effect_tracker_clear(&tr);
+}
+
 int main(void) {
+        test_tracker_gain();
         test_proxy_io_bytes();
         test_wait_for_samples();
         test_keep_and_undo();

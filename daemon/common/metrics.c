@@ -41,7 +41,10 @@ static void by_label(FILE *f, const char *name, const char *help, const char *la
         json_object_object_foreach(o, k, v) {
                 fprintf(f, "%s{%s=\"", name, label);
                 label_value(f, k);
-                fprintf(f, "\"} %" PRId64 "\n", json_object_get_int64(v));
+                if (json_object_is_type(v, json_type_double))
+                        fprintf(f, "\"} %.6g\n", json_object_get_double(v));
+                else
+                        fprintf(f, "\"} %" PRId64 "\n", json_object_get_int64(v));
         }
 }
 
@@ -95,6 +98,9 @@ int metrics_render(struct json_object *status, struct json_object *pairs, struct
             num(status, "counts.actions_undone"));
         by_label(f, "affinityd_findings", "Findings of the last pass, by detector.", "kind",
                  json_path(status, "counts.findings_by_kind"));
+        by_label(f, "affinityd_changes_gain_ratio",
+                 "Mean measured gain (after / before, on the effect check's measure) of the changes in force that it kept, by detector.",
+                 "kind", json_path(status, "counts.gain_by_kind"));
         v = json_path(status, "journal_kept_as");
         one(f, "affinityd_journal_damaged", "gauge",
             "1 when the journal found at start was damaged or unreadable and kept aside, until the next start.",

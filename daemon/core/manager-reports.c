@@ -205,6 +205,55 @@ static int status_capabilities(const struct manager *m, struct json_object *o) {
 
 /* Changes in force by the detector that led to them ("other" for levers no
  * detector asked for, e.g. a policy's sysctl), and findings by detector. */
+/* A task's comm beside its pid and tid, from the last snapshot: affctl
+ * names a change's target as comm[pid/tid]. Left out for a task gone since. */
+static int add_comm(const struct manager *m, struct json_object *e, const struct task_id *id) {
+        const struct task *t = m->snap ? snapshot_find_id(m->snap, id) : NULL;
+
+        return t && e ? json_add(e, "comm", json_object_new_string(t->comm)) : 0;
+}
+
+/* The measured gain of the change on task, if the effect check kept it:
+ * gain (after / before, > 1 better), what it is of, and the two figures. */
+static int add_gain(const struct manager *m, struct json_object *e, const struct task_id *task) {
+        const struct effect_gain *g = effect_gain_of(&m->effects, task);
+        int r = 0;
+
+        if (!g || !e)
+                return 0;
+        r = r ?: json_add(e, "gain", json_object_new_double(g->gain));
+        r = r ?: json_add(e, "gain_of", json_object_new_string(effect_measure_name(g->kind, g->basis)));
+        r = r ?: json_add(e, "gain_before", json_object_new_double(g->before));
+        r = r ?: json_add(e, "gain_after", json_object_new_double(g->after));
+        return r;
+}
+
+/* The mean measured gain of the changes in force, by kind: one figure per detector for the metrics. */
+static int status_gains(const struct manager *m, const struct managed *mg, size_t n_managed,
+                        struct json_object *counts) {
+        struct json_object *by = json_object_new_object();
+        double sum[_DETECT_MAX] = {};
+        unsigned n[_DETECT_MAX] = {};
+        int r = by ? 0 : -ENOMEM;
+
+        for (size_t i = 0; i < n_managed; i++) {
+                const struct effect_gain *g = mg[i].type == ACT_AFFINITY ? effect_gain_of(&m->effects, &mg[i].task) : NULL;
+
+                if (g && g->kind >= 0 && g->kind < _DETECT_MAX) {
+                        sum[g->kind] += g->gain;
+                        n[g->kind]++;
+                }
+        }
+        for (int d = 0; r == 0 && d < _DETECT_MAX; d++)
+                if (n[d] > 0)
+                        r = json_add(by, detector_to_string((enum detector) d), json_object_new_double(sum[d] / n[d]));
+        if (r < 0) {
+                json_object_put(by);
+                return r;
+        }
+        return json_add(counts, "gain_by_kind", by);
+}
+
 static int status_by_kind(const struct manager *m, const struct managed *mg, size_t n_managed,
                           struct json_object *counts) {
         struct json_object *in_force = json_object_new_object(), *found = json_object_new_object();
@@ -252,6 +301,7 @@ static int status_counts(const struct manager *m, const struct managed *mg, size
         r = r ?: json_add(counts, "actions_failed", json_object_new_int64((int64_t) m->actions_failed));
         r = r ?: json_add(counts, "actions_undone", json_object_new_int64((int64_t) m->actions_undone));
         r = r ?: status_by_kind(m, mg, n_managed, counts);
+        r = r ?: status_gains(m, mg, n_managed, counts);
         if (r == 0 && m->dry_run)
                 r = json_add(counts, "would_do", json_object_new_int64((int64_t) m->actions.n));
         if (r < 0) {
@@ -264,6 +314,22 @@ static int status_counts(const struct manager *m, const struct managed *mg, size
 /* The first screen of affctl status: the newest few changes in force
  * (affctl actions lists them all), and in dry-run what the last pass
  * would have done. */
+/* Each change in force (applier_to_json(), in applier_list()'s order):
+ * its task's comm and, once the effect check kept it, its gain. */
+static int annotate_changes(const struct manager *m, struct json_object *x) {
+        const struct managed *mg;
+        size_t n_managed = 0;
+        int r = 0;
+
+        (void) applier_list(m->applier, &mg, &n_managed);
+        for (size_t i = 0; r >= 0 && i < n_managed && i < json_object_array_length(x); i++)
+                if (mg[i].type == ACT_AFFINITY) {
+                        r = add_comm(m, json_object_array_get_idx(x, i), &mg[i].task);
+                        r = r ?: add_gain(m, json_object_array_get_idx(x, i), &mg[i].task);
+                }
+        return r;
+}
+
 static int status_changes(const struct manager *m, struct json_object *o) {
         struct json_object *x = NULL;
         int r = 0;
@@ -271,6 +337,8 @@ static int status_changes(const struct manager *m, struct json_object *o) {
         if (applier_to_json(m->applier, util_now_usec(), &x) >= 0) {
                 struct json_object *top = json_object_new_array();
                 size_t n = json_object_array_length(x);
+
+                r = annotate_changes(m, x);
 
                 for (size_t i = n; top && i > 0 && n - i < STATUS_CHANGES_MAX; i--)
                         json_object_array_add(top, json_object_get(json_object_array_get_idx(x, i - 1)));
@@ -464,13 +532,6 @@ int manager_tasks_json(struct manager *m, unsigned limit, struct json_object **r
         return 0;
 }
 
-/* A task's comm beside its pid and tid, from the last snapshot: affctl
- * names a change's target as comm[pid/tid]. Left out for a task gone since. */
-static int add_comm(const struct manager *m, struct json_object *e, const struct task_id *id) {
-        const struct task *t = m->snap ? snapshot_find_id(m->snap, id) : NULL;
-
-        return t && e ? json_add(e, "comm", json_object_new_string(t->comm)) : 0;
-}
 
 /* What the last pass would have done (dry-run: nothing is in force), at most max (0: all). */
 static struct json_object *would_do_json(const struct manager *m, size_t max) {
@@ -504,8 +565,6 @@ static struct json_object *would_do_json(const struct manager *m, size_t max) {
 
 int manager_actions_json(struct manager *m, struct json_object **ret) {
         struct json_object *o = json_object_new_object(), *x = NULL;
-        const struct managed *mg;
-        size_t n_managed = 0;
         int r = applier_to_json(m->applier, util_now_usec(), &x);
 
         if (r >= 0 && !o)
@@ -515,11 +574,7 @@ int manager_actions_json(struct manager *m, struct json_object **ret) {
                 json_object_put(o);
                 return r;
         }
-        /* applier_to_json() lists what applier_list() does, in its order */
-        (void) applier_list(m->applier, &mg, &n_managed);
-        for (size_t i = 0; r >= 0 && i < n_managed && i < json_object_array_length(x); i++)
-                if (mg[i].type == ACT_AFFINITY)
-                        r = add_comm(m, json_object_array_get_idx(x, i), &mg[i].task);
+        r = annotate_changes(m, x);
         r = r ?: json_add(o, "actions", x);
         r = r ?: json_add(o, "dry_run", json_object_new_boolean(m->dry_run));
         if (m->dry_run)
@@ -624,10 +679,16 @@ static struct json_object *explain_actions(struct manager *m, const struct task 
 
         for (size_t k = 0; k < n_managed; k++)
                 if (mg[k].type == ACT_AFFINITY && mg[k].task.tid == t->id.tid) {
-                        char b[400];
-                        snprintf(b, sizeof(b), "%s %s (was %s) by policy %s: %s",
+                        const struct effect_gain *g = effect_gain_of(&m->effects, &mg[k].task);
+                        char b[400], gain[96] = "";
+
+                        if (g)
+                                snprintf(gain, sizeof(gain), "; measured: %s %+.0f %% (%.4g -> %.4g)",
+                                         effect_measure_name(g->kind, g->basis), (g->gain - 1) * 100, g->before,
+                                         g->after);
+                        snprintf(b, sizeof(b), "%s %s (was %s) by policy %s: %s%s",
                                  m->dry_run ? "would set" : "set", mg[k].current, mg[k].original,
-                                 mg[k].policy, mg[k].reason);
+                                 mg[k].policy, mg[k].reason, gain);
                         r = r ?: array_add(done, json_object_new_string(b));
                 }
         for (size_t k = 0; m->dry_run && k < m->actions.n; k++)
@@ -700,8 +761,38 @@ int manager_explain_json(struct manager *m, pid_t pid, struct json_object **ret)
         *ret = o;
         return 0;
 }
+/* A pair's gain: the measured gain of the change on either member (both
+ * were judged by the pair's one proxy). */
+static int pairs_add_gains(const struct manager *m, struct json_object *o) {
+        struct json_object *pairs = json_path(o, "pairs");
+        int r = 0;
+
+        for (size_t i = 0; r >= 0 && pairs && i < json_object_array_length(pairs); i++) {
+                struct json_object *p = json_object_array_get_idx(pairs, i);
+                const char *keys[] = { "tid_a", "tid_b" };
+
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++) {
+                        struct json_object *tid = json_path(p, keys[k]);
+                        const struct task *t = tid ? snapshot_find_task(m->snap, json_object_get_int(tid)) : NULL;
+
+                        if (t && effect_gain_of(&m->effects, &t->id)) {
+                                r = add_gain(m, p, &t->id);
+                                break;
+                        }
+                }
+        }
+        return r;
+}
+
 int manager_pairs_json(struct manager *m, struct json_object **ret) {
-        return pairs_to_json(m->plan, &m->findings, m->snap, m->wake, ret);
+        int r = pairs_to_json(m->plan, &m->findings, m->snap, m->wake, ret);
+
+        if (r >= 0 && pairs_add_gains(m, *ret) < 0) {
+                json_object_put(*ret);
+                *ret = NULL;
+                return -ENOMEM;
+        }
+        return r;
 }
 
 int manager_hogs_json(struct manager *m, struct json_object **ret) {

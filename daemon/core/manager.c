@@ -164,19 +164,27 @@ static void log_action(struct manager *m, const struct action *a, int r, const c
 /* The effect check's verdict (plan/effect.c) on a change of ours: undo it, and
  * tell the planner not to retry for a while: a change of ours never leaves
  * its target slower. */
-static void effect_undo(const struct action *a, const char *why, void *userdata) {
+/* The effect check's verdict on one change: kept (its gain is logged and
+ * shown from now on), or undone and its retry blocked for RetryAfter=. */
+static void effect_verdict(const struct action *a, const struct effect_result *res, void *userdata) {
         struct manager *m = userdata;
         struct action undo = *a;
         char key[160];
         int r;
 
+        action_target_key(a, key, sizeof(key));
+        if (res->verdict != EFFECT_UNDO) {
+                log_fields(&m->log, LOG_INFO, NULL, "effect check: %s kept: %s %+.0f %% (%.4g -> %.4g, median of %u)",
+                           key, effect_measure_name(a->kind, a->evidence_basis), res->change * 100, res->before,
+                           res->after, res->n);
+                return;
+        }
         undo.verb = VERB_RELEASE;
-        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", why);
+        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", res->why);
         r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
         log_action(m, &undo, r, "undo");
         if (r >= 0)
                 m->actions_undone++;
-        action_target_key(a, key, sizeof(key));
         (void) plan_state_block(m->plan, key, util_now_usec() + m->config->daemon.retry_after_usec, undo.reason);
 }
 
@@ -428,7 +436,7 @@ static void pass_review_changes(struct manager *m) {
         /* under sched_ext this pass releases every affinity change: no verdict on them */
         if (m->snap->coexist.sched_ext)
                 effect_forget_affinity(&m->effects);
-        effect_check(&m->effects, m->snap, m->config->daemon.effect_tolerance, effect_undo, m);
+        effect_check(&m->effects, m->snap, m->config->daemon.effect_tolerance, effect_verdict, m);
 
         /* Tasks whose mask we set are not "narrowed by someone else". */
         if (applier_list(m->applier, &managed, &n_managed) >= 0)
@@ -508,6 +516,8 @@ static void pass_apply(struct manager *m, uint64_t t0) {
                 }
                 if (r > 0) {
                         m->actions_applied++;
+                        if (a->verb == VERB_RELEASE && a->type == ACT_AFFINITY)
+                                effect_gain_forget(&m->effects, &a->task);
                         if (m->config->daemon.effect_check)
                                 (void) effect_track(&m->effects, a);
                 }

@@ -197,8 +197,60 @@ static const struct task *effect_task(const struct snapshot *snap, const struct 
         return t && t->id.start_time == id->start_time ? t : NULL;
 }
 
+const char *effect_measure_name(enum detector kind, enum evidence_basis basis) {
+        if (kind == DETECT_PAIR)
+                return basis == EVIDENCE_IO_BYTES ? "bytes/s" : "round trips/s";
+        return kind == DETECT_RUNDELAY ? "run delay" : "util";
+}
+
+const struct effect_gain *effect_gain_of(const struct effect_tracker *tr, const struct task_id *task) {
+        for (size_t i = 0; tr && task && i < tr->n_gains; i++)
+                if (tr->gains[i].task.tid == task->tid && tr->gains[i].task.start_time == task->start_time)
+                        return &tr->gains[i];
+        return NULL;
+}
+
+void effect_gain_forget(struct effect_tracker *tr, const struct task_id *task) {
+        for (size_t i = tr->n_gains; i > 0; i--)
+                if (tr->gains[i - 1].task.tid == task->tid && tr->gains[i - 1].task.start_time == task->start_time)
+                        tr->gains[i - 1] = tr->gains[--tr->n_gains];
+}
+
+/* A kept change's figures, replacing any earlier one of its task. -ENOMEM: not kept (shown as none). */
+static int gain_keep(struct effect_tracker *tr, const struct effect_pending *p) {
+        struct effect_gain g = {
+                .task = p->action.task,
+                .kind = p->action.kind,
+                .basis = p->action.evidence_basis,
+                .before = p->state.before,
+                .after = p->state.last.after,
+        };
+        struct effect_gain *n;
+
+        if (!(g.before > 0) || !isfinite(g.after))
+                return 0;
+        g.gain = p->state.direction == EFFECT_LOWER_IS_BETTER ? (g.after > 0 ? g.before / g.after : 0)
+                                                              : g.after / g.before;
+        effect_gain_forget(tr, &g.task);
+        n = realloc(tr->gains, (tr->n_gains + 1) * sizeof(*n));
+        if (!n)
+                return -ENOMEM;
+        tr->gains = n;
+        tr->gains[tr->n_gains++] = g;
+        return 0;
+}
+
+/* Gains of tasks no longer there. */
+static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) {
+        for (size_t i = tr->n_gains; i > 0; i--)
+                if (!effect_task(snap, &tr->gains[i - 1].task))
+                        tr->gains[i - 1] = tr->gains[--tr->n_gains];
+}
+
 void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double tolerance,
-                  void (*undo)(const struct action *a, const char *why, void *userdata), void *userdata) {
+                  void (*verdict)(const struct action *a, const struct effect_result *res, void *userdata),
+                  void *userdata) {
+        gains_prune(tr, snap);
         for (size_t i = 0; i < tr->n;) {
                 struct effect_pending *p = &tr->items[i];
                 const struct task *t = effect_task(snap, &p->action.task), *partner = NULL;
@@ -218,8 +270,9 @@ void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double
                         i++;
                         continue;
                 }
-                if (v == EFFECT_UNDO)
-                        undo(&p->action, p->state.last.why, userdata);
+                if (v == EFFECT_KEEP)
+                        (void) gain_keep(tr, p);
+                verdict(&p->action, &p->state.last, userdata);
                 effect_forget(tr, i);
         }
 }
@@ -228,9 +281,11 @@ void effect_forget_affinity(struct effect_tracker *tr) {
         for (size_t i = tr->n; i > 0; i--)
                 if (tr->items[i - 1].action.type == ACT_AFFINITY)
                         effect_forget(tr, i - 1);
+        tr->n_gains = 0;        /* every gain is of an affinity change */
 }
 
 void effect_tracker_clear(struct effect_tracker *tr) {
+        free(tr->gains);
         free(tr->items);
         *tr = (struct effect_tracker) {};
 }

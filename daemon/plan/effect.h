@@ -165,18 +165,44 @@ struct effect_pending {
         struct effect_state state;
 };
 
+/*
+ * A change in force with its verdict: what the effect check measured
+ * before and after it, on the basis it was judged by. The gain an operator
+ * is shown (affctl actions, pairs, status, metrics): after / before, > 1
+ * better (for run delay, before / after).
+ */
+struct effect_gain {
+        struct task_id task;
+        enum detector kind;
+        enum evidence_basis basis;
+        double before, after;
+        double gain;
+};
+
 struct effect_tracker {
         struct effect_pending *items;
         size_t n;
+        struct effect_gain *gains;   /* kept changes, until released or their task is gone */
+        size_t n_gains;
 };
+
+/* The measured gain of the change in force on this task, or NULL (none yet). */
+const struct effect_gain *effect_gain_of(const struct effect_tracker *tr, const struct task_id *task);
+/* The change on this task was released: its gain is no longer in force. */
+void effect_gain_forget(struct effect_tracker *tr, const struct task_id *task);
+/* "bytes/s", "round trips/s" (switches), "util", "run delay": what a gain is of. */
+const char *effect_measure_name(enum detector kind, enum evidence_basis basis);
 
 /* Track a SET of ours; anything else is ignored. -ENOMEM: not tracked (the
  * effect check is a safety net; running without it beats failing). */
 int effect_track(struct effect_tracker *tr, const struct action *a);
-/* Judge every tracked change on snap; undo(action, why, userdata) for each
- * that made its target slower beyond tolerance. */
+/* Judge every tracked change on snap; verdict(action, result, userdata) for
+ * each that got one: EFFECT_UNDO (slower beyond tolerance: the caller
+ * releases it) or EFFECT_KEEP (its gain is kept, effect_gain_of()). Gains
+ * of tasks gone from snap are dropped. */
 void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double tolerance,
-                  void (*undo)(const struct action *a, const char *why, void *userdata), void *userdata);
+                  void (*verdict)(const struct action *a, const struct effect_result *res, void *userdata),
+                  void *userdata);
 /* Forget the affinity changes: under a sched_ext scheduler their releases
  * end them, and a verdict would judge the BPF scheduler, not the change. */
 void effect_forget_affinity(struct effect_tracker *tr);

@@ -619,6 +619,20 @@ static int release_half(struct pair_plan *pp, struct pair_item *it) {
         return release(pp, it, PAIR_RELEASED, "pair: released: members no longer on one usable CPU");
 }
 
+/*
+ * Member k needs no SET for mask one: our pin is that already, or its own
+ * mask is (someone held it there; with AllowNarrowed=yes it is no anchor,
+ * but a SET to the mask it has changes nothing, and the applier keeps no
+ * entry for it, so the same SET came back every pass).
+ */
+static bool in_place(const struct pair_item *it, int k, const cpumask_t *one) {
+        if (it->m[k])
+                return cpumask_equal(&it->m[k]->mask, one);
+        /* a mask of ours for something else is released this pass, not kept */
+        return it->t[k] && !it->other[k] && !it->pair_pin[k] && !it->t[k]->affinity_ours &&
+               cpumask_equal(&it->t[k]->allowed, one);
+}
+
 static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
         const struct finding *f = it->f;
         cpumask_t one = cpumask_of(cpu);
@@ -643,7 +657,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         for (int k = 0; k < 2; k++) {
                 struct action a;
 
-                if ((it->m[k] && cpumask_equal(&it->m[k]->mask, &one)) || (it->anchored & (1u << k)))
+                if (in_place(it, k, &one) || (it->anchored & (1u << k)))
                         continue;    /* in place already, or someone else's anchor: never ours to set */
                 fill_action(&a, it, k, VERB_SET, &one, it->p && it->p->name ? it->p->name : it->st->policy, reason);
                 r = plan_emit(pp->ctx, &a);
@@ -668,7 +682,7 @@ static unsigned sets_needed(const struct pair_item *it, int cpu) {
         unsigned n = 0;
 
         for (int k = 0; k < 2; k++)
-                if (!(it->anchored & (1u << k)) && (!it->m[k] || !cpumask_equal(&it->m[k]->mask, &one)))
+                if (!(it->anchored & (1u << k)) && !in_place(it, k, &one))
                         n++;
         return n;
 }
