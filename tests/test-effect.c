@@ -282,6 +282,12 @@ static void test_proxy_io_bytes(void) {
         rs_b.have_io_rate = false;
         ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_OWN);
         ASSERT_TRUE(isnan(effect_proxy_on(DETECT_PAIR, EVIDENCE_IO_BYTES, &rs_a, &rs_b)));
+        /* a client that read its script at start, then talks through recv()/send():
+         * fewer bytes than switches are not the pair's exchange */
+        rs_a.have_io_rate = rs_b.have_io_rate = true;
+        rs_a.io_bytes_per_s = rs_b.io_bytes_per_s = 15000;
+        rs_a.nvcsw_per_s = rs_b.nvcsw_per_s = 20000;
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_OWN);
         /* hogs never use it */
         ASSERT_EQ(effect_basis_for(DETECT_HOG, &st_split_a, NULL), EVIDENCE_OWN);
 }

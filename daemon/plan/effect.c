@@ -102,9 +102,20 @@ static double switches_per_s(const struct task *t) {
         return t->nvcsw_per_s + t->nivcsw_per_s;
 }
 
+/*
+ * Bytes that are the pair's exchange: at least one a switch, on each side
+ * (a pipe ping-pong moves 2 per round trip and switches once; a stream's
+ * messages are bigger). A client that reads its script at start (sysbench:
+ * ~20 kB/s over its first window at 20k switches/s) and then talks through
+ * recv()/send() is not judged by those bytes: they stop, and the change
+ * looked -100 %.
+ */
+static bool moves_its_bytes(const struct task *t) {
+        return t->have_io_rate && t->io_bytes_per_s > 0 && t->io_bytes_per_s >= switches_per_s(t);
+}
+
 enum evidence_basis effect_basis_for(enum detector kind, const struct task *t, const struct task *partner) {
-        if (kind == DETECT_PAIR && t && partner && t->have_io_rate && partner->have_io_rate &&
-            t->io_bytes_per_s + partner->io_bytes_per_s > 0)
+        if (kind == DETECT_PAIR && t && partner && moves_its_bytes(t) && moves_its_bytes(partner))
                 return EVIDENCE_IO_BYTES;
         return EVIDENCE_OWN;
 }
