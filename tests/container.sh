@@ -99,7 +99,7 @@ run_container() {
 		--security-opt no-new-privileges --read-only --stop-timeout 60 "${ULIMITS[@]}" \
 		"${MOUNTS[@]}" "$IMAGE" "$@" >/dev/null || fail "podman run $name failed"
 	wait_for 30 "$AFFCTL" --runtime-dir "$work/run" status >/dev/null 2>&1 ||
-		{ podman logs "$name" 2>&1 | tail -30; fail "the daemon in $name never answered affctl status"; }
+		{ podman logs "$name" 2>&1 | tail -30; ls -la "$work/run"; fail "the daemon in $name never answered affctl status"; }
 }
 clog() { echo "--- podman logs $1, last 30 lines:"; podman logs "$1" 2>&1 | tail -30; }
 hctl() { "$AFFCTL" --runtime-dir "$work/run" "$@"; }

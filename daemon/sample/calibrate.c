@@ -6,9 +6,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,9 +38,8 @@ static enum calib_level level_between(const struct topology *t, int a, int b) {
 }
 
 struct echo {
-        int in, out;
+        int in, out;            /* the echo thread's own ends: it closes them */
         int cpu;
-        atomic_bool stop;
 };
 
 static int pin_self(int cpu) {
@@ -51,7 +50,8 @@ static int pin_self(int cpu) {
         return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
-/* The server side: echo every byte until the pipe closes. */
+/* The server side: echo every byte until the pipe closes. Detached: it
+ * closes its own ends and frees its arguments whenever it gets to run. */
 static void *echo_main(void *arg) {
         struct echo *e = arg;
         char c;
@@ -60,39 +60,63 @@ static void *echo_main(void *arg) {
         while (read(e->in, &c, 1) == 1)
                 if (write(e->out, &c, 1) != 1)
                         break;
+        close(e->in);
+        close(e->out);
+        free(e);
         return NULL;
 }
+
+/*
+ * A reply that takes longer than this ends the run (-ETIME): the echo
+ * thread got no CPU (a container's cgroup starved by a pinned pair was seen
+ * to hold the daemon's start for 30 s), and a start must not wait on it.
+ */
+#define CALIB_REPLY_MAX_MSEC 200
 
 /* Round trips/s with this thread on cpu_client and the echo on cpu_server. */
 static int run_once(int cpu_client, int cpu_server, double *ret) {
         int to[2] = { -1, -1 }, from[2] = { -1, -1 }, r = 0;
-        struct echo e = {};
+        struct echo *e = NULL;
+        pthread_attr_t attr;
         pthread_t th;
         uint64_t t0, n = 0;
         char c = 'x';
 
-        if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) {
-                r = -errno;
+        if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0 || !(e = calloc(1, sizeof(*e)))) {
+                r = -errno ?: -ENOMEM;
                 goto out;
         }
-        e = (struct echo) { .in = to[0], .out = from[1], .cpu = cpu_server };
-        r = -pthread_create(&th, NULL, echo_main, &e);
+        *e = (struct echo) { .in = to[0], .out = from[1], .cpu = cpu_server };
+        r = -pthread_attr_init(&attr);
+        r = r ?: -pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        r = r ?: -pthread_create(&th, &attr, echo_main, e);
+        (void) pthread_attr_destroy(&attr);
         if (r < 0)
                 goto out;
+        to[0] = from[1] = -1;   /* the echo thread's now */
+        e = NULL;
         r = pin_self(cpu_client);
         t0 = util_now_usec();
         while (r >= 0 && util_now_usec() - t0 < CALIB_RUN_USEC) {
-                if (write(to[1], &c, 1) != 1 || read(from[0], &c, 1) != 1) {
+                struct pollfd pfd = { .fd = from[0], .events = POLLIN };
+
+                if (write(to[1], &c, 1) != 1) {
+                        r = -EIO;
+                        break;
+                }
+                if (poll(&pfd, 1, CALIB_REPLY_MAX_MSEC) != 1) {
+                        r = -ETIME;
+                        break;
+                }
+                if (read(from[0], &c, 1) != 1) {
                         r = -EIO;
                         break;
                 }
                 n++;
         }
         *ret = (double) n * USEC_PER_SEC / (double) MAX(util_now_usec() - t0, 1ULL);
-        close(to[1]);
-        to[1] = -1;
-        pthread_join(th, NULL);
 out:
+        free(e);
         for (int k = 0; k < 2; k++) {
                 if (to[k] >= 0)
                         close(to[k]);
