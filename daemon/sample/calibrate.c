@@ -151,27 +151,12 @@ static void pick_partners(const struct topology *t, const cpumask_t *ok, int cpu
         }
 }
 
-int calibrate(const struct topology *topo, const cpumask_t *allowed, struct calibration *ret) {
-        cpumask_t ok;
-        int cpu, partner[_CALIB_LEVEL_MAX], r;
+/* The measurement itself, on the calling thread (pinned as it goes). */
+static int measure(int cpu, const int partner[_CALIB_LEVEL_MAX], struct calibration *ret) {
         double same[CALIB_ROUNDS], split[_CALIB_LEVEL_MAX][CALIB_ROUNDS];
-        cpu_set_t saved;
         uint64_t t0 = util_now_usec();
+        int r = 0;
 
-        if (!topo || !ret)
-                return -EINVAL;
-        *ret = (struct calibration) { .cpu = -1 };
-        ok = topology_usable(topo);
-        if (allowed && !cpumask_empty(allowed))
-                ok = cpumask_and(&ok, allowed);
-        cpu = cpumask_next(&ok, 0);
-        if (cpu < 0 || cpumask_weight(&ok) < 2) {
-                snprintf(ret->why, sizeof(ret->why), "fewer than two usable CPUs");
-                return 0;
-        }
-        pick_partners(topo, &ok, cpu, partner);
-        if (pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
-                return -errno;
         /* interleaved: same, then each level, round after round, so that a
          * burst of load next door lands on all of them alike */
         for (int k = 0; k < CALIB_ROUNDS; k++) {
@@ -180,11 +165,8 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
                         if (partner[l] >= 0)
                                 r = run_once(cpu, partner[l], &split[l][k]);
                 if (r < 0)
-                        break;
+                        return r;
         }
-        (void) pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
-        if (r < 0)
-                return r;
         ret->cpu = cpu;
         ret->same_per_s = median3(same);
         for (int l = 0; l < _CALIB_LEVEL_MAX; l++) {
@@ -203,6 +185,102 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
                 snprintf(ret->why, sizeof(ret->why), "no second CPU to measure against");
         ret->cost_usec = util_now_usec() - t0;
         return 0;
+}
+
+/*
+ * The measurement runs on a thread of its own, never the caller's: the
+ * caller (the daemon's main loop) is neither pinned nor held. On a CPU a
+ * pinned pair keeps busy, a container's cgroup got no time for 30 s and
+ * the daemon did not answer; now the caller waits CALIB_WAIT_MSEC at most
+ * and goes on uncalibrated, and the worker, whenever it finishes, frees
+ * what the two share (the last of the two to let go does).
+ */
+#define CALIB_WAIT_MSEC 3000
+
+struct calib_job {
+        pthread_mutex_t lock;
+        unsigned refs;
+        int cpu, partner[_CALIB_LEVEL_MAX];
+        int done_fd[2];
+        int r;
+        struct calibration result;
+};
+
+static void job_unref(struct calib_job *j) {
+        bool last;
+
+        pthread_mutex_lock(&j->lock);
+        last = --j->refs == 0;
+        pthread_mutex_unlock(&j->lock);
+        if (!last)
+                return;
+        close(j->done_fd[0]);
+        close(j->done_fd[1]);
+        pthread_mutex_destroy(&j->lock);
+        free(j);
+}
+
+static void *job_main(void *arg) {
+        struct calib_job *j = arg;
+        char c = 1;
+
+        j->r = measure(j->cpu, j->partner, &j->result);
+        (void) !write(j->done_fd[1], &c, 1);
+        job_unref(j);
+        return NULL;
+}
+
+int calibrate(const struct topology *topo, const cpumask_t *allowed, struct calibration *ret) {
+        struct pollfd pfd;
+        struct calib_job *j;
+        pthread_attr_t attr;
+        pthread_t th;
+        cpumask_t ok;
+        int cpu, r;
+
+        if (!topo || !ret)
+                return -EINVAL;
+        *ret = (struct calibration) { .cpu = -1 };
+        ok = topology_usable(topo);
+        if (allowed && !cpumask_empty(allowed))
+                ok = cpumask_and(&ok, allowed);
+        cpu = cpumask_next(&ok, 0);
+        if (cpu < 0 || cpumask_weight(&ok) < 2) {
+                snprintf(ret->why, sizeof(ret->why), "fewer than two usable CPUs");
+                return 0;
+        }
+        j = calloc(1, sizeof(*j));
+        if (!j)
+                return -ENOMEM;
+        if (pipe2(j->done_fd, O_CLOEXEC) < 0) {
+                free(j);
+                return -errno;
+        }
+        pthread_mutex_init(&j->lock, NULL);
+        j->refs = 2;
+        j->cpu = cpu;
+        pick_partners(topo, &ok, cpu, j->partner);
+        r = -pthread_attr_init(&attr);
+        r = r ?: -pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+        r = r ?: -pthread_create(&th, &attr, job_main, j);
+        (void) pthread_attr_destroy(&attr);
+        if (r < 0) {
+                j->refs = 1;
+                job_unref(j);
+                return r;
+        }
+        pfd = (struct pollfd) { .fd = j->done_fd[0], .events = POLLIN };
+        if (poll(&pfd, 1, CALIB_WAIT_MSEC) == 1) {
+                r = j->r;
+                if (r >= 0)
+                        *ret = j->result;
+        } else {
+                r = 0;
+                snprintf(ret->why, sizeof(ret->why), "the probe got no CPU time within %d ms (busy CPUs)",
+                         CALIB_WAIT_MSEC);
+        }
+        job_unref(j);
+        return r;
 }
 
 double calibration_gain_for(const struct calibration *c, const struct topology *topo, int a, int b) {
