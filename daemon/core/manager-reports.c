@@ -574,8 +574,9 @@ int manager_actions_json(struct manager *m, struct json_object **ret) {
                 json_object_put(o);
                 return r;
         }
-        r = annotate_changes(m, x);
-        r = r ?: json_add(o, "actions", x);
+        /* added first: o owns x, so a failed annotation leaks nothing */
+        r = json_add(o, "actions", x);
+        r = r ?: annotate_changes(m, x);
         r = r ?: json_add(o, "dry_run", json_object_new_boolean(m->dry_run));
         if (m->dry_run)
                 r = r ?: json_add(o, "would_do", would_do_json(m, 0));
