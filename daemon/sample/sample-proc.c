@@ -116,13 +116,7 @@ int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields 
                 goto fail;
 
         (*files_read)++;
-        snprintf(rel, sizeof(rel), "/proc/%d/cgroup", (int) pid);
-        k = util_read_file_at(root, rel, buf, sizeof(buf));
-        if (sample_gone((int) k)) {
-                r = (int) k;
-                goto fail;
-        }
-        r = sample_parse_cgroup(k >= 0 ? buf : "", &n.cgroup, &n.cgroup_systemd);
+        r = sample_read_cgroup(root, pid, &n.cgroup, &n.cgroup_systemd);
         if (r < 0)
                 goto fail;
         r = sample_cgroup_unit(n.cgroup_systemd, &n.unit);
@@ -161,7 +155,8 @@ int sample_read_cgroup(const char *root, pid_t pid, char **ret_cgroup, char **re
                 return -EINVAL;
         snprintf(rel, sizeof(rel), "/proc/%d/cgroup", (int) pid);
         k = util_read_file_at(root, rel, buf, sizeof(buf));
-        if (k < 0)
+        if (sample_gone((int) k))
                 return (int) k;
-        return sample_parse_cgroup(buf, ret_cgroup, ret_systemd);
+        /* unreadable for another reason: no cgroup known ("") */
+        return sample_parse_cgroup(k >= 0 ? buf : "", ret_cgroup, ret_systemd);
 }

@@ -198,7 +198,8 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
  */
 void sampler_note_fork(struct sampler *s, pid_t pid, pid_t tid);
 /* A process's cgroup paths, as proc_info.cgroup and .cgroup_systemd, read now
- * from root's /proc; the caller frees both. -ESRCH/-ENOENT: gone. */
+ * from root's /proc ("" when unreadable); the caller frees both.
+ * -ESRCH/-ENOENT: gone. */
 int sample_read_cgroup(const char *root, pid_t pid, char **ret_cgroup, char **ret_systemd);
 void sampler_note_exec(struct sampler *s, pid_t pid);
 void sampler_note_exit(struct sampler *s, pid_t pid, pid_t tid);
