@@ -139,6 +139,7 @@ static void interval(struct world *w) {
         };
 
         w->state->generation++;
+        w->state->recheck_soon = false;
         action_list_clear(&w->out);
         ASSERT_OK(plan_pairs(&ctx));
         w->now += USEC_PER_SEC;
@@ -211,6 +212,36 @@ static void test_split_pair_colocated(void) {
         ASSERT_EQ(target(&w, 100, 101)->cpu, cpu);
         ASSERT_EQ(w.claim[cpu], 2);
 
+        world_done(&w);
+}
+
+/*
+ * A member born in this interval has rates over its life, start-up
+ * included: the effect check would compare the change with half the
+ * pair's rate. The pair is held one pass and a recheck asked for; with a
+ * window of its own it is co-located, on the full figure.
+ */
+static void test_new_member_waits_a_window(void) {
+        struct task tasks[] = { mktask(100, 0.6, 0), mktask(101, 0.5, 1) };
+        struct world w;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 0.95, "split pair");
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_TRUE(!plan_recheck_soon(w.state));
+        tasks[1].rates_since_birth = true;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 100, 101)->state, "watching");
+        ASSERT_TRUE(strstr(target(&w, 100, 101)->why, "window of its own"));
+        ASSERT_TRUE(plan_recheck_soon(w.state));
+        tasks[1].rates_since_birth = false;
+        interval(&w);
+        expect_colocated(&w, 100, 101);
+        ASSERT_TRUE(!plan_recheck_soon(w.state));
         world_done(&w);
 }
 
@@ -1185,6 +1216,7 @@ static void test_machines_reserved(void) {
 
 int main(void) {
         test_split_pair_colocated();
+        test_new_member_waits_a_window();
         test_anchored_pair();
         test_anchor_let_go();
         test_allow_narrowed_held_split();

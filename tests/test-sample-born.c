@@ -92,6 +92,7 @@ int main(void) {
 
         t = snapshot_find_task(snap, old);
         ASSERT_TRUE(t && t->have_rates);
+        ASSERT_TRUE(!t->rates_since_birth);                 /* a window of its own */
 
         t = snapshot_find_task(snap, born);
         ASSERT_TRUE(t);
@@ -104,6 +105,7 @@ int main(void) {
                 "(pass window %llu us)\n", t->have_rates, t->util, own0, own, (unsigned long long) t->window_usec,
                 (unsigned long long) (t2 - t1));
         ASSERT_TRUE(t->have_rates);
+        ASSERT_TRUE(t->rates_since_birth);                  /* the planner waits a window for it */
         ASSERT_TRUE(t->window_usec >= 250 * USEC_PER_MSEC && t->window_usec < t2 - t1);
         /* diluted over the pass window it would read about half of own */
         ASSERT_TRUE(own0 > 0.02 && t->util > own0 * 0.8 && t->util < own * 1.2 + 0.05);

@@ -581,15 +581,34 @@ static int manager_pass(struct manager *m) {
         return 0;
 }
 
+/* The pass after one that held a new pair back (plan_recheck_soon()): long
+ * enough for a window of the pair's own and a wake-up burst before it. */
+#define RECHECK_SOON_USEC (300 * USEC_PER_MSEC)
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
+        uint64_t next;
 
         m->in_pass = true;
         m->pass_hold_limit = 0;
         (void) manager_pass(m);
         m->in_pass = false;
         /* Next pass relative to now: a slow pass must not cause a burst of catch-up passes. */
-        (void) sd_event_source_set_time(s, util_now_usec() + m->interval_usec);
+        next = util_now_usec() + m->interval_usec;
+        /*
+         * A pair held back only until its new member has a window of its
+         * own: the next pass comes RECHECK_SOON_USEC later, not an interval.
+         * Never twice in a row, so that a machine where processes are born
+         * all the time runs at most twice the passes.
+         */
+        if (plan_recheck_soon(m->plan) && !m->recheck_was_last && m->interval_usec > RECHECK_SOON_USEC) {
+                next = util_now_usec() + RECHECK_SOON_USEC;
+                m->recheck_was_last = true;
+                if (m->wake)
+                        wake_sampler_expect_call(m->wake, next);
+        } else
+                m->recheck_was_last = false;
+        (void) sd_event_source_set_time(s, next);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);
         return 0;
 }

@@ -387,6 +387,7 @@ int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct 
         }
 
         state->generation++;
+        state->recheck_soon = false;
         from = out->n;
 
         claim = calloc(in->snap->topo->n_cpus, sizeof(*claim));
@@ -430,6 +431,10 @@ int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct 
 
         plan_state_gc(state, in->now_usec);
         return 0;
+}
+
+bool plan_recheck_soon(const struct plan_state *s) {
+        return s && s->recheck_soon;
 }
 
 void plan_count_presence(unsigned *seen, unsigned *absent, bool present, unsigned cap) {

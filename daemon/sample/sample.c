@@ -1078,6 +1078,7 @@ static void rates_since_last(const struct sampler *s, struct task *t, const stru
         uint64_t w = now > q->stat_upto ? now - q->stat_upto : 0;
 
         t->window_usec = w;
+        t->rates_since_birth = false;
         t->util = 0;
         if (w > 0) {
                 if (ts->got_schedstat && t->have_schedstat && q->schedstat_upto == q->stat_upto &&
@@ -1119,6 +1120,7 @@ static void rates_since_birth(const struct sampler *s, struct task *t, const str
         bool ctxt = ts->got_status && ts->st.have_ctxt;
 
         t->window_usec = born_usec;
+        t->rates_since_birth = true;
         /* a new thread's io counters start at 0 */
         t->have_io_rate = ts->got_io;
         t->io_bytes_per_s = ts->got_io ? (double) ts->io_bytes / age_s : 0;
@@ -1255,6 +1257,7 @@ static void thread_carry(struct sampler *s, uint32_t i) {
         t->have_io_rate = false;
         t->have_rates = true;
         t->window_usec = 0;
+        t->rates_since_birth = false;
         cpu_hist_push(q, t, t->last_cpu);
         q->carried_pass = s->pass;
 }

@@ -116,6 +116,10 @@ struct task {
         cpumask_t cpus_seen;        /* CPUs seen as last_cpu over the recent windows */
         uint64_t window_usec;       /* length of the window the rates cover; 0: the snapshot's
                                      * window_usec (threads carried unchanged, rates 0) */
+        /* Born in this window: the rates are over its life so far, start-up
+         * included (a client that loads a script or calibrates before it
+         * talks reads as half its rate), not a window of its own. */
+        bool rates_since_birth;
 };
 
 struct cpu_sample {

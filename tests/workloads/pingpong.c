@@ -31,6 +31,13 @@
 struct pp_options {
         struct wl_common_options common;     /* -d -r -p */
         struct wl_pair_placement place;      /* -c -H -P */
+        long rate;                           /* -R: round trips/s, 0 = as fast as it can */
+};
+
+/* Round-trip latencies of an open-loop run (--rate), in ns. */
+struct pp_latencies {
+        int64_t *ns;
+        size_t n, cap;
 };
 
 /* Written by the child, read by the parent: the CPU the child last ran on. */
@@ -50,12 +57,19 @@ static void pp_help(void) {
                "                             split or re-merges them: see same_cpu)\n"
                "  -H, --hold                 with --cpus: keep the narrowed masks\n"
                "  -P, --pin CPU              both sides on CPU, mask stays narrowed (hand-tuned)\n"
+               "  -R, --rate N               open loop: start a round trip every 1/N s, as a\n"
+               "                             client sending at a rate does, and report its\n"
+               "                             round-trip latency (default 0:\n"
+               "                             closed loop, as fast as it can)\n"
                "  -h, --help                 this help\n\n"
                "Progress: t=SEC rate=R unit=roundtrips/s same_cpu=F cpu_parent=N cpu_child=N\n"
                "Last line: rate=R unit=roundtrips/s roundtrips=N elapsed=SEC rate_2nd_half=R\n"
                "  same_cpu=F same_cpu_2nd_half=F first_merged_s=SEC|-1 remerged=yes|no\n"
                "  migrations_parent=N migrations_child=N mode=free|split|split-held|pinned\n"
                "  pids=PARENT,CHILD\n"
+               "  with --rate also: p50_us=F p99_us=F p999_us=F late=N offered=N (late:\n"
+               "  round trips started over 1 ms behind schedule, which count their\n"
+               "  latency from when they were due); progress lines add p99_us=F\n"
                "same_cpu: fraction of round trips where both sides ran on one CPU;\n"
                "first_merged_s: start of the first window (report interval, or 100 ms) with\n"
                "same_cpu >= 0.9; remerged: same_cpu_2nd_half >= 0.9.\n");
@@ -69,17 +83,20 @@ static int pp_parse_args(int argc, char **argv, struct pp_options *o) {
                 { "cpus",            required_argument, NULL, 'c' },
                 { "hold",            no_argument,       NULL, 'H' },
                 { "pin",             required_argument, NULL, 'P' },
+                { "rate",            required_argument, NULL, 'R' },
                 { "help",            no_argument,       NULL, 'h' },
                 {}
         };
         int c;
 
         *o = (struct pp_options) { .common.duration_s = 5, .place.pin_cpu = -1 };
-        while ((c = getopt_long(argc, argv, "d:r:p:c:HP:h", longopts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "d:r:p:c:HP:R:h", longopts, NULL)) >= 0) {
                 int r = wl_common_option(c, optarg, &o->common);
 
                 if (r == 0)
                         r = wl_pair_option(c, optarg, &o->place);
+                if (r == 0 && c == 'R')
+                        r = wl_parse_long(optarg, 0, 10 * 1000 * 1000, &o->rate) < 0 ? -EINVAL : 1;
                 if (r == -EINVAL && c == 'c') {
                         fprintf(stderr, "pingpong: --cpus wants two CPUs 'A,B', got '%s'\n", optarg);
                         return -EINVAL;
@@ -115,6 +132,48 @@ static void pp_child(int in_fd, int out_fd, struct pp_shared *sh, const struct w
                 if (write(out_fd, &b, 1) != 1)
                         _exit(0);
         }
+}
+
+static int pp_latency_push(struct pp_latencies *l, int64_t ns) {
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 4096;
+                int64_t *p = realloc(l->ns, cap * sizeof(*p));
+
+                if (!p) {
+                        fprintf(stderr, "pingpong: out of memory for latencies\n");
+                        return -ENOMEM;
+                }
+                l->ns = p;
+                l->cap = cap;
+        }
+        l->ns[l->n++] = ns;
+        return 0;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+
+        return (x > y) - (x < y);
+}
+
+/* The q-quantile (nearest rank) of n latencies, in µs; sorts a copy, so
+ * the series stays in time order for the windows. 0 when empty. */
+static double pp_quantile_us(const int64_t *ns, size_t n, double q) {
+        int64_t *c;
+        double v;
+
+        if (n == 0)
+                return 0;
+        c = malloc(n * sizeof(*c));
+        if (!c)
+                return -1;
+        memcpy(c, ns, n * sizeof(*c));
+        qsort(c, n, sizeof(*c), cmp_i64);
+        size_t i = (size_t) (q * (double) n);
+
+        v = (double) c[i < n ? i : n - 1] / 1e3;
+        free(c);
+        return v;
 }
 
 /* One round trip; returns 1 on success, 0 when interrupted, -errno on a dead peer. */
@@ -217,7 +276,32 @@ int main(int argc, char **argv) {
 
         if (wl_series_push(&ws, t0, 0, 0) < 0)
                 return 1;
+        const int64_t period = o.rate > 0 ? WL_NSEC_PER_SEC / o.rate : 0;
+        struct pp_latencies lat = {};
+        size_t win_first = 0;
+        uint64_t late = 0;
+
         while (!wl_stop_requested) {
+                /*
+                 * Open loop: the n-th round trip is due at t0 + n/rate whether or
+                 * not the one before came back in time. Behind schedule (a slow
+                 * reply), its latency counts from when it was due, as for a
+                 * client with a queue of requests; ahead of it, from when the
+                 * client's timer woke it, since how late a sleeping client's
+                 * timer fires is the client's own (here up to milliseconds
+                 * at the 99th percentile, on one CPU and with no daemon), not
+                 * the pair's round trip.
+                 */
+                int64_t due = t0 + (int64_t) n * period;
+
+                if (period > 0) {
+                        now = wl_now_ns();
+                        if (now < due) {
+                                wl_sleep_until_ns(due);
+                                due = wl_now_ns();
+                        } else if (now - due > WL_NSEC_PER_MSEC)
+                                late++;
+                }
                 r = pp_roundtrip(p2c[1], c2p[0]);
                 if (r < 0) {
                         dead_peer = true;
@@ -228,19 +312,32 @@ int main(int argc, char **argv) {
                 n++;
                 if (atomic_load_explicit(&sh->child_cpu, memory_order_relaxed) == sched_getcpu())
                         same++;
-                if ((n & 15) != 0)
-                        continue;
-                now = wl_now_ns();
+                if (period > 0) {
+                        now = wl_now_ns();
+                        if (pp_latency_push(&lat, now - due) < 0)
+                                break;
+                } else {
+                        if ((n & 15) != 0)
+                                continue;
+                        now = wl_now_ns();
+                }
                 if (wl_window_done(&win, now)) {
                         double dt = (double) (now - ws.s[ws.n - 1].t_ns) / 1e9;
                         double same_w = wl_frac(same - prev_same, n - prev_n);
 
                         if (first_merged_s < 0 && same_w >= 0.9)
                                 first_merged_s = (double) (ws.s[ws.n - 1].t_ns - t0) / 1e9;
-                        if (o.common.report_interval_ms > 0)
+                        if (o.common.report_interval_ms > 0 && period > 0)
+                                printf("t=%.3f rate=%.1f unit=roundtrips/s same_cpu=%.3f cpu_parent=%d cpu_child=%d "
+                                       "p99_us=%.1f\n",
+                                       (double) (now - t0) / 1e9, (double) (n - prev_n) / dt, same_w,
+                                       sched_getcpu(), atomic_load(&sh->child_cpu),
+                                       pp_quantile_us(lat.ns + win_first, lat.n - win_first, 0.99));
+                        else if (o.common.report_interval_ms > 0)
                                 printf("t=%.3f rate=%.1f unit=roundtrips/s same_cpu=%.3f cpu_parent=%d cpu_child=%d\n",
                                        (double) (now - t0) / 1e9, (double) (n - prev_n) / dt, same_w,
                                        sched_getcpu(), atomic_load(&sh->child_cpu));
+                        win_first = lat.n;
                         if (wl_series_push(&ws, now, n, same) < 0)
                                 break;
                         prev_n = n;
@@ -277,6 +374,11 @@ int main(int argc, char **argv) {
                first_merged_s, same_2nd >= 0.9 ? "yes" : "no",
                mig_p1 >= 0 ? mig_p1 - mig_p0 : -1, mig_c1 >= 0 ? mig_c1 - mig_c0 : -1,
                mode, (int) me, (int) child);
+        if (period > 0)
+                printf("p50_us=%.1f p99_us=%.1f p999_us=%.1f late=%llu offered=%ld\n",
+                       pp_quantile_us(lat.ns, lat.n, 0.50), pp_quantile_us(lat.ns, lat.n, 0.99),
+                       pp_quantile_us(lat.ns, lat.n, 0.999), (unsigned long long) late, o.rate);
+        free(lat.ns);
         free(ws.s);
         return dead_peer ? 1 : 0;
 }
