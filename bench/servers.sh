@@ -30,6 +30,15 @@
 #   proxy-1    wrk (1 thread, 1 connection) -> an nginx reverse proxy (1
 #              worker) -> the nginx-1 server: a chain of three (requests/s)
 #
+# Fixed offered rate (open loop, below saturation; N requests/s, e.g.
+# mdb-ps-r1000): the client sends at its rate as production clients do,
+# and the figure is latency, p50 and p99 in µs, beside the rate achieved
+#   mdb-ps-rN  sysbench oltp_point_select --rate=N, 1 thread (its latency
+#              histogram)
+#   pg-rN      pgbench -S -R N, 1 client (its per-transaction log)
+#   redis-rN   bench/rate-client 'GET k' on the unix socket, 1 connection
+#   pipe-rN    tests/workloads/pingpong --rate N: a pipe pair, no server
+#
 #   stock      no daemon; the server's threads may run anywhere
 #   affinityd  a fresh daemon per run, the shipped policies, 1 s interval,
 #              started --settle seconds (default 0) before the client
@@ -40,6 +49,10 @@
 #              builds side by side in one interleaved run
 #   noperf     (not in the default list) affinityd --no-perf: what the
 #              daemon costs and does without the perf wake-up sampler
+#   dryrun     (not in the default list) affinityd --dry-run: it watches
+#              and changes nothing; what watching alone costs a client
+#   dryrun-noperf  the same with --no-perf: what watching costs without the
+#              wake-up sampler
 #
 # Each server is a private instance started by this script on a unix
 # socket in a temporary folder (no TCP port, not the system's instance,
@@ -71,13 +84,15 @@ WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-h
 VARIANTS=stock,affinityd,hand
 
 usage() {
-        sed -n '3,32p' "$SELF" | sed 's/^# \{0,1\}//'
+        sed -n '3,46p' "$SELF" | sed 's/^# \{0,1\}//'
         cat <<EOF
 
 Usage: bench/servers.sh [--repeats N] [--duration SEC] [--settle SEC] [--workloads LIST]
                         [--variants LIST] [--srcdir DIR] [--builddir DIR]
                         [--results-dir DIR]
 Defaults: --repeats $REPEATS --duration $DURATION --workloads $WORKLOADS
+Latency rows, e.g.: --workloads mdb-ps-r1000,pg-r1000,redis-r1000,pipe-r1000
+                    --variants stock,affinityd,dryrun,hand
 EOF
 }
 
@@ -98,6 +113,8 @@ while [[ $# -gt 0 ]]; do
 done
 
 AFFINITYD=${AFFINITYD:-$BUILDDIR/affinityd}
+RATE_CLIENT=${RATE_CLIENT:-$BUILDDIR/bench/rate-client}
+PINGPONG=${PINGPONG:-$BUILDDIR/tests/workloads/pingpong}
 AFFCTL=${AFFCTL:-$BUILDDIR/affctl}
 RESULTS_DIR=${RESULTS_DIR:-$BUILDDIR/bench/results}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
@@ -239,6 +256,9 @@ watch_result() {
 run_client() {
         local w=$1 pre=$2 log=$3 threads test c before after
         case $w in
+        *-r[0-9]*)
+                run_rate_client "$w" "$pre" "$log"
+                ;;
         mdb-churn)
                 local end=$((${EPOCHREALTIME/./} + DURATION * 1000000)) t0 q=0 n
                 t0=${EPOCHREALTIME/./}
@@ -296,19 +316,66 @@ run_client() {
         esac
 }
 
+# p50 and p99 (µs) of a latency histogram on stdin: "VALUE COUNT" lines,
+# VALUE in µs.
+hist_quantiles() {
+        sort -g | awk '{ v[NR] = $1; c[NR] = $2; n += $2 }
+                END { if (!n) { print "NA NA"; exit }
+                      for (i = 1; i <= NR; i++) { s += c[i]
+                              if (!a && s >= 0.50 * n) a = v[i]
+                              if (!b && s >= 0.99 * n) b = v[i] }
+                      printf "%.1f %.1f\n", a, b }'
+}
+
+# A fixed-rate row: prints "RATE P50_US P99_US".
+run_rate_client() {
+        local w=$1 pre=$2 log=$3 n=${1##*-r}
+        case $w in
+        mdb-ps-r*)
+                # sysbench prints its histogram in ms: "  0.105 |****  12"
+                $pre "${SB[@]}" --threads=1 --rate="$n" --time="$DURATION" --histogram=on \
+                        oltp_point_select run >"$log" 2>&1
+                echo "$(awk '/queries:/ { gsub(/\(/, "", $3); print $3 }' "$log")" \
+                        "$(awk '$2 ~ /^\|/ { printf "%f %d\n", $1 * 1000, $NF }' "$log" | hist_quantiles)"
+                ;;
+        pg-r*)
+                # one line a transaction: client, number, time (µs), ...
+                rm -f "$PG_SOCKDIR"/lat.*
+                (cd "$PG_SOCKDIR" && $pre runuser -u postgres -- "$PG_BIN/pgbench" -h "$PG_SOCKDIR" -S -c 1 -j 1 \
+                        -R "$n" -T "$DURATION" -l --log-prefix="$PG_SOCKDIR/lat" postgres) >"$log" 2>&1
+                echo "$(awk '/^tps/ { print $3; exit }' "$log")" \
+                        "$(cat "$PG_SOCKDIR"/lat.* 2>/dev/null | awk '{ print $3, 1 }' | hist_quantiles)"
+                rm -f "$PG_SOCKDIR"/lat.*
+                ;;
+        redis-r*|pipe-r*)
+                if [[ $w == redis-* ]]; then
+                        $pre "$RATE_CLIENT" --unix "$RDS_SOCK" --rate "$n" --duration "$DURATION" 'GET k' >"$log" 2>&1
+                elif [[ -n $pre ]]; then
+                        $pre "$PINGPONG" --pin 0 --rate "$n" --duration "$DURATION" >"$log" 2>&1
+                else
+                        "$PINGPONG" --rate "$n" --duration "$DURATION" >"$log" 2>&1
+                fi
+                awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
+                     END { if (f["p99_us"] != "") print f["rate"], f["p50_us"], f["p99_us"]; else print "NA NA NA" }' "$log"
+                ;;
+        esac
+}
+
 RAW=$LOGS/runs.csv
-echo "workload,variant,repeat,rate,colocate_s,affinity_sets" >"$RAW"
+echo "workload,variant,repeat,rate,colocate_s,affinity_sets,p50_us,p99_us" >"$RAW"
 
 one_run() {
-        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA actions=NA pre= daemon=0
+        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA actions=NA pre= daemon=0 p50=NA p99=NA
         case $v in
         stock) pin_server "$w" "$ALLCPUS" ;;
         hand) pin_server "$w" 0; pre="taskset -c 0" ;;
-        affinityd|noperf|other)
+        affinityd|noperf|other|dryrun|dryrun-noperf)
                 daemon=1
                 pin_server "$w" "$ALLCPUS"
                 case $v in
                 noperf) start_daemon "$tag.run" "$AFFINITYD" --no-perf ;;
+                dryrun) start_daemon "$tag.run" "$AFFINITYD" --dry-run ;;
+                dryrun-noperf) start_daemon "$tag.run" "$AFFINITYD" --dry-run --no-perf ;;
                 other) start_daemon "$tag.run" "${AFFINITYD_OTHER:?set AFFINITYD_OTHER for the variant other}" ;;
                 *) start_daemon "$tag.run" "$AFFINITYD" ;;
                 esac
@@ -329,8 +396,10 @@ one_run() {
                 rate=$(run_client "$w" "$pre" "$tag.log")
         fi
         pin_server "$w" "$ALLCPUS"
-        echo "$w,$v,$r,${rate:-NA},$coloc,$actions" >>"$RAW"
-        printf '%-9s %-9s r%d %12s %s\n' "$w" "$v" "$r" "${rate:-NA}" \
+        [[ $w == *-r[0-9]* ]] && read -r rate p50 p99 <<<"$rate"
+        echo "$w,$v,$r,${rate:-NA},$coloc,$actions,${p50:-NA},${p99:-NA}" >>"$RAW"
+        printf '%-12s %-9s r%d %12s %s%s\n' "$w" "$v" "$r" "${rate:-NA}" \
+                "$([[ $p99 != NA ]] && echo "p50 ${p50} µs, p99 ${p99} µs; ")" \
                 "$( ((daemon)) && echo "co-located after ${coloc} s, ${actions} affinity changes")"
 }
 
@@ -339,6 +408,8 @@ IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
         case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub|pg-1|pg-4|pg-8) ;;
         mc-1|nginx-1|sockperf-1|proxy-1) ;;
+        mdb-ps-r[0-9]*|pg-r[0-9]*|redis-r[0-9]*) ;;
+        pipe-r[0-9]*) [[ -x $PINGPONG ]] || die "no $PINGPONG (make check builds it)" ;;
         *) die "unknown workload $w" ;; esac
 done
 if [[ " ${WL[*]}" == *" mdb-"* ]]; then mariadb_start "$WORK" "$LOGS" || die "MariaDB did not start"; fi
@@ -363,6 +434,7 @@ done
 SUMMARY=$RESULTS_DIR/servers-$STAMP.txt
 awk -F, -f "$BENCH_DIR/stats.awk" -f /dev/stdin "$RAW" >"$SUMMARY" <<'EOF'
 NR == 1 { next }
+$1 ~ /-r[0-9]+$/ { next }   # fixed-rate rows: the latency table below
 $4 != "NA" {
         k = $1 SUBSEP $2
         n[k]++; v[k, n[k]] = $4
@@ -417,6 +489,50 @@ END {
 }
 function fmt(x) { return x == "NA" ? "NA" : sprintf("%.0f", x) }
 function fmt3(x) { return x == "NA" ? "NA" : sprintf("%.3f", x) }
+EOF
+# Fixed-rate rows: latency medians per variant and the paired p99 ratios
+# (within one repeat, as above); lower is better. Targets: p99 <= stock and
+# <= 1.2x hand with the daemon acting, within 5 % of stock in --dry-run.
+awk -F, -f "$BENCH_DIR/stats.awk" -f /dev/stdin "$RAW" >>"$SUMMARY" <<'EOF'
+NR == 1 { next }
+$1 ~ /-r[0-9]+$/ && $8 != "NA" {
+        k = $1 SUBSEP $2
+        n[k]++; p99[k, n[k]] = $8; p50[k, n[k]] = $7
+        by[$1, $2, $3] = $8; if ($3 > maxrep) maxrep = $3
+        if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
+        if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
+}
+function paired(w, var, base,    a, m, r) {
+        m = 0
+        for (r = 1; r <= maxrep; r++)
+                if ((w, var, r) in by && (w, base, r) in by && by[w, base, r] > 0)
+                        a[++m] = by[w, var, r] / by[w, base, r]
+        return m ? sprintf("%.2f", median(a, m)) : "NA"
+}
+function med(arr, w, var,    a, i, k) {
+        k = w SUBSEP var
+        if (!n[k]) return "NA"
+        for (i = 1; i <= n[k]; i++) a[i] = arr[k, i]
+        return sprintf("%.0f", median(a, n[k]))
+}
+function cell(w, var) { return med(p50, w, var) "/" med(p99, w, var) }
+END {
+        if (!nw) exit
+        printf "\nFixed offered rate: p50/p99 latency in us (medians), paired p99 ratios (lower is better)\n"
+        printf "%-13s %11s %11s %11s %11s %8s %8s %8s %8s\n", "workload", "stock", "affinityd", "dryrun", "hand",
+               "aff/stk", "aff/hand", "dry/stk", "coloc_s"
+        for (i = 1; i <= nw; i++) {
+                w = order[i]
+                for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
+                cm = nc[w] ? median(cc, nc[w]) : "NA"; delete cc
+                printf "%-13s %11s %11s %11s %11s %8s %8s %8s %8s\n", w, cell(w, "stock"), cell(w, "affinityd"),
+                       cell(w, "dryrun"), cell(w, "hand"), paired(w, "affinityd", "stock"),
+                       paired(w, "affinityd", "hand"), paired(w, "dryrun", "stock"), cm
+                if (n[w, "dryrun-noperf"])
+                        printf "%-13s %11s %11s (dryrun-noperf)  paired p99 /stock %s\n", w, "",
+                               cell(w, "dryrun-noperf"), paired(w, "dryrun-noperf", "stock")
+        }
+}
 EOF
 cp "$RAW" "$RESULTS_DIR/servers-$STAMP.csv"
 cp "$SUMMARY" "$RESULTS_DIR/servers-latest.txt"

@@ -1084,7 +1084,7 @@ static void test_exchange_is_no_hog(void) {
         ASSERT_STREQ(st->state, "left alone: pair");
 
         /* below the pair policy's WakeRate=: a hog like any other */
-        w.edges[0].wakeups_per_s = 500;
+        w.edges[0].wakeups_per_s = 300;
         world_steps(&w, 5);
         ASSERT_TRUE(world_pinned_cpu(&w, 103) >= 0);
         world_done(&w);

@@ -142,12 +142,18 @@ static void test_edge_table(void) {
 #endif
         ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 5000, 1);
 
-        /* then an EWMA with the time constant: tau = window, 1 - 1/e of the way */
+        /* a rise is taken at once (a client that connected, then sends) ... */
         ASSERT_OK(wake_edge_table_add(&t, 2, 1, 10000, 0, true));
         ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, true));   /* and 1→2 steady */
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
-        ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 5000 + 5000 * 0.63212, 1);
+        ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 10000, 1);
+        /* ... a fall with the time constant: tau = window, 1 - 1/e of the way */
+        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 5000, 0, true));
+        ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, true));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 10000 - 5000 * 0.63212, 1);
 
         /* A steady rate converges. */
         for (int i = 0; i < 20; i++) {

@@ -118,6 +118,7 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
                 return;
         m->early_tat = MAX(m->early_tat, now) + EARLY_PASS_MIN_GAP_USEC;
         m->early_armed = true;
+        m->next_pass_early = true;
         /*
          * Listened to again soon, not only at the early pass: the process
          * that brought it forward is often the shell or the tool that

@@ -72,6 +72,7 @@ struct manager {
         bool in_pass;                 /* events drained by the pass itself start no early pass */
         uint64_t early_tat;           /* early passes: rate limiter state (see early_next_allowed()) */
         bool recheck_was_last;        /* the pass now due was brought forward by plan_recheck_soon() */
+        bool next_pass_early;         /* the pass now due was brought forward for a new process */
         sd_event_source *pc_rearm;    /* listens to the proc connector again when one is allowed */
         bool early_armed;             /* the dispatch in progress brought a pass forward */
         uint64_t pass_hold_limit;     /* the coming pass was held back for a new process, and may be
@@ -79,6 +80,7 @@ struct manager {
         uint64_t pc_idle_tat;         /* wake-ups for events that brought nothing forward: limiter state */
         uint64_t start_usec;
         uint64_t passes;
+        uint64_t passes_early;        /* of them, brought forward for a new process */
         uint64_t actions_applied, actions_failed, actions_undone;
         uint64_t last_pass_cost_usec;
 

@@ -294,6 +294,7 @@ static int status_counts(const struct manager *m, const struct managed *mg, size
         int r = counts ? 0 : -ENOMEM;
 
         r = r ?: json_add(counts, "passes", json_object_new_int64((int64_t) m->passes));
+        r = r ?: json_add(counts, "passes_early", json_object_new_int64((int64_t) m->passes_early));
         r = r ?: json_add(counts, "tasks", json_object_new_int64(m->snap ? (int64_t) m->snap->n_tasks : 0));
         r = r ?: json_add(counts, "findings", json_object_new_int64((int64_t) m->findings.n));
         r = r ?: json_add(counts, "actions_in_force", json_object_new_int64((int64_t) n_managed));

@@ -117,11 +117,19 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
 
                 if (s->key == 0)
                         continue;
-                /* A new edge starts at what was observed, not at 0: from 0 its
-                 * first rate would be alpha of it (a fifth at a 400 ms window),
-                 * and an early pass 300 ms after a pair started saw it at
-                 * ~3,000/s against a 2,000/s floor while it ran at ~20,000/s. */
-                if (!s->folded) {
+                /*
+                 * Up at once, down with the decay. A new edge starts at what
+                 * was observed, not at 0: from 0 its first rate would be alpha
+                 * of it (a fifth at a 400 ms window), and an early pass 300 ms
+                 * after a pair started saw it at ~3,000/s against a 2,000/s
+                 * floor while it ran at ~20,000/s. An edge that rises does
+                 * too: a client first seen while it connected (a few
+                 * wake-ups) and then sending 1,000 requests/s climbed a fifth
+                 * of the way a pass and crossed a 500/s floor only at the
+                 * third, 3.35 s in. The decay is what holds a pair through a
+                 * lull (release waits for it), not what admits one.
+                 */
+                if (!s->folded || s->count / dt > s->rate_per_s) {
                         s->rate_per_s = s->count / dt;
                         s->split_per_s = s->split / dt;
                         s->folded = true;

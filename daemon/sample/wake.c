@@ -92,7 +92,7 @@
  *    (tests/test-wake.c, storm test).
  *
  * 100 ms of every 1 s pass: 10 % of the cost, and at the detector's
- * WakeRate= floor (2000/s) an edge still gets ~200 wake-ups per burst.
+ * WakeRate= floor (500/s) an edge still gets ~50 wake-ups per burst.
  * The burst ends BURST_MARGIN_USEC before the next expected call, so the
  * pass sees fresh data: a pair that started during the off-time is found
  * at the same pass as with continuous sampling. Rates are counts over the

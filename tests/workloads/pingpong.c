@@ -34,11 +34,7 @@ struct pp_options {
         long rate;                           /* -R: round trips/s, 0 = as fast as it can */
 };
 
-/* Round-trip latencies of an open-loop run (--rate), in ns. */
-struct pp_latencies {
-        int64_t *ns;
-        size_t n, cap;
-};
+
 
 /* Written by the child, read by the parent: the CPU the child last ran on. */
 struct pp_shared {
@@ -132,48 +128,6 @@ static void pp_child(int in_fd, int out_fd, struct pp_shared *sh, const struct w
                 if (write(out_fd, &b, 1) != 1)
                         _exit(0);
         }
-}
-
-static int pp_latency_push(struct pp_latencies *l, int64_t ns) {
-        if (l->n == l->cap) {
-                size_t cap = l->cap ? l->cap * 2 : 4096;
-                int64_t *p = realloc(l->ns, cap * sizeof(*p));
-
-                if (!p) {
-                        fprintf(stderr, "pingpong: out of memory for latencies\n");
-                        return -ENOMEM;
-                }
-                l->ns = p;
-                l->cap = cap;
-        }
-        l->ns[l->n++] = ns;
-        return 0;
-}
-
-static int cmp_i64(const void *a, const void *b) {
-        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
-
-        return (x > y) - (x < y);
-}
-
-/* The q-quantile (nearest rank) of n latencies, in µs; sorts a copy, so
- * the series stays in time order for the windows. 0 when empty. */
-static double pp_quantile_us(const int64_t *ns, size_t n, double q) {
-        int64_t *c;
-        double v;
-
-        if (n == 0)
-                return 0;
-        c = malloc(n * sizeof(*c));
-        if (!c)
-                return -1;
-        memcpy(c, ns, n * sizeof(*c));
-        qsort(c, n, sizeof(*c), cmp_i64);
-        size_t i = (size_t) (q * (double) n);
-
-        v = (double) c[i < n ? i : n - 1] / 1e3;
-        free(c);
-        return v;
 }
 
 /* One round trip; returns 1 on success, 0 when interrupted, -errno on a dead peer. */
@@ -277,31 +231,13 @@ int main(int argc, char **argv) {
         if (wl_series_push(&ws, t0, 0, 0) < 0)
                 return 1;
         const int64_t period = o.rate > 0 ? WL_NSEC_PER_SEC / o.rate : 0;
-        struct pp_latencies lat = {};
+        struct wl_latencies lat = {};
         size_t win_first = 0;
         uint64_t late = 0;
 
         while (!wl_stop_requested) {
-                /*
-                 * Open loop: the n-th round trip is due at t0 + n/rate whether or
-                 * not the one before came back in time. Behind schedule (a slow
-                 * reply), its latency counts from when it was due, as for a
-                 * client with a queue of requests; ahead of it, from when the
-                 * client's timer woke it, since how late a sleeping client's
-                 * timer fires is the client's own (here up to milliseconds
-                 * at the 99th percentile, on one CPU and with no daemon), not
-                 * the pair's round trip.
-                 */
-                int64_t due = t0 + (int64_t) n * period;
-
-                if (period > 0) {
-                        now = wl_now_ns();
-                        if (now < due) {
-                                wl_sleep_until_ns(due);
-                                due = wl_now_ns();
-                        } else if (now - due > WL_NSEC_PER_MSEC)
-                                late++;
-                }
+                /* open loop: the n-th round trip is due at t0 + n/rate (workload.h) */
+                int64_t due = period > 0 ? wl_open_loop_wait(t0 + (int64_t) n * period, &late) : 0;
                 r = pp_roundtrip(p2c[1], c2p[0]);
                 if (r < 0) {
                         dead_peer = true;
@@ -314,7 +250,7 @@ int main(int argc, char **argv) {
                         same++;
                 if (period > 0) {
                         now = wl_now_ns();
-                        if (pp_latency_push(&lat, now - due) < 0)
+                        if (wl_latency_push(&lat, now - due) < 0)
                                 break;
                 } else {
                         if ((n & 15) != 0)
@@ -332,7 +268,7 @@ int main(int argc, char **argv) {
                                        "p99_us=%.1f\n",
                                        (double) (now - t0) / 1e9, (double) (n - prev_n) / dt, same_w,
                                        sched_getcpu(), atomic_load(&sh->child_cpu),
-                                       pp_quantile_us(lat.ns + win_first, lat.n - win_first, 0.99));
+                                       wl_quantile_us(lat.ns + win_first, lat.n - win_first, 0.99));
                         else if (o.common.report_interval_ms > 0)
                                 printf("t=%.3f rate=%.1f unit=roundtrips/s same_cpu=%.3f cpu_parent=%d cpu_child=%d\n",
                                        (double) (now - t0) / 1e9, (double) (n - prev_n) / dt, same_w,
@@ -376,8 +312,8 @@ int main(int argc, char **argv) {
                mode, (int) me, (int) child);
         if (period > 0)
                 printf("p50_us=%.1f p99_us=%.1f p999_us=%.1f late=%llu offered=%ld\n",
-                       pp_quantile_us(lat.ns, lat.n, 0.50), pp_quantile_us(lat.ns, lat.n, 0.99),
-                       pp_quantile_us(lat.ns, lat.n, 0.999), (unsigned long long) late, o.rate);
+                       wl_quantile_us(lat.ns, lat.n, 0.50), wl_quantile_us(lat.ns, lat.n, 0.99),
+                       wl_quantile_us(lat.ns, lat.n, 0.999), (unsigned long long) late, o.rate);
         free(lat.ns);
         free(ws.s);
         return dead_peer ? 1 : 0;

@@ -572,3 +572,75 @@ static inline int wl_pair_release(const char *prog, const struct wl_pair_placeme
 static inline const char *wl_pair_mode(const struct wl_pair_placement *pl) {
         return pl->split ? (pl->hold ? "split-held" : "split") : pl->pin_cpu >= 0 ? "pinned" : "free";
 }
+
+/* ---- open-loop clients (pingpong --rate, bench/rate-client) ---- */
+
+/* Latencies of an open-loop run, in ns, in the order they came. */
+struct wl_latencies {
+        int64_t *ns;
+        size_t n, cap;
+};
+
+/*
+ * Wait for a request due at `due` (CLOCK_MONOTONIC ns) and return the time
+ * its latency counts from. An open-loop client sends at its rate whether or
+ * not the reply before came back in time. Behind schedule (a slow reply),
+ * the latency counts from when it was due, as for a client with a queue of
+ * requests, and *late is counted up when over 1 ms behind; ahead of it,
+ * from when the client's timer woke it: how late a sleeping client's timer
+ * fires is the client's own (here up to milliseconds at the 99th
+ * percentile, on one CPU and with no daemon), not the server's reply.
+ */
+static inline int64_t wl_open_loop_wait(int64_t due, uint64_t *late) {
+        int64_t now = wl_now_ns();
+
+        if (now < due) {
+                wl_sleep_until_ns(due);
+                return wl_now_ns();
+        }
+        if (now - due > WL_NSEC_PER_MSEC)
+                (*late)++;
+        return due;
+}
+
+static inline int wl_latency_push(struct wl_latencies *l, int64_t ns) {
+        if (l->n == l->cap) {
+                size_t cap = l->cap ? l->cap * 2 : 4096;
+                int64_t *p = realloc(l->ns, cap * sizeof(*p));
+
+                if (!p) {
+                        fprintf(stderr, "out of memory for latencies\n");
+                        return -ENOMEM;
+                }
+                l->ns = p;
+                l->cap = cap;
+        }
+        l->ns[l->n++] = ns;
+        return 0;
+}
+
+static inline int wl_cmp_i64(const void *a, const void *b) {
+        int64_t x = *(const int64_t *) a, y = *(const int64_t *) b;
+
+        return (x > y) - (x < y);
+}
+
+/* The q-quantile (nearest rank) of n latencies, in µs; sorts a copy, so
+ * the series stays in time order for the windows. 0 when empty. */
+static inline double wl_quantile_us(const int64_t *ns, size_t n, double q) {
+        int64_t *c;
+        double v;
+
+        if (n == 0)
+                return 0;
+        c = malloc(n * sizeof(*c));
+        if (!c)
+                return -1;
+        memcpy(c, ns, n * sizeof(*c));
+        qsort(c, n, sizeof(*c), wl_cmp_i64);
+        size_t i = (size_t) (q * (double) n);
+
+        v = (double) c[i < n ? i : n - 1] / 1e3;
+        free(c);
+        return v;
+}
