@@ -53,6 +53,8 @@
 #              and changes nothing; what watching alone costs a client
 #   dryrun-noperf  the same with --no-perf: what watching costs without the
 #              wake-up sampler
+#   VARIANT@N  a daemon variant run at nice N (e.g. dryrun@-5, as the
+#              systemd unit runs it, Nice=-5); without @, the bench's own
 #
 # Each server is a private instance started by this script on a unix
 # socket in a temporary folder (no TCP port, not the system's instance,
@@ -84,15 +86,123 @@ WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-h
 VARIANTS=stock,affinityd,hand
 
 usage() {
-        sed -n '3,46p' "$SELF" | sed 's/^# \{0,1\}//'
+        sed -n '3,48p' "$SELF" | sed 's/^# \{0,1\}//'
         cat <<EOF
 
 Usage: bench/servers.sh [--repeats N] [--duration SEC] [--settle SEC] [--workloads LIST]
                         [--variants LIST] [--srcdir DIR] [--builddir DIR]
-                        [--results-dir DIR]
+                        [--results-dir DIR] [--summarize RUNS.CSV]
 Defaults: --repeats $REPEATS --duration $DURATION --workloads $WORKLOADS
 Latency rows, e.g.: --workloads mdb-ps-r1000,pg-r1000,redis-r1000,pipe-r1000
                     --variants stock,affinityd,dryrun,hand
+EOF
+}
+
+# The tables of a run from its runs.csv ($1), on stdout (also --summarize).
+summary_tables() {
+awk -F, -f "$BENCH_DIR/stats.awk" -f /dev/stdin "$1" <<'EOF'
+NR == 1 { next }
+$1 ~ /-r[0-9]+$/ { next }   # fixed-rate rows: the latency table below
+$4 != "NA" {
+        k = $1 SUBSEP $2
+        n[k]++; v[k, n[k]] = $4
+        byrep[$1, $2, $3] = $4; if ($3 > maxrep) maxrep = $3
+        if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
+        if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
+        if ($2 == "affinityd" && $6 != "NA") { na[$1]++; ac[$1, na[$1]] = $6 }
+}
+# The median over repeats of var's rate / base's rate within the same
+# repeat. The variants of one repeat run back to back, so a slow minute of
+# this shared machine hits both sides of the ratio: on a host whose single
+# runs spread over +-30 %, this is the figure the verdict uses.
+function paired(w, var, base,    a, m, r) {
+        m = 0
+        for (r = 1; r <= maxrep; r++)
+                if ((w, var, r) in byrep && (w, base, r) in byrep && byrep[w, base, r] > 0)
+                        a[++m] = byrep[w, var, r] / byrep[w, base, r]
+        return m ? median(a, m) : "NA"
+}
+function med(w, var,    a, i, k) {
+        k = w SUBSEP var
+        for (i = 1; i <= n[k]; i++) a[i] = v[k, i]
+        return median(a, n[k])
+}
+END {
+        printf "%-9s %10s %10s %10s %8s %8s %8s %8s %5s  %s\n", "workload", "stock", "affinityd", "hand",
+               "aff/hand", "aff/stk", "paired", "coloc_s", "sets", "target (on paired)"
+        for (i = 1; i <= nw; i++) {
+                w = order[i]
+                s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand"); np = med(w, "noperf")
+                ot = med(w, "other")
+                for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
+                cm = median(cc, nc[w]); delete cc
+                for (j = 1; j <= na[w]; j++) cc[j] = ac[w, j]
+                am = median(cc, na[w]); delete cc
+                single = w ~ /-1$/
+                if (single) { ratio = paired(w, "affinityd", "hand"); goal = 0.9; what = ">= 0.90x hand" }
+                else { ratio = paired(w, "affinityd", "stock"); goal = 0.98; what = ">= 0.98x stock" }
+                verdict = ratio == "NA" ? "n/a" : ratio >= goal ? "MET" : "MISSED"
+                printf "%-9s %10s %10s %10s %8s %8s %8s %8s %5s  %s %s\n", w, fmt(s), fmt(a), fmt(h),
+                       (a != "NA" && h != "NA") ? sprintf("%.3f", a / h) : "NA",
+                       (a != "NA" && s != "NA") ? sprintf("%.3f", a / s) : "NA",
+                       ratio == "NA" ? "NA" : sprintf("%.3f", ratio), cm, am, what, verdict
+                if (np != "NA")
+                        printf "%-9s %10s %10s (--no-perf)  noperf/stock %s, paired %s\n", w, "", fmt(np),
+                               s != "NA" ? sprintf("%.3f", np / s) : "NA", fmt3(paired(w, "noperf", "stock"))
+                if (ot != "NA")
+                        printf "%-9s %10s %10s (other)  other/stock %s, paired %s; affinityd/other paired %s\n", w, "",
+                               fmt(ot), s != "NA" ? sprintf("%.3f", ot / s) : "NA", fmt3(paired(w, "other", "stock")),
+                               fmt3(paired(w, "affinityd", "other"))
+        }
+}
+function fmt(x) { return x == "NA" ? "NA" : sprintf("%.0f", x) }
+function fmt3(x) { return x == "NA" ? "NA" : sprintf("%.3f", x) }
+EOF
+# Fixed-rate rows: latency medians per variant and the paired p99 ratios
+# (within one repeat, as above); lower is better. Targets: p99 <= stock and
+# <= 1.2x hand with the daemon acting, within 5 % of stock in --dry-run.
+awk -F, -f "$BENCH_DIR/stats.awk" -f /dev/stdin "$1" <<'EOF'
+NR == 1 { next }
+$1 ~ /-r[0-9]+$/ && $8 != "NA" {
+        k = $1 SUBSEP $2
+        n[k]++; p99[k, n[k]] = $8; p50[k, n[k]] = $7
+        if (!($2 in vseen)) { vseen[$2] = 1; vars[++nv] = $2 }
+        by[$1, $2, $3] = $8; if ($3 > maxrep) maxrep = $3
+        if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
+        if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
+}
+function paired(w, var, base,    a, m, r) {
+        m = 0
+        for (r = 1; r <= maxrep; r++)
+                if ((w, var, r) in by && (w, base, r) in by && by[w, base, r] > 0)
+                        a[++m] = by[w, var, r] / by[w, base, r]
+        return m ? sprintf("%.2f", median(a, m)) : "NA"
+}
+function med(arr, w, var,    a, i, k) {
+        k = w SUBSEP var
+        if (!n[k]) return "NA"
+        for (i = 1; i <= n[k]; i++) a[i] = arr[k, i]
+        return sprintf("%.0f", median(a, n[k]))
+}
+function cell(w, var) { return med(p50, w, var) "/" med(p99, w, var) }
+END {
+        if (!nw) exit
+        printf "\nFixed offered rate: p50/p99 latency in us (medians), paired p99 ratios (lower is better)\n"
+        printf "%-13s %11s %11s %11s %11s %8s %8s %8s %8s\n", "workload", "stock", "affinityd", "dryrun", "hand",
+               "aff/stk", "aff/hand", "dry/stk", "coloc_s"
+        for (i = 1; i <= nw; i++) {
+                w = order[i]
+                for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
+                cm = nc[w] ? median(cc, nc[w]) : "NA"; delete cc
+                printf "%-13s %11s %11s %11s %11s %8s %8s %8s %8s\n", w, cell(w, "stock"), cell(w, "affinityd"),
+                       cell(w, "dryrun"), cell(w, "hand"), paired(w, "affinityd", "stock"),
+                       paired(w, "affinityd", "hand"), paired(w, "dryrun", "stock"), cm
+                for (j = 1; j <= nv; j++)
+                        if (vars[j] !~ /^(stock|affinityd|dryrun|hand)$/ && n[w, vars[j]])
+                                printf "%-13s %11s %11s (%s)  paired p99 /stock %s\n", w, "",
+                                       cell(w, vars[j]), vars[j], paired(w, vars[j], "stock")
+        }
+}
 EOF
 }
 
@@ -106,12 +216,18 @@ while [[ $# -gt 0 ]]; do
         --srcdir) SRCDIR=$2; shift ;;
         --builddir) BUILDDIR=$2; shift ;;
         --results-dir) RESULTS_DIR=$2; shift ;;
+        --summarize) SUMMARIZE=$2; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "servers.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
         esac
         shift
 done
 
+# --summarize RUNS.CSV: the tables of an earlier run, nothing run
+if [[ -n ${SUMMARIZE:-} ]]; then
+        summary_tables "$SUMMARIZE"
+        exit
+fi
 AFFINITYD=${AFFINITYD:-$BUILDDIR/affinityd}
 RATE_CLIENT=${RATE_CLIENT:-$BUILDDIR/bench/rate-client}
 PINGPONG=${PINGPONG:-$BUILDDIR/tests/workloads/pingpong}
@@ -192,7 +308,7 @@ nap() { read -r -t "$1" -u "$TICK" _ || true; }
 start_daemon() {
         local rundir=$1 bin=$2 deadline
         mkdir -p "$rundir"
-        "$bin" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
+        ${DAEMON_NICE:+nice -n "$DAEMON_NICE"} "$bin" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
                 --log-level info "${@:3}" >"$rundir/daemon.log" 2>&1 &
         DAEMON_PID=$!
         deadline=$((${EPOCHREALTIME/./} + 10000000))
@@ -366,13 +482,15 @@ echo "workload,variant,repeat,rate,colocate_s,affinity_sets,p50_us,p99_us" >"$RA
 
 one_run() {
         local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA actions=NA pre= daemon=0 p50=NA p99=NA
-        case $v in
+        DAEMON_NICE=
+        [[ $v == *@* ]] && DAEMON_NICE=${v#*@}
+        case ${v%%@*} in
         stock) pin_server "$w" "$ALLCPUS" ;;
         hand) pin_server "$w" 0; pre="taskset -c 0" ;;
         affinityd|noperf|other|dryrun|dryrun-noperf)
                 daemon=1
                 pin_server "$w" "$ALLCPUS"
-                case $v in
+                case ${v%%@*} in
                 noperf) start_daemon "$tag.run" "$AFFINITYD" --no-perf ;;
                 dryrun) start_daemon "$tag.run" "$AFFINITYD" --dry-run ;;
                 dryrun-noperf) start_daemon "$tag.run" "$AFFINITYD" --dry-run --no-perf ;;
@@ -432,108 +550,7 @@ for ((r = 1; r <= REPEATS; r++)); do
 done
 
 SUMMARY=$RESULTS_DIR/servers-$STAMP.txt
-awk -F, -f "$BENCH_DIR/stats.awk" -f /dev/stdin "$RAW" >"$SUMMARY" <<'EOF'
-NR == 1 { next }
-$1 ~ /-r[0-9]+$/ { next }   # fixed-rate rows: the latency table below
-$4 != "NA" {
-        k = $1 SUBSEP $2
-        n[k]++; v[k, n[k]] = $4
-        byrep[$1, $2, $3] = $4; if ($3 > maxrep) maxrep = $3
-        if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
-        if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
-        if ($2 == "affinityd" && $6 != "NA") { na[$1]++; ac[$1, na[$1]] = $6 }
-}
-# The median over repeats of var's rate / base's rate within the same
-# repeat. The variants of one repeat run back to back, so a slow minute of
-# this shared machine hits both sides of the ratio: on a host whose single
-# runs spread over +-30 %, this is the figure the verdict uses.
-function paired(w, var, base,    a, m, r) {
-        m = 0
-        for (r = 1; r <= maxrep; r++)
-                if ((w, var, r) in byrep && (w, base, r) in byrep && byrep[w, base, r] > 0)
-                        a[++m] = byrep[w, var, r] / byrep[w, base, r]
-        return m ? median(a, m) : "NA"
-}
-function med(w, var,    a, i, k) {
-        k = w SUBSEP var
-        for (i = 1; i <= n[k]; i++) a[i] = v[k, i]
-        return median(a, n[k])
-}
-END {
-        printf "%-9s %10s %10s %10s %8s %8s %8s %8s %5s  %s\n", "workload", "stock", "affinityd", "hand",
-               "aff/hand", "aff/stk", "paired", "coloc_s", "sets", "target (on paired)"
-        for (i = 1; i <= nw; i++) {
-                w = order[i]
-                s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand"); np = med(w, "noperf")
-                ot = med(w, "other")
-                for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
-                cm = median(cc, nc[w]); delete cc
-                for (j = 1; j <= na[w]; j++) cc[j] = ac[w, j]
-                am = median(cc, na[w]); delete cc
-                single = w ~ /-1$/
-                if (single) { ratio = paired(w, "affinityd", "hand"); goal = 0.9; what = ">= 0.90x hand" }
-                else { ratio = paired(w, "affinityd", "stock"); goal = 0.98; what = ">= 0.98x stock" }
-                verdict = ratio == "NA" ? "n/a" : ratio >= goal ? "MET" : "MISSED"
-                printf "%-9s %10s %10s %10s %8s %8s %8s %8s %5s  %s %s\n", w, fmt(s), fmt(a), fmt(h),
-                       (a != "NA" && h != "NA") ? sprintf("%.3f", a / h) : "NA",
-                       (a != "NA" && s != "NA") ? sprintf("%.3f", a / s) : "NA",
-                       ratio == "NA" ? "NA" : sprintf("%.3f", ratio), cm, am, what, verdict
-                if (np != "NA")
-                        printf "%-9s %10s %10s (--no-perf)  noperf/stock %s, paired %s\n", w, "", fmt(np),
-                               s != "NA" ? sprintf("%.3f", np / s) : "NA", fmt3(paired(w, "noperf", "stock"))
-                if (ot != "NA")
-                        printf "%-9s %10s %10s (other)  other/stock %s, paired %s; affinityd/other paired %s\n", w, "",
-                               fmt(ot), s != "NA" ? sprintf("%.3f", ot / s) : "NA", fmt3(paired(w, "other", "stock")),
-                               fmt3(paired(w, "affinityd", "other"))
-        }
-}
-function fmt(x) { return x == "NA" ? "NA" : sprintf("%.0f", x) }
-function fmt3(x) { return x == "NA" ? "NA" : sprintf("%.3f", x) }
-EOF
-# Fixed-rate rows: latency medians per variant and the paired p99 ratios
-# (within one repeat, as above); lower is better. Targets: p99 <= stock and
-# <= 1.2x hand with the daemon acting, within 5 % of stock in --dry-run.
-awk -F, -f "$BENCH_DIR/stats.awk" -f /dev/stdin "$RAW" >>"$SUMMARY" <<'EOF'
-NR == 1 { next }
-$1 ~ /-r[0-9]+$/ && $8 != "NA" {
-        k = $1 SUBSEP $2
-        n[k]++; p99[k, n[k]] = $8; p50[k, n[k]] = $7
-        by[$1, $2, $3] = $8; if ($3 > maxrep) maxrep = $3
-        if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
-        if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
-}
-function paired(w, var, base,    a, m, r) {
-        m = 0
-        for (r = 1; r <= maxrep; r++)
-                if ((w, var, r) in by && (w, base, r) in by && by[w, base, r] > 0)
-                        a[++m] = by[w, var, r] / by[w, base, r]
-        return m ? sprintf("%.2f", median(a, m)) : "NA"
-}
-function med(arr, w, var,    a, i, k) {
-        k = w SUBSEP var
-        if (!n[k]) return "NA"
-        for (i = 1; i <= n[k]; i++) a[i] = arr[k, i]
-        return sprintf("%.0f", median(a, n[k]))
-}
-function cell(w, var) { return med(p50, w, var) "/" med(p99, w, var) }
-END {
-        if (!nw) exit
-        printf "\nFixed offered rate: p50/p99 latency in us (medians), paired p99 ratios (lower is better)\n"
-        printf "%-13s %11s %11s %11s %11s %8s %8s %8s %8s\n", "workload", "stock", "affinityd", "dryrun", "hand",
-               "aff/stk", "aff/hand", "dry/stk", "coloc_s"
-        for (i = 1; i <= nw; i++) {
-                w = order[i]
-                for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
-                cm = nc[w] ? median(cc, nc[w]) : "NA"; delete cc
-                printf "%-13s %11s %11s %11s %11s %8s %8s %8s %8s\n", w, cell(w, "stock"), cell(w, "affinityd"),
-                       cell(w, "dryrun"), cell(w, "hand"), paired(w, "affinityd", "stock"),
-                       paired(w, "affinityd", "hand"), paired(w, "dryrun", "stock"), cm
-                if (n[w, "dryrun-noperf"])
-                        printf "%-13s %11s %11s (dryrun-noperf)  paired p99 /stock %s\n", w, "",
-                               cell(w, "dryrun-noperf"), paired(w, "dryrun-noperf", "stock")
-        }
-}
-EOF
+summary_tables "$RAW" >"$SUMMARY"
 cp "$RAW" "$RESULTS_DIR/servers-$STAMP.csv"
 cp "$SUMMARY" "$RESULTS_DIR/servers-latest.txt"
 cp "$RAW" "$RESULTS_DIR/servers-latest.csv"

@@ -2,11 +2,13 @@
 # Integration: the first new process after a quiet spell brings the
 # next pass forward to ~300 ms after it, so a ping-pong pair started between
 # two passes is looked at at once instead of an interval later; at most
-# three at once, then one per 10 s (the daemon's own users fork too).
+# three at once, then one per 10 s (the daemon's own users fork too); and
+# each early pass is followed by a second look half a second later.
 #
 # Deterministic: with Interval=60s the only regular passes are the one at
 # start and one 60 s later, so every pass counted before that is an early
-# one, however loaded the machine. The test's own affctl calls are new
+# one or its second look (status counts.passes_early tells them apart),
+# however loaded the machine. The test's own affctl calls are new
 # processes and trigger it; processes outside the test's cgroup (a build
 # next door) do not (Scope=). Whether the kernel delivers process events
 # at all is asked of the kernel itself (tests/proc-events-probe.py), not of
@@ -48,7 +50,7 @@ exec 3<>"$work/quiet"
 read -r -t 11 -u 3 || true
 events() { ctl status --json | jq -r '.capabilities.process_events.events // 0'; }
 e0=$(events)   # this affctl is the first new process after the quiet spell
-p0=$(passes)
+read -r p0 r0 < <(ctl status --json | jq -r '"\(.counts.passes) \(.counts.passes - .counts.passes_early)"')
 t0=$(now_ms)
 early() { [ "$(passes)" -gt "$p0" ]; }
 # planned 300 ms after the process; 10 s leaves a loaded machine room and
@@ -59,6 +61,16 @@ fi
 t1=$(now_ms)
 (( t1 - t_start < 59000 )) || fail "no pass before the regular one, $(( t1 - t_start )) ms after start"
 echo "# pass brought forward: seen $(( t1 - t0 )) ms after the trigger, $(( t1 - t_start )) ms after start"
+
+# The second look: half a second after an early pass another pass runs (a
+# client whose start-up outlasts the early pass is found there), not an
+# early one; with Interval=60s no regular pass comes meanwhile.
+regular() { ctl status --json | jq -r '.counts.passes - .counts.passes_early'; }
+second_look() { [ "$(regular)" -gt "$r0" ]; }
+wait_for 10 second_look ||
+        fail "no second look within 10 s of an early pass ($(passes) passes, $(early_passes) early)"
+(( $(now_ms) - t_start < 59000 )) || fail "the second look came only with the regular pass"
+echo "# second look: $(regular) passes not brought forward (the first at start)"
 
 # Rate limit (3 at once, then one per 10 s): polling affctl every 100 ms
 # (a new process each time) for 4 s brings at most 2 more before the
