@@ -840,29 +840,37 @@ static int key_parse_store(enum key k, void *base, const char *value, char *reas
         }
 }
 
-static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char ***list, const char *name,
-                     const char *value) {
+/*
+ * The words of a list key's value added to *list, each checked as key k
+ * wants (globs, user names, feature names), duplicates once, at most
+ * CONFIG_LIST_MAX; for User= also their uids to *uids. Every bad word is
+ * reported (file:line) and skipped. True when one was.
+ */
+static bool list_add_words(struct parse_ctx *ctx, enum key k, char ***list, uid_t **uids, const char *name,
+                           const char *value) {
         _cleanup_strv_free_ char **words = NULL;
         char reason[160];
+        bool bad = false;
         int r;
 
         r = config_split_words(value, &words, reason, sizeof(reason));
-        if (r == -ENOMEM)
-                return ctx_oom(ctx);
+        if (r == -ENOMEM) {
+                ctx_oom(ctx);
+                return false;
+        }
         if (r < 0) {
                 ctx_error(ctx, ctx->line, "%s=%s: %s", name, value, reason);
-                pd->bad = pd->origin[k].bad = true;
-                return;
+                return true;
         }
         if (r == 0) {
                 /* an empty assignment resets the list (systemd) */
                 strv_free(*list);
                 *list = NULL;
-                if (k == K_USER) {
-                        free(pd->p.match.uids);
-                        pd->p.match.uids = NULL;
+                if (uids) {
+                        free(*uids);
+                        *uids = NULL;
                 }
-                return;
+                return false;
         }
 
         for (char **w = words; *w; w++) {
@@ -871,7 +879,7 @@ static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char
                 if (k == K_COMM || k == K_EXE || k == K_CMDLINE || k == K_CGROUP || k == K_UNIT) {
                         if (check_glob(k, *w, reason, sizeof(reason))) {
                                 ctx_error(ctx, ctx->line, "%s=%s: %s: %s", name, value, *w, reason);
-                                pd->bad = pd->origin[k].bad = true;
+                                bad = true;
                                 continue;
                         }
                 } else if (k == K_USER) {
@@ -880,7 +888,7 @@ static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char
                         if (util_parse_u64(*w, &u) >= 0) {
                                 if (u >= UINT32_MAX) {
                                         ctx_error(ctx, ctx->line, "%s=%s: %s: uid out of range", name, value, *w);
-                                        pd->bad = pd->origin[k].bad = true;
+                                        bad = true;
                                         continue;
                                 }
                                 uid = (uid_t) u;
@@ -891,13 +899,13 @@ static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char
                                 if (!valid_user_name(*w)) {
                                         ctx_error(ctx, ctx->line, "%s=%s: %s: not a user name or uid (globs are not supported here)",
                                                   name, value, *w);
-                                        pd->bad = pd->origin[k].bad = true;
+                                        bad = true;
                                         continue;
                                 }
                                 r = getpwnam_r(*w, &pw, buf, sizeof(buf), &res);
                                 if (r != 0 || !res) {
                                         ctx_error(ctx, ctx->line, "%s=%s: %s: no such user", name, value, *w);
-                                        pd->bad = pd->origin[k].bad = true;
+                                        bad = true;
                                         continue;
                                 }
                                 uid = res->pw_uid;
@@ -910,13 +918,13 @@ static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char
                                 ctx_error(ctx, ctx->line,
                                           "%s=%s: %s: invalid feature name (upper-case letters, digits and '_', e.g. NO_PLACE_LAG)",
                                           name, value, *w);
-                                pd->bad = pd->origin[k].bad = true;
+                                bad = true;
                                 continue;
                         }
                         snprintf(other, sizeof(other), "%s%s", base == *w ? "NO_" : "", base);
                         if (strv_contains(*list, other)) {
                                 ctx_error(ctx, ctx->line, "%s=%s: %s: contradicts %s", name, value, *w, other);
-                                pd->bad = pd->origin[k].bad = true;
+                                bad = true;
                                 continue;
                         }
                 }
@@ -925,20 +933,31 @@ static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char
                         continue;
                 if (strv_length(*list) >= CONFIG_LIST_MAX) {
                         ctx_error(ctx, ctx->line, "%s=%s: more than %d entries", name, value, CONFIG_LIST_MAX);
-                        pd->bad = pd->origin[k].bad = true;
-                        return;
+                        return true;
                 }
-                if (k == K_USER) {
+                if (k == K_USER && uids) {
                         size_t n = strv_length(*list);
-                        uid_t *nu = reallocarray(pd->p.match.uids, n + 1, sizeof(uid_t));
-                        if (!nu)
-                                return ctx_oom(ctx);
+                        uid_t *nu = reallocarray(*uids, n + 1, sizeof(uid_t));
+                        if (!nu) {
+                                ctx_oom(ctx);
+                                return bad;
+                        }
                         nu[n] = uid;
-                        pd->p.match.uids = nu;
+                        *uids = nu;
                 }
-                if (strv_push(list, *w) < 0)
-                        return ctx_oom(ctx);
+                if (strv_push(list, *w) < 0) {
+                        ctx_oom(ctx);
+                        return bad;
+                }
         }
+        return bad;
+}
+
+/* A policy's list key: a bad word marks the policy and the key bad. */
+static void list_add(struct parse_ctx *ctx, struct pending *pd, enum key k, char ***list, const char *name,
+                     const char *value) {
+        if (list_add_words(ctx, k, list, k == K_USER ? &pd->p.match.uids : NULL, name, value))
+                pd->bad = pd->origin[k].bad = true;
 }
 
 /*
@@ -1139,44 +1158,11 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
 /*
  * Scope=: cgroup path patterns, as [Match] Cgroup= takes them; each
  * assignment adds, an empty one resets (systemd's rule for lists). A bad
- * pattern is reported and left out, the others kept.
+ * pattern is reported and left out, the others kept: checked as a
+ * policy's Cgroup= is.
  */
-static int scope_add(struct parse_ctx *ctx, struct daemon_settings *d, const char *name, const char *value) {
-        _cleanup_strv_free_ char **words = NULL;
-        char reason[160];
-        int r;
-
-        r = config_split_words(value, &words, reason, sizeof(reason));
-        if (r == -ENOMEM) {
-                ctx_oom(ctx);
-                return r;
-        }
-        if (r < 0) {
-                ctx_error(ctx, ctx->line, "%s=%s: %s", name, value, reason);
-                return r;
-        }
-        if (r == 0) {
-                strv_free(d->scope);
-                d->scope = NULL;
-                return 0;
-        }
-        for (char **w = words; *w; w++) {
-                if (check_glob(K_CGROUP, *w, reason, sizeof(reason))) {
-                        ctx_error(ctx, ctx->line, "%s=%s: %s: %s", name, value, *w, reason);
-                        continue;
-                }
-                if (strv_contains(d->scope, *w))
-                        continue;
-                if (strv_length(d->scope) >= CONFIG_LIST_MAX) {
-                        ctx_error(ctx, ctx->line, "%s=%s: more than %d entries", name, value, CONFIG_LIST_MAX);
-                        return -E2BIG;
-                }
-                if (strv_push(&d->scope, *w) < 0) {
-                        ctx_oom(ctx);
-                        return -ENOMEM;
-                }
-        }
-        return 0;
+static void scope_add(struct parse_ctx *ctx, struct daemon_settings *d, const char *name, const char *value) {
+        (void) list_add_words(ctx, K_CGROUP, &d->scope, NULL, name, value);
 }
 
 static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, const char *value) {
@@ -1225,7 +1211,7 @@ static void daemon_key(struct parse_ctx *ctx, enum key k, const char *name, cons
                 break;
         }
         case K_SCOPE:
-                (void) scope_add(ctx, d, name, value);  /* reports its own errors, per pattern */
+                scope_add(ctx, d, name, value);  /* reports its own errors, per pattern */
                 return;
         default:
                 r = key_parse_store(k, d, value, reason, sizeof(reason));
