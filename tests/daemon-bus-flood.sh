@@ -1,8 +1,10 @@
 #!/bin/bash
 # The control socket under a local user's flood: 3,000 connections that
 # never authenticate, held by an unprivileged user (nobody). The daemon
-# keeps at most its bound of them, root's `affctl status` still answers in
-# well under 100 ms (median of 5), the passes go on at their interval, and
+# keeps at most its bound of them, root's `affctl status` still answers
+# within 100 ms of what it takes without the flood on this machine and
+# build (median of 5 each: an ASan-built affctl takes ~100 ms by itself on
+# a busy CI host), the passes go on at their interval, and
 # once the flood ends the daemon is back to its few fds. Before the bounds
 # (the adversarial probe): 2,000 such connections cost 6.3 s of daemon CPU
 # and root's status took 7.1 s.
@@ -25,21 +27,28 @@ fds() { ls "/proc/$DAEMON_PID/fd" | wc -l; }
 passes() { ctl status --json | jq -r .counts.passes; }
 fd0=$(fds)
 
+# root's status, five times: the median in ms
+status_ms() {
+        local ms=() t0
+        for _ in 1 2 3 4 5; do
+                t0=$(date +%s%N)
+                ctl status >/dev/null || { fail "root's affctl status failed${1:+ $1}" >&2; }
+                ms+=($(( ($(date +%s%N) - t0) / 1000000 )))
+        done
+        echo "# root's affctl status${1:+ $1}: ${ms[*]} ms" >&2
+        printf '%s\n' "${ms[@]}" | sort -n | sed -n 3p
+}
+base=$(status_ms)
+
 runuser -u nobody -- bash -c "ulimit -n 4096 && exec /usr/bin/python3 '$work/bus-flood.py' '$RUNDIR/bus' 3000 '$work/nobody/ready'" &
 FLOOD=$!
 wait_for 60 test -s "$work/nobody/ready" || fail "the flood did not get going"
 echo "# the flood connected $(cat "$work/nobody/ready") of 3000"
 
-# root's status: five times, the median in ms
-ms=()
-for _ in 1 2 3 4 5; do
-        t0=$(date +%s%N)
-        ctl status >/dev/null || fail "root's affctl status failed during the flood"
-        ms+=($(( ($(date +%s%N) - t0) / 1000000 )))
-done
-median=$(printf '%s\n' "${ms[@]}" | sort -n | sed -n 3p)
-echo "# root's affctl status during the flood: ${ms[*]} ms (median $median)"
-[ "$median" -lt 100 ] || fail "root's affctl status took $median ms (median of 5) during the flood, want < 100"
+median=$(status_ms "during the flood")
+echo "# root's affctl status: median $base ms without the flood, $median ms during it"
+[ "$median" -lt $((base + 100)) ] ||
+        fail "root's affctl status took $median ms (median of 5) during the flood, $base ms without it; want < $((base + 100))"
 
 p0=$(passes); t0=$(date +%s)
 sleep 4
