@@ -841,6 +841,66 @@ static int key_parse_store(enum key k, void *base, const char *value, char *reas
 }
 
 /*
+ * One word of a list key's value, checked as key k wants: a glob for the
+ * match keys, a user name or uid for User= (its uid to *uid), a feature
+ * name that does not contradict one already in *list for SchedFeatures=.
+ * False when it is bad (reported, file:line).
+ */
+static bool list_word_ok(struct parse_ctx *ctx, enum key k, char **list, const char *w, uid_t *uid,
+                         const char *name, const char *value) {
+        char reason[160];
+
+        if (k == K_COMM || k == K_EXE || k == K_CMDLINE || k == K_CGROUP || k == K_UNIT) {
+                if (check_glob(k, w, reason, sizeof(reason))) {
+                        ctx_error(ctx, ctx->line, "%s=%s: %s: %s", name, value, w, reason);
+                        return false;
+                }
+        } else if (k == K_USER) {
+                uint64_t u;
+
+                if (util_parse_u64(w, &u) >= 0) {
+                        if (u >= UINT32_MAX) {
+                                ctx_error(ctx, ctx->line, "%s=%s: %s: uid out of range", name, value, w);
+                                return false;
+                        }
+                        *uid = (uid_t) u;
+                } else {
+                        struct passwd pw, *res = NULL;
+                        char buf[4096];
+                        int r;
+
+                        if (!valid_user_name(w)) {
+                                ctx_error(ctx, ctx->line, "%s=%s: %s: not a user name or uid (globs are not supported here)",
+                                          name, value, w);
+                                return false;
+                        }
+                        r = getpwnam_r(w, &pw, buf, sizeof(buf), &res);
+                        if (r != 0 || !res) {
+                                ctx_error(ctx, ctx->line, "%s=%s: %s: no such user", name, value, w);
+                                return false;
+                        }
+                        *uid = res->pw_uid;
+                }
+        } else if (k == K_SCHED_FEATURES) {
+                const char *base = strncmp(w, "NO_", 3) == 0 ? w + 3 : w;
+                char other[80];
+
+                if (!valid_feature_name(w)) {
+                        ctx_error(ctx, ctx->line,
+                                  "%s=%s: %s: invalid feature name (upper-case letters, digits and '_', e.g. NO_PLACE_LAG)",
+                                  name, value, w);
+                        return false;
+                }
+                snprintf(other, sizeof(other), "%s%s", base == w ? "NO_" : "", base);
+                if (strv_contains(list, other)) {
+                        ctx_error(ctx, ctx->line, "%s=%s: %s: contradicts %s", name, value, w, other);
+                        return false;
+                }
+        }
+        return true;
+}
+
+/*
  * The words of a list key's value added to *list, each checked as key k
  * wants (globs, user names, feature names), duplicates once, at most
  * CONFIG_LIST_MAX; for User= also their uids to *uids. Every bad word is
@@ -876,59 +936,10 @@ static bool list_add_words(struct parse_ctx *ctx, enum key k, char ***list, uid_
         for (char **w = words; *w; w++) {
                 uid_t uid = 0;
 
-                if (k == K_COMM || k == K_EXE || k == K_CMDLINE || k == K_CGROUP || k == K_UNIT) {
-                        if (check_glob(k, *w, reason, sizeof(reason))) {
-                                ctx_error(ctx, ctx->line, "%s=%s: %s: %s", name, value, *w, reason);
-                                bad = true;
-                                continue;
-                        }
-                } else if (k == K_USER) {
-                        uint64_t u;
-
-                        if (util_parse_u64(*w, &u) >= 0) {
-                                if (u >= UINT32_MAX) {
-                                        ctx_error(ctx, ctx->line, "%s=%s: %s: uid out of range", name, value, *w);
-                                        bad = true;
-                                        continue;
-                                }
-                                uid = (uid_t) u;
-                        } else {
-                                struct passwd pw, *res = NULL;
-                                char buf[4096];
-
-                                if (!valid_user_name(*w)) {
-                                        ctx_error(ctx, ctx->line, "%s=%s: %s: not a user name or uid (globs are not supported here)",
-                                                  name, value, *w);
-                                        bad = true;
-                                        continue;
-                                }
-                                r = getpwnam_r(*w, &pw, buf, sizeof(buf), &res);
-                                if (r != 0 || !res) {
-                                        ctx_error(ctx, ctx->line, "%s=%s: %s: no such user", name, value, *w);
-                                        bad = true;
-                                        continue;
-                                }
-                                uid = res->pw_uid;
-                        }
-                } else if (k == K_SCHED_FEATURES) {
-                        const char *base = strncmp(*w, "NO_", 3) == 0 ? *w + 3 : *w;
-                        char other[80];
-
-                        if (!valid_feature_name(*w)) {
-                                ctx_error(ctx, ctx->line,
-                                          "%s=%s: %s: invalid feature name (upper-case letters, digits and '_', e.g. NO_PLACE_LAG)",
-                                          name, value, *w);
-                                bad = true;
-                                continue;
-                        }
-                        snprintf(other, sizeof(other), "%s%s", base == *w ? "NO_" : "", base);
-                        if (strv_contains(*list, other)) {
-                                ctx_error(ctx, ctx->line, "%s=%s: %s: contradicts %s", name, value, *w, other);
-                                bad = true;
-                                continue;
-                        }
+                if (!list_word_ok(ctx, k, *list, *w, &uid, name, value)) {
+                        bad = true;
+                        continue;
                 }
-
                 if (strv_contains(*list, *w))
                         continue;
                 if (strv_length(*list) >= CONFIG_LIST_MAX) {
