@@ -209,11 +209,12 @@ static const char *pair_who(struct json_object *row, char *buf, size_t size) {
 
 /* Where each member last ran, in pair_who()'s order: "1/1" together. */
 static const char *pair_cpus(struct json_object *row, char *buf, size_t size) {
-        char a[16], b[16];
+        char a_buf[16], b_buf[16];
         bool swap = pair_b_first(row);
+        /* fmt_cpu() returns "-" for a member gone, without writing its buffer */
+        const char *a = fmt_cpu(row, "cpu_a", a_buf, sizeof(a_buf));
+        const char *b = fmt_cpu(row, "cpu_b", b_buf, sizeof(b_buf));
 
-        fmt_cpu(row, "cpu_a", a, sizeof(a));
-        fmt_cpu(row, "cpu_b", b, sizeof(b));
         snprintf(buf, size, "%s/%s", swap ? b : a, swap ? a : b);
         return buf;
 }

@@ -41,14 +41,18 @@ ctl status --json | jq -e '.capabilities.wake_source | test("perf")' >/dev/null 
         echo "# note: the wake-up source is not perf here: $(ctl status --json | jq -c .capabilities.wake_source)"
 
 # The one thread of PID ($1) that is in a pair with a thread of PID $2, per affctl pairs: "TID".
+# Of the pairs between the two processes, the one whose members are both
+# there (cpu >= 0) and that wakes the most: at WakeRate=500/s a client's
+# start-up (its main thread connecting) can leave a second, weaker pair
+# with the same server, listed "gone" once that thread is done.
+PAIR_OF='[.pairs[] | select(((.pid_a == $p and .pid_b == $q) or (.pid_a == $q and .pid_b == $p))
+          and .cpu_a >= 0 and .cpu_b >= 0)] | sort_by(.wake_rate_per_s) | last'
 pair_tid() {
         ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" \
-                '[.pairs[] | select((.pid_a == $p and .pid_b == $q) or (.pid_a == $q and .pid_b == $p))
-                  | if .pid_a == $p then .tid_a else .tid_b end][0] // empty'
+                "$PAIR_OF | if . == null then empty elif .pid_a == \$p then .tid_a else .tid_b end"
 }
 pair_field() {   # pair_field PID_SERVER PID_CLIENT JQ-EXPR
-        ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" \
-                "[.pairs[] | select((.pid_a == \$p and .pid_b == \$q) or (.pid_a == \$q and .pid_b == \$p))][0] | $3"
+        ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" "$PAIR_OF | $3"
 }
 one_cpu_same() {   # both threads allowed on exactly the same single CPU
         local a b
