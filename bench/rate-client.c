@@ -82,34 +82,34 @@ static int rc_parse(int argc, char **argv, struct rc_options *o) {
 }
 
 static int rc_connect(const struct rc_options *o) {
+        union {
+                struct sockaddr sa;
+                struct sockaddr_un un;
+                struct sockaddr_in in;
+        } addr = {};
+        socklen_t len;
         int fd, one = 1;
 
         if (o->unix_path) {
-                struct sockaddr_un sa = { .sun_family = AF_UNIX };
-
-                if (strlen(o->unix_path) >= sizeof(sa.sun_path))
+                if (strlen(o->unix_path) >= sizeof(addr.un.sun_path))
                         return -ENAMETOOLONG;
-                strcpy(sa.sun_path, o->unix_path);
-                fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-                if (fd < 0)
-                        return -errno;
-                if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
-                        int r = -errno;
-                        close(fd);
-                        return r;
-                }
-                return fd;
+                addr.un.sun_family = AF_UNIX;
+                strcpy(addr.un.sun_path, o->unix_path);
+                len = sizeof(addr.un);
+        } else {
+                addr.in = (struct sockaddr_in) { .sin_family = AF_INET, .sin_port = htons((uint16_t) o->port),
+                                                 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+                len = sizeof(addr.in);
         }
-        struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t) o->port),
-                                  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-
-        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        fd = socket(addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd < 0)
                 return -errno;
         /* one small request at a time: Nagle would hold it for the last ACK */
-        (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        if (connect(fd, (struct sockaddr *) &sa, sizeof(sa)) < 0) {
+        if (addr.sa.sa_family == AF_INET)
+                (void) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        if (connect(fd, &addr.sa, len) < 0) {
                 int r = -errno;
+
                 close(fd);
                 return r;
         }
@@ -138,6 +138,8 @@ int main(int argc, char **argv) {
         struct rc_options o;
         struct wl_latencies lat = {};
         char req[256];
+        size_t req_len;
+        double q[3];
         uint64_t late = 0;
         int fd, r = 0;
 
@@ -145,7 +147,8 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "Try 'rate-client --help'.\n");
                 return 2;
         }
-        if ((size_t) snprintf(req, sizeof(req), "%s\r\n", o.request) >= sizeof(req)) {
+        req_len = (size_t) snprintf(req, sizeof(req), "%s\r\n", o.request);
+        if (req_len >= sizeof(req)) {
                 fprintf(stderr, "rate-client: request too long\n");
                 return 2;
         }
@@ -163,7 +166,7 @@ int main(int argc, char **argv) {
         for (uint64_t n = 0; !wl_stop_requested && now < t_end; n++) {
                 int64_t from = wl_open_loop_wait(t0 + (int64_t) n * period, &late);
 
-                r = rc_exchange(fd, req, strlen(req));
+                r = rc_exchange(fd, req, req_len);
                 if (r < 0)
                         break;
                 now = wl_now_ns();
@@ -174,10 +177,10 @@ int main(int argc, char **argv) {
         close(fd);
         if (r < 0 && !wl_stop_requested)
                 fprintf(stderr, "rate-client: %s after %zu requests\n", strerror(-r), lat.n);
+        wl_latency_summary(&lat, q);
         printf("rate=%.1f offered=%ld requests=%zu p50_us=%.1f p99_us=%.1f p999_us=%.1f late=%llu\n",
-               now > t0 ? (double) lat.n * 1e9 / (double) (now - t0) : 0.0, o.rate, lat.n,
-               wl_quantile_us(lat.ns, lat.n, 0.50), wl_quantile_us(lat.ns, lat.n, 0.99),
-               wl_quantile_us(lat.ns, lat.n, 0.999), (unsigned long long) late);
+               now > t0 ? (double) lat.n * 1e9 / (double) (now - t0) : 0.0, o.rate, lat.n, q[0], q[1], q[2],
+               (unsigned long long) late);
         free(lat.ns);
         return r < 0 && !wl_stop_requested ? 1 : 0;
 }

@@ -54,7 +54,7 @@
 #   dryrun-noperf  the same with --no-perf: what watching costs without the
 #              wake-up sampler
 #   VARIANT@N  a daemon variant run at nice N (e.g. dryrun@-5, as the
-#              systemd unit runs it, Nice=-5); without @, the bench's own
+#              systemd unit runs it, Nice=-5); without @, at the bench's own
 #
 # Each server is a private instance started by this script on a unix
 # socket in a temporary folder (no TCP port, not the system's instance,
@@ -111,17 +111,9 @@ $4 != "NA" {
         if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
         if ($2 == "affinityd" && $6 != "NA") { na[$1]++; ac[$1, na[$1]] = $6 }
 }
-# The median over repeats of var's rate / base's rate within the same
-# repeat. The variants of one repeat run back to back, so a slow minute of
-# this shared machine hits both sides of the ratio: on a host whose single
-# runs spread over +-30 %, this is the figure the verdict uses.
-function paired(w, var, base,    a, m, r) {
-        m = 0
-        for (r = 1; r <= maxrep; r++)
-                if ((w, var, r) in byrep && (w, base, r) in byrep && byrep[w, base, r] > 0)
-                        a[++m] = byrep[w, var, r] / byrep[w, base, r]
-        return m ? median(a, m) : "NA"
-}
+# The verdict's figure (stats.awk, paired_median()): on a host whose single
+# runs spread over +-30 %, a slow minute hits both sides of the ratio.
+function paired(w, var, base) { return paired_median(byrep, maxrep, w, var, base) }
 function med(w, var,    a, i, k) {
         k = w SUBSEP var
         for (i = 1; i <= n[k]; i++) a[i] = v[k, i]
@@ -167,16 +159,13 @@ $1 ~ /-r[0-9]+$/ && $8 != "NA" {
         k = $1 SUBSEP $2
         n[k]++; p99[k, n[k]] = $8; p50[k, n[k]] = $7
         if (!($2 in vseen)) { vseen[$2] = 1; vars[++nv] = $2 }
-        by[$1, $2, $3] = $8; if ($3 > maxrep) maxrep = $3
+        byrep[$1, $2, $3] = $8; if ($3 > maxrep) maxrep = $3
         if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
         if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
 }
-function paired(w, var, base,    a, m, r) {
-        m = 0
-        for (r = 1; r <= maxrep; r++)
-                if ((w, var, r) in by && (w, base, r) in by && by[w, base, r] > 0)
-                        a[++m] = by[w, var, r] / by[w, base, r]
-        return m ? sprintf("%.2f", median(a, m)) : "NA"
+function paired(w, var, base,    x) {
+        x = paired_median(byrep, maxrep, w, var, base)
+        return x == "NA" ? x : sprintf("%.2f", x)
 }
 function med(arr, w, var,    a, i, k) {
         k = w SUBSEP var
@@ -526,7 +515,8 @@ IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
         case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub|pg-1|pg-4|pg-8) ;;
         mc-1|nginx-1|sockperf-1|proxy-1) ;;
-        mdb-ps-r[0-9]*|pg-r[0-9]*|redis-r[0-9]*) ;;
+        mdb-ps-r[0-9]*|pg-r[0-9]*) ;;
+        redis-r[0-9]*) [[ -x $RATE_CLIENT ]] || die "no $RATE_CLIENT (make builds it)" ;;
         pipe-r[0-9]*) [[ -x $PINGPONG ]] || die "no $PINGPONG (make check builds it)" ;;
         *) die "unknown workload $w" ;; esac
 done

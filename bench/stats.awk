@@ -12,6 +12,18 @@ function sortn(a, n,    i, j, t) {
         }
 }
 
+# The median over repeats r = 1..maxrep of x[w, var, r] / x[w, base, r],
+# where both were measured: the variants of one repeat run back to back, so
+# a slow minute of a shared machine hits both sides of each ratio. "NA" if
+# no repeat has both.
+function paired_median(x, maxrep, w, var, base,    a, m, r) {
+        m = 0
+        for (r = 1; r <= maxrep; r++)
+                if ((w, var, r) in x && (w, base, r) in x && x[w, base, r] > 0)
+                        a[++m] = x[w, var, r] / x[w, base, r]
+        return m ? median(a, m) : "NA"
+}
+
 # The median of a[1..n], "NA" if empty; a is left sorted (a[1] min, a[n] max).
 function median(a, n) {
         if (n == 0) return "NA"

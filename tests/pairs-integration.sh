@@ -19,8 +19,8 @@
 # the test's cgroup, so a pair pinned to one CPU is the daemon's doing. How
 # much co-location buys is measured first, by hand, beside the daemon (the
 # same pingpong pinned to one CPU, and held split, interleaved): the rate
-# check asks for a quarter of that gain, and where co-location buys under 10 % on this host it
-# says so and checks placement only. Where the kernel kept every ping-pong
+# check asks for a quarter of that gain, and where co-location buys under
+# 10 % on this host it says so and checks placement only. Where the kernel kept every ping-pong
 # together by itself (a loaded machine), the test says which checks had
 # nothing to act on. It fails when a pair stays split for 4 s and the
 # daemon does nothing, or when a pinned pair is not shown co-located.

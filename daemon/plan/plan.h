@@ -102,8 +102,8 @@ struct plan_state {
         /* Hogs outnumbering usable CPUs: consecutive intervals it held / did not. */
         unsigned hog_overcommit_seen, hog_overcommit_absent;
         unsigned hog_overcommit_hogs, hog_overcommit_cpus;   /* last counts, for affctl hogs */
-        /* The last plan_run() held a pair back only until its members have
-         * a window of their own (plan_recheck_soon()). */
+        /* The last plan_run() held a pair back until its members have a
+         * window of their own (plan_recheck_soon()). */
         bool recheck_soon;
 };
 
@@ -111,11 +111,11 @@ struct plan_state *plan_state_new(void);
 struct plan_state *plan_state_free(struct plan_state *s);
 
 /*
- * True when the last plan_run() held a pair back for one reason only: a
- * member born in this window, whose rates still include its start-up. The
- * caller then runs the next pass soon rather than an interval later, so
- * that the fix still lands within a second of the pair's start, on a
- * before its effect check can trust.
+ * True when the last plan_run() held a pair back because a member was born
+ * in this window, so that its rates still include its start-up. The caller
+ * then runs the next pass soon rather than an interval later, so that the
+ * fix still lands within a second of the pair's start, on a before its
+ * effect check can trust.
  */
 bool plan_recheck_soon(const struct plan_state *s);
 

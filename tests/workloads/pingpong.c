@@ -34,8 +34,6 @@ struct pp_options {
         long rate;                           /* -R: round trips/s, 0 = as fast as it can */
 };
 
-
-
 /* Written by the child, read by the parent: the CPU the child last ran on. */
 struct pp_shared {
         _Atomic int child_cpu;
@@ -55,8 +53,8 @@ static void pp_help(void) {
                "  -P, --pin CPU              both sides on CPU, mask stays narrowed (hand-tuned)\n"
                "  -R, --rate N               open loop: start a round trip every 1/N s, as a\n"
                "                             client sending at a rate does, and report its\n"
-               "                             round-trip latency (default 0:\n"
-               "                             closed loop, as fast as it can)\n"
+               "                             round-trip latency (default 0: closed loop, as\n"
+               "                             fast as it can)\n"
                "  -h, --help                 this help\n\n"
                "Progress: t=SEC rate=R unit=roundtrips/s same_cpu=F cpu_parent=N cpu_child=N\n"
                "Last line: rate=R unit=roundtrips/s roundtrips=N elapsed=SEC rate_2nd_half=R\n"
@@ -236,8 +234,10 @@ int main(int argc, char **argv) {
         uint64_t late = 0;
 
         while (!wl_stop_requested) {
-                /* open loop: the n-th round trip is due at t0 + n/rate (workload.h) */
-                int64_t due = period > 0 ? wl_open_loop_wait(t0 + (int64_t) n * period, &late) : 0;
+                /* open loop: the n-th round trip is due at t0 + n/rate; its latency
+                 * counts from `from` (wl_open_loop_wait()) */
+                int64_t from = period > 0 ? wl_open_loop_wait(t0 + (int64_t) n * period, &late) : 0;
+
                 r = pp_roundtrip(p2c[1], c2p[0]);
                 if (r < 0) {
                         dead_peer = true;
@@ -250,7 +250,7 @@ int main(int argc, char **argv) {
                         same++;
                 if (period > 0) {
                         now = wl_now_ns();
-                        if (wl_latency_push(&lat, now - due) < 0)
+                        if (wl_latency_push(&lat, now - from) < 0)
                                 break;
                 } else {
                         if ((n & 15) != 0)
@@ -263,16 +263,19 @@ int main(int argc, char **argv) {
 
                         if (first_merged_s < 0 && same_w >= 0.9)
                                 first_merged_s = (double) (ws.s[ws.n - 1].t_ns - t0) / 1e9;
-                        if (o.common.report_interval_ms > 0 && period > 0)
-                                printf("t=%.3f rate=%.1f unit=roundtrips/s same_cpu=%.3f cpu_parent=%d cpu_child=%d "
-                                       "p99_us=%.1f\n",
-                                       (double) (now - t0) / 1e9, (double) (n - prev_n) / dt, same_w,
-                                       sched_getcpu(), atomic_load(&sh->child_cpu),
-                                       wl_quantile_us(lat.ns + win_first, lat.n - win_first, 0.99));
-                        else if (o.common.report_interval_ms > 0)
-                                printf("t=%.3f rate=%.1f unit=roundtrips/s same_cpu=%.3f cpu_parent=%d cpu_child=%d\n",
+                        if (o.common.report_interval_ms > 0) {
+                                printf("t=%.3f rate=%.1f unit=roundtrips/s same_cpu=%.3f cpu_parent=%d cpu_child=%d",
                                        (double) (now - t0) / 1e9, (double) (n - prev_n) / dt, same_w,
                                        sched_getcpu(), atomic_load(&sh->child_cpu));
+                                if (period > 0) {
+                                        double p99;
+
+                                        wl_quantiles_us(lat.ns + win_first, lat.n - win_first, (double[]) { 0.99 },
+                                                        &p99, 1);
+                                        printf(" p99_us=%.1f", p99);
+                                }
+                                putchar('\n');
+                        }
                         win_first = lat.n;
                         if (wl_series_push(&ws, now, n, same) < 0)
                                 break;
@@ -310,10 +313,13 @@ int main(int argc, char **argv) {
                first_merged_s, same_2nd >= 0.9 ? "yes" : "no",
                mig_p1 >= 0 ? mig_p1 - mig_p0 : -1, mig_c1 >= 0 ? mig_c1 - mig_c0 : -1,
                mode, (int) me, (int) child);
-        if (period > 0)
+        if (period > 0) {
+                double q[3];
+
+                wl_latency_summary(&lat, q);
                 printf("p50_us=%.1f p99_us=%.1f p999_us=%.1f late=%llu offered=%ld\n",
-                       wl_quantile_us(lat.ns, lat.n, 0.50), wl_quantile_us(lat.ns, lat.n, 0.99),
-                       wl_quantile_us(lat.ns, lat.n, 0.999), (unsigned long long) late, o.rate);
+                       q[0], q[1], q[2], (unsigned long long) late, o.rate);
+        }
         free(lat.ns);
         free(ws.s);
         return dead_peer ? 1 : 0;

@@ -625,22 +625,31 @@ static inline int wl_cmp_i64(const void *a, const void *b) {
         return (x > y) - (x < y);
 }
 
-/* The q-quantile (nearest rank) of n latencies, in µs; sorts a copy, so
- * the series stays in time order for the windows. 0 when empty. */
-static inline double wl_quantile_us(const int64_t *ns, size_t n, double q) {
-        int64_t *c;
-        double v;
+/*
+ * The quantiles q[0..k) (nearest rank) of n latencies, in µs, to ret[];
+ * one sort of a copy, so the series stays in time order for the windows.
+ * 0 when empty, -1 when out of memory.
+ */
+static inline void wl_quantiles_us(const int64_t *ns, size_t n, const double *q, double *ret, size_t k) {
+        int64_t *c = n ? malloc(n * sizeof(*c)) : NULL;
 
-        if (n == 0)
-                return 0;
-        c = malloc(n * sizeof(*c));
+        for (size_t j = 0; j < k; j++)
+                ret[j] = n ? -1 : 0;
         if (!c)
-                return -1;
+                return;
         memcpy(c, ns, n * sizeof(*c));
         qsort(c, n, sizeof(*c), wl_cmp_i64);
-        size_t i = (size_t) (q * (double) n);
+        for (size_t j = 0; j < k; j++) {
+                size_t i = (size_t) (q[j] * (double) n);
 
-        v = (double) c[i < n ? i : n - 1] / 1e3;
+                ret[j] = (double) c[i < n ? i : n - 1] / 1e3;
+        }
         free(c);
-        return v;
+}
+
+/* The summary both open-loop clients print: p50, p99 and p999, in µs. */
+static inline void wl_latency_summary(const struct wl_latencies *l, double ret[3]) {
+        static const double q[3] = { 0.50, 0.99, 0.999 };
+
+        wl_quantiles_us(l->ns, l->n, q, ret, 3);
 }
