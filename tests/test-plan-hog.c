@@ -300,6 +300,23 @@ static void test_uncovered_busy_thread_counts(void) {
         world_done(&w);
 }
 
+/* The daemon's own thread, busy and waiting behind the hogs, is no third hog. */
+static void test_own_thread_is_no_hog(void) {
+        struct world w;
+
+        world_init_hogs(&w, 2);
+        w.self_pid = 103;
+        add_task(&w, 101, 0.95, 20, 2.0, 0);
+        add_task(&w, 102, 0.95, 20, 2.0, 1);
+        add_task(&w, 103, 0.40, 500, 0.0, 0);
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 2);
+        w.self_pid = 0;   /* any other process so busy is a third hog */
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 0);
+        world_done(&w);
+}
+
 /*
  * With Scope= set, a thread outside it is load: it counts by the CPU it
  * takes, not by its demand. A duty-cycled job next door (40 % busy, waiting
@@ -1124,6 +1141,7 @@ int main(void) {
         test_n_plus_one_releases();
         test_uncovered_busy_thread_counts();
         test_scope_outside_is_load();
+        test_own_thread_is_no_hog();
         test_unusable_cpus();
         test_prefer_last_cpu();
         test_smt_two_llcs();

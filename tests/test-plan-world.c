@@ -213,6 +213,7 @@ void world_step(struct world *w) {
                 .managed = w->managed,
                 .n_managed = w->n_managed,
                 .now_usec = w->now,
+                .self_pid = w->self_pid,
         };
         action_list_clear(&w->out);
         ASSERT_OK(plan_run(w->state, &in, &w->out));

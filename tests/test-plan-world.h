@@ -40,6 +40,7 @@ struct world {
         unsigned n_sets, n_releases;       /* in the last step */
         unsigned total_sets, total_releases;
         uint64_t now;
+        pid_t self_pid;                    /* the daemon's PID in plan_input (0: none) */
 
         /* Set by the test. detect: the findings of this step into w->findings (cleared before). */
         void (*detect)(struct world *w);
