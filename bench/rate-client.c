@@ -7,7 +7,7 @@
  * when they were due: workload.h, wl_open_loop_wait()), reads the reply up
  * to its first newline, and prints the latency quantiles:
  *
- *   rate=R offered=N requests=N p50_us=F p99_us=F p999_us=F late=N
+ *   rate=R offered=N requests=N p50_us=F p99_us=F p999_us=F p99_steady_us=F late=N
  *
  * redis-benchmark and memcaslap have no rate of their own; production
  * clients send at a rate rather than as fast as they can loop, and a
@@ -42,7 +42,8 @@ static void rc_help(void) {
                "  -R, --rate N        requests per second (open loop)\n"
                "  -d, --duration SEC  run time (default 10)\n"
                "  -h, --help          this help\n\n"
-               "Last line: rate=R offered=N requests=N p50_us=F p99_us=F p999_us=F late=N\n");
+               "Last line: rate=R offered=N requests=N p50_us=F p99_us=F p999_us=F\n"
+               "           p99_steady_us=F (after the first 2 s) late=N\n");
 }
 
 static int rc_parse(int argc, char **argv, struct rc_options *o) {
@@ -139,7 +140,7 @@ int main(int argc, char **argv) {
         struct wl_latencies lat = {};
         char req[256];
         size_t req_len;
-        double q[3];
+        double q[4];
         uint64_t late = 0;
         int fd, r = 0;
 
@@ -177,10 +178,10 @@ int main(int argc, char **argv) {
         close(fd);
         if (r < 0 && !wl_stop_requested)
                 fprintf(stderr, "rate-client: %s after %zu requests\n", strerror(-r), lat.n);
-        wl_latency_summary(&lat, q);
-        printf("rate=%.1f offered=%ld requests=%zu p50_us=%.1f p99_us=%.1f p999_us=%.1f late=%llu\n",
-               now > t0 ? (double) lat.n * 1e9 / (double) (now - t0) : 0.0, o.rate, lat.n, q[0], q[1], q[2],
-               (unsigned long long) late);
+        wl_latency_summary(&lat, o.rate, q);
+        printf("rate=%.1f offered=%ld requests=%zu p50_us=%.1f p99_us=%.1f p999_us=%.1f p99_steady_us=%.1f "
+               "late=%llu\n", now > t0 ? (double) lat.n * 1e9 / (double) (now - t0) : 0.0, o.rate, lat.n, q[0],
+               q[1], q[2], q[3], (unsigned long long) late);
         free(lat.ns);
         return r < 0 && !wl_stop_requested ? 1 : 0;
 }

@@ -162,10 +162,22 @@ $1 ~ /-r[0-9]+$/ && $8 != "NA" {
         byrep[$1, $2, $3] = $8; if ($3 > maxrep) maxrep = $3
         if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
         if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
+        # the steady p99 (column 9; runs before it was measured have none)
+        if ($9 != "" && $9 != "NA" && $9 > 0) { ns[k]++; p99s[k, ns[k]] = $9; byreps[$1, $2, $3] = $9; have_s = 1 }
 }
 function paired(w, var, base,    x) {
         x = paired_median(byrep, maxrep, w, var, base)
         return x == "NA" ? x : sprintf("%.2f", x)
+}
+function paireds(w, var, base,    x) {
+        x = paired_median(byreps, maxrep, w, var, base)
+        return x == "NA" ? x : sprintf("%.2f", x)
+}
+function meds(w, var,    a, i, k) {
+        k = w SUBSEP var
+        if (!ns[k]) return "NA"
+        for (i = 1; i <= ns[k]; i++) a[i] = p99s[k, i]
+        return sprintf("%.0f", median(a, ns[k]))
 }
 function med(arr, w, var,    a, i, k) {
         k = w SUBSEP var
@@ -190,6 +202,16 @@ END {
                         if (vars[j] !~ /^(stock|affinityd|dryrun|hand)$/ && n[w, vars[j]])
                                 printf "%-13s %11s %11s (%s)  paired p99 /stock %s\n", w, "",
                                        cell(w, vars[j]), vars[j], paired(w, vars[j], "stock")
+        }
+        if (!have_s) exit
+        printf "\nSteady p99 in us, after the first 2 s of each run (medians), paired ratios (lower is better)\n"
+        printf "%-13s %8s %9s %8s %8s %8s %8s %8s\n", "workload", "stock", "affinityd", "dryrun", "hand",
+               "aff/stk", "aff/hand", "dry/stk"
+        for (i = 1; i <= nw; i++) {
+                w = order[i]
+                printf "%-13s %8s %9s %8s %8s %8s %8s %8s\n", w, meds(w, "stock"), meds(w, "affinityd"),
+                       meds(w, "dryrun"), meds(w, "hand"), paireds(w, "affinityd", "stock"),
+                       paireds(w, "affinityd", "hand"), paireds(w, "dryrun", "stock")
         }
 }
 EOF
@@ -432,24 +454,40 @@ hist_quantiles() {
                       printf "%.1f %.1f\n", a, b }'
 }
 
-# A fixed-rate row: prints "RATE P50_US P99_US".
+# A fixed-rate row: prints "RATE P50_US P99_US P99_STEADY_US". The steady
+# p99 leaves out the first STEADY_FROM s (2, as the open-loop clients'
+# p99_steady_us: tests/workloads/workload.h says why): exact for pgbench
+# (a log line a transaction) and the clients of this tree; sysbench reports
+# no histogram of a part of a run, so for it the figure is the median of
+# its per-second p99 (--report-interval=1) after STEADY_FROM s.
+STEADY_FROM=2
 run_rate_client() {
         local w=$1 pre=$2 log=$3 n=${1##*-r}
         case $w in
         mdb-ps-r*)
-                # sysbench prints its histogram in ms: "  0.105 |****  12"
+                # sysbench prints its histogram in ms: "  0.105 |****  12", and
+                # a line a second: "[ 3s ] thds: 1 tps: ... lat (ms,99%): 0.26 ..."
                 $pre "${SB[@]}" --threads=1 --rate="$n" --time="$DURATION" --histogram=on \
-                        oltp_point_select run >"$log" 2>&1
+                        --report-interval=1 --percentile=99 oltp_point_select run >"$log" 2>&1
                 echo "$(awk '/queries:/ { gsub(/\(/, "", $3); print $3 }' "$log")" \
-                        "$(awk '$2 ~ /^\|/ { printf "%f %d\n", $1 * 1000, $NF }' "$log" | hist_quantiles)"
+                        "$(awk '$2 ~ /^\|/ { printf "%f %d\n", $1 * 1000, $NF }' "$log" | hist_quantiles)" \
+                        "$(awk -v from="$STEADY_FROM" -f "$BENCH_DIR/stats.awk" -f /dev/stdin "$log" <<'AWK'
+/^\[ *[0-9]+s \]/ { t = $2; sub(/s$/, "", t)
+                     if (t + 0 > from) for (i = 1; i < NF; i++) if ($i == "(ms,99%):") a[++m] = $(i + 1) * 1000 }
+END { x = median(a, m); print x == "NA" ? "NA" : sprintf("%.1f", x) }
+AWK
+)"
                 ;;
         pg-r*)
-                # one line a transaction: client, number, time (µs), ...
+                # one line a transaction: client, number, time (µs), script, epoch s, µs, lag
                 rm -f "$PG_SOCKDIR"/lat.*
                 (cd "$PG_SOCKDIR" && $pre runuser -u postgres -- "$PG_BIN/pgbench" -h "$PG_SOCKDIR" -S -c 1 -j 1 \
                         -R "$n" -T "$DURATION" -l --log-prefix="$PG_SOCKDIR/lat" postgres) >"$log" 2>&1
                 echo "$(awk '/^tps/ { print $3; exit }' "$log")" \
-                        "$(cat "$PG_SOCKDIR"/lat.* 2>/dev/null | awk '{ print $3, 1 }' | hist_quantiles)"
+                        "$(cat "$PG_SOCKDIR"/lat.* 2>/dev/null | awk '{ print $3, 1 }' | hist_quantiles)" \
+                        "$(cat "$PG_SOCKDIR"/lat.* 2>/dev/null |
+                           awk -v from="$STEADY_FROM" 'NR == 1 { t0 = $5 + $6 / 1e6 } $5 + $6 / 1e6 - t0 >= from { print $3, 1 }' |
+                           hist_quantiles | awk '{ print $2 }')"
                 rm -f "$PG_SOCKDIR"/lat.*
                 ;;
         redis-r*|pipe-r*)
@@ -461,16 +499,17 @@ run_rate_client() {
                         "$PINGPONG" --rate "$n" --duration "$DURATION" >"$log" 2>&1
                 fi
                 awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
-                     END { if (f["p99_us"] != "") print f["rate"], f["p50_us"], f["p99_us"]; else print "NA NA NA" }' "$log"
+                     END { if (f["p99_us"] != "") print f["rate"], f["p50_us"], f["p99_us"], f["p99_steady_us"]
+                           else print "NA NA NA NA" }' "$log"
                 ;;
         esac
 }
 
 RAW=$LOGS/runs.csv
-echo "workload,variant,repeat,rate,colocate_s,affinity_sets,p50_us,p99_us" >"$RAW"
+echo "workload,variant,repeat,rate,colocate_s,affinity_sets,p50_us,p99_us,p99_steady_us" >"$RAW"
 
 one_run() {
-        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA actions=NA pre= daemon=0 p50=NA p99=NA
+        local w=$1 v=$2 r=$3 tag=$LOGS/$1.$2.$3 rate coloc=NA actions=NA pre= daemon=0 p50=NA p99=NA p99s=NA
         DAEMON_NICE=
         [[ $v == *@* ]] && DAEMON_NICE=${v#*@}
         case ${v%%@*} in
@@ -503,10 +542,10 @@ one_run() {
                 rate=$(run_client "$w" "$pre" "$tag.log")
         fi
         pin_server "$w" "$ALLCPUS"
-        [[ $w == *-r[0-9]* ]] && read -r rate p50 p99 <<<"$rate"
-        echo "$w,$v,$r,${rate:-NA},$coloc,$actions,${p50:-NA},${p99:-NA}" >>"$RAW"
+        [[ $w == *-r[0-9]* ]] && read -r rate p50 p99 p99s <<<"$rate"
+        echo "$w,$v,$r,${rate:-NA},$coloc,$actions,${p50:-NA},${p99:-NA},${p99s:-NA}" >>"$RAW"
         printf '%-12s %-9s r%d %12s %s%s\n' "$w" "$v" "$r" "${rate:-NA}" \
-                "$([[ $p99 != NA ]] && echo "p50 ${p50} µs, p99 ${p99} µs; ")" \
+                "$([[ $p99 != NA ]] && echo "p50 ${p50} µs, p99 ${p99} µs, steady p99 ${p99s:-NA} µs; ")" \
                 "$( ((daemon)) && echo "co-located after ${coloc} s, ${actions} affinity changes")"
 }
 

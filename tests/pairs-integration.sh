@@ -307,9 +307,13 @@ wait_for 10 test -s "$work/st.pids" || fail "stream did not start"
 # CPU costs it nothing and the change may stay: the stream's own message
 # rate, before and after, says which.
 # The daemon is stopped (SIGSTOP) while the stream is measured, split as
-# the kernel placed it: it cannot co-locate it halfway through.
+# the kernel placed it: it cannot co-locate it halfway through. 3 s: the
+# stream's rate split, the baseline below, over the load's on/off slices
+# (stress-ng's are up to 0.5 s; one second of it read 15-25k messages/s).
 kill -STOP "$DAEMON_PID"
-cpu_pct_over "$S1" 1 >"$work/s1.pct" & cpu_pct_over "$S2" 1 >"$work/s2.pct"; wait $!
+t_a=$(last_t "$work/st.out")
+cpu_pct_over "$S1" 3 >"$work/s1.pct" & cpu_pct_over "$S2" 3 >"$work/s2.pct"; wait $!
+t_b=$(last_t "$work/st.out")
 kill -CONT "$DAEMON_PID"
 stream_util=$(awk -v a="$(cat "$work/s1.pct")" -v b="$(cat "$work/s2.pct")" 'BEGIN { printf "%.0f", a + b }')
 if [ "$stream_util" -lt 120 ]; then
@@ -333,16 +337,23 @@ if wait_for 10 stream_together || stream_together; then
                 grep -E 'undo' "$RUNDIR/daemon.log" | tail -1 | sed 's/^/# /'
                 echo "# stream undone by the effect check: $(allowed_of "$S1") / $(allowed_of "$S2")"
         else
-                # kept: then it must not be slower than just before (the second
-                # before the pin, as the daemon's own before is the pass before
-                # it: the kernel may have merged the stream already, as the
-                # daemon's 'split 6%' said once) by more than EffectTolerance=
-                st_before=$(st_rate "$work/st.out" "$(awk -v t="$t_co" 'BEGIN { print t - 1 }')" "$t_co")
-                st_after=$(st_rate "$work/st.out" "$(awk -v t="$t_co" 'BEGIN { print t + 1 }')" 1000)
-                echo "# stream kept co-located: ${st_before} messages/s before, ${st_after} after"
-                # 10 %, the daemon's tolerance on its median of 5 passes, and 5 %
-                # for the test's own windows (the two read -9 % and -10 % once)
-                awk -v a="$st_after" -v b="$st_before" 'BEGIN { exit !(b > 0 && a >= 0.85 * b) }' ||
+                # kept: then it must not be much slower than split (the 3 s
+                # measured above) over the span the check judged: the 3 s after
+                # the pin (the sample that straddles it and 5 more at
+                # Interval=500ms); later the load may move onto its CPU, which
+                # no check of one change foresees. How much slower: the
+                # daemon's verdict rests on one pass of its own before the pin
+                # (300-500 ms), which the load's slices move by +-15 % (its
+                # before read 1.0-1.45e6 bytes/s for one stream, co-located
+                # 1.1-1.25e6 in every pass), and its tolerance is 10 %: a stream
+                # it keeps may have lost up to 25 % under this load; one that
+                # lost more was misjudged. (On a quiet machine the detector
+                # leaves the stream alone: its sides take over MaxCombinedUtil=.)
+                st_before=$(st_rate "$work/st.out" "$t_a" "$t_b")
+                st_after=$(st_rate "$work/st.out" "$t_co" "$(awk -v t="$t_co" 'BEGIN { print t + 3 }')")
+                echo "# stream kept co-located: ${st_before} messages/s split (3 s), ${st_after} in the 3 s after the pin"
+                grep -E "effect check: task:$S1:" "$RUNDIR/daemon.log" | tail -1 | sed 's/^/# /'
+                awk -v a="$st_after" -v b="$st_before" 'BEGIN { exit !(b > 0 && a >= 0.75 * b) }' ||
                         fail "a stream co-located by mistake runs slower (${st_before} -> ${st_after} messages/s) and was not undone within 15 s"
         fi
 else

@@ -8,6 +8,7 @@
  * policies, blocks and the action budget are honoured.
  */
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 
 #include "common/util.h"
@@ -242,6 +243,60 @@ static void test_new_member_waits_a_window(void) {
         interval(&w);
         expect_colocated(&w, 100, 101);
         ASSERT_TRUE(!plan_recheck_soon(w.state));
+        world_done(&w);
+}
+
+/* Both members of a pair moved `bytes`/s in a window of `usec` (since birth if `born`). */
+static void window_moved(struct task *t, double bytes, uint64_t usec, bool born) {
+        for (int k = 0; k < 2; k++) {
+                t[k].have_io_rate = true;
+                t[k].io_bytes_per_s = bytes;
+                t[k].window_usec = usec;
+                t[k].rates_since_birth = born;
+        }
+}
+
+/*
+ * The effect check's "before" of a pair judged by its bytes: the windows
+ * that read it split, time-weighted, when the deciding window reads less.
+ * A stream under sliced background load: its since-birth window (3 s)
+ * moved 1.2 MB/s, the 300 ms window after 0.8 MB/s; the change is judged
+ * against their mean (decayed by a second: e^(-1/3)), not the low window.
+ * A window that reads more than the mean is its own "before".
+ */
+static void test_before_is_the_split_windows_mean(void) {
+        struct task tasks[] = { mktask(100, 0.6, 0), mktask(101, 0.5, 1) };
+        double keep = exp(-1.0 / 3.0), mean;
+        struct world w;
+
+        window_moved(tasks, 1.2e6, 3 * USEC_PER_SEC, true);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 0.5, "split pair");
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);   /* newborn: held a window */
+        window_moved(tasks, 0.8e6, 300 * USEC_PER_MSEC, false);
+        interval(&w);
+        expect_colocated(&w, 100, 101);
+        mean = (1.2e6 * 3.0 * keep + 0.8e6 * 0.3) / (3.0 * keep + 0.3);
+        for (size_t i = 0; i < w.out.n; i++) {
+                ASSERT_EQ(w.out.items[i].evidence_basis, EVIDENCE_IO_BYTES);
+                ASSERT_TRUE(fabs(w.out.items[i].evidence_before - mean) < 1.0);
+        }
+        ASSERT_EQ(target(&w, 100, 101)->before_weight, 0);   /* ours now: no more "before" */
+        world_done(&w);
+
+        /* the same pair where the deciding window reads more: its own figure */
+        window_moved(tasks, 1.2e6, 3 * USEC_PER_SEC, true);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        window_moved(tasks, 1.5e6, 300 * USEC_PER_MSEC, false);
+        interval(&w);
+        expect_colocated(&w, 100, 101);
+        for (size_t i = 0; i < w.out.n; i++)
+                ASSERT_TRUE(fabs(w.out.items[i].evidence_before - 1.5e6) < 1.0);
         world_done(&w);
 }
 
@@ -1217,6 +1272,7 @@ static void test_machines_reserved(void) {
 int main(void) {
         test_split_pair_colocated();
         test_new_member_waits_a_window();
+        test_before_is_the_split_windows_mean();
         test_anchored_pair();
         test_anchor_let_go();
         test_allow_narrowed_held_split();

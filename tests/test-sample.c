@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1097,11 +1098,17 @@ static uint64_t cpu_clock_ns(pid_t pid) {
 enum { POOL = 40, SPINNER = 27, SPINNER2 = 5 };
 
 static int pool_fds[POOL][2];
+/* Each pool thread's tid, by its number: shared with the forked pool. Not
+ * tid order: pid_max here is 32768, and a CI machine's pids wrap often
+ * enough that a pool's 40 tids once straddled the wrap; the "spinner" so
+ * picked never spun, and was not found in 20 s. */
+static pid_t *pool_tids;
 
 static void *pool_thread(void *arg) {
         int k = (int) (intptr_t) arg;
         char c;
 
+        __atomic_store_n(&pool_tids[k], gettid(), __ATOMIC_RELEASE);
         while (read(pool_fds[k][0], &c, 1) != 1)
                 ;
         for (volatile unsigned long i = 0;; i++)
@@ -1114,6 +1121,8 @@ static pid_t spawn_pool(void) {
         pid_t p;
         char c;
 
+        pool_tids = mmap(NULL, POOL * sizeof(*pool_tids), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+        ASSERT_TRUE(pool_tids != MAP_FAILED);
         for (int k = 0; k < POOL; k++)
                 ASSERT_OK(pipe(pool_fds[k]));
         ASSERT_OK(pipe(ready));
@@ -1126,6 +1135,9 @@ static pid_t spawn_pool(void) {
                         if (pthread_create(&t, NULL, pool_thread, (void *) (intptr_t) k) != 0)
                                 _exit(1);
                 }
+                for (int k = 0; k < POOL; k++)
+                        while (!__atomic_load_n(&pool_tids[k], __ATOMIC_ACQUIRE))
+                                usleep(1000);
                 (void) !write(ready[1], "r", 1);
                 for (;;)
                         pause();
@@ -1157,24 +1169,17 @@ static void test_live_accounting(void) {
                 ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
                 usleep(50 * 1000);
         }
-        /* which thread is number SPINNER: the pool threads are the process's other tids, in order */
+        /* which thread is number SPINNER: each pool thread said so before "ready" */
         {
-                pid_t tids[POOL + 1];
                 int n = 0;
+
                 for (size_t i = 0; i < snap->n_tasks; i++)
-                        if (snap->tasks[i].id.pid == pool && snap->tasks[i].id.tid != pool && n < POOL)
-                                tids[n++] = snap->tasks[i].id.tid;
+                        if (snap->tasks[i].id.pid == pool && snap->tasks[i].id.tid != pool)
+                                n++;
                 ASSERT_EQ(n, POOL);
-                /* creation order is tid order here (no wrap-around in 40 tids) */
-                for (int a = 0; a < n; a++)
-                        for (int b = a + 1; b < n; b++)
-                                if (tids[b] < tids[a]) {
-                                        pid_t x = tids[a];
-                                        tids[a] = tids[b];
-                                        tids[b] = x;
-                                }
-                spinner = tids[SPINNER];
-                spinner2 = tids[SPINNER2];
+                spinner = __atomic_load_n(&pool_tids[SPINNER], __ATOMIC_ACQUIRE);
+                spinner2 = __atomic_load_n(&pool_tids[SPINNER2], __ATOMIC_ACQUIRE);
+                ASSERT_TRUE(spinner > 0 && spinner2 > 0);
         }
         ASSERT_EQ(write(pool_fds[SPINNER][1], "go", 1), 1);
 

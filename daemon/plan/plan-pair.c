@@ -530,6 +530,62 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
         return best;
 }
 
+/*
+ * The time constant of the split windows' mean (note_split_window()):
+ * seconds, so that the load's slices (stress-ng's are up to 0.5 s) average
+ * out, and no longer, so that a pair whose traffic changed is judged on
+ * what it does now.
+ */
+#define PAIR_BEFORE_TAU_USEC (3 * USEC_PER_SEC)
+
+/*
+ * A window that read the pair split, before we placed it: into the pair's
+ * decayed, time-weighted mean of what it moved (the effect check's basis).
+ * Only split windows: while the kernel kept the pair together a ping-pong
+ * moves more, and a "before" from then would hide the gain of placing it.
+ * A window since a member's birth counts too, by its length: a start-up
+ * that moved little only lowers the mean, and the "before" is never below
+ * this window's own figure (pair_before()).
+ */
+static void note_split_window(const struct pair_plan *pp, struct pair_item *it) {
+        struct plan_target_state *st = it->st;
+        uint64_t now = pp->ctx->in->now_usec, w;
+        enum evidence_basis basis;
+        double v, keep;
+
+        if (!it->t[0] || !it->t[1])
+                return;
+        basis = effect_basis_for(DETECT_PAIR, it->t[0], it->t[1]);
+        v = effect_proxy_on(DETECT_PAIR, basis, it->t[0], it->t[1]);
+        w = MIN(it->t[0]->window_usec, it->t[1]->window_usec);
+        if (!isfinite(v) || w == 0)
+                return;
+        if (basis != st->before_basis || st->before_usec == 0 || now <= st->before_usec)
+                st->before_sum = st->before_weight = 0;
+        else {
+                keep = exp(-(double) (now - st->before_usec) / PAIR_BEFORE_TAU_USEC);
+                st->before_sum *= keep;
+                st->before_weight *= keep;
+        }
+        st->before_basis = basis;
+        st->before_usec = now;
+        st->before_sum += v * (double) w;
+        st->before_weight += (double) w;
+}
+
+/* The effect check's "before": this window's figure, or the split windows'
+ * mean when that is higher (note_split_window()). */
+static double pair_before(const struct pair_item *it, int k, enum evidence_basis basis) {
+        const struct plan_target_state *st = it->st;
+        double v = effect_proxy_on(DETECT_PAIR, basis, it->t[k], it->t[1 - k]);
+
+        if (!isfinite(v))
+                return 0;
+        if (st && st->before_weight > 0 && st->before_basis == basis)
+                v = MAX(v, st->before_sum / st->before_weight);
+        return v;
+}
+
 static void fill_action(struct action *a, const struct pair_item *it, int k, enum action_verb verb,
                         const cpumask_t *mask, const char *policy, const char *reason) {
         *a = (struct action) {
@@ -539,10 +595,8 @@ static void fill_action(struct action *a, const struct pair_item *it, int k, enu
                 .mask = *mask,
                 .partner = it->id[1 - k],
         };
-        double before = effect_proxy_for(DETECT_PAIR, it->t[k], it->t[1 - k]);
-
-        a->evidence_before = isfinite(before) ? before : 0;
         a->evidence_basis = effect_basis_for(DETECT_PAIR, it->t[k], it->t[1 - k]);
+        a->evidence_before = pair_before(it, k, a->evidence_basis);
         snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
         snprintf(a->reason, sizeof(a->reason), "%s", reason);
 }
@@ -667,6 +721,9 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         pp->ctx->cpu_claim[cpu] = 2;
         pp->load[cpu] += f ? f->combined_util : 1.0;
         it->st->cpu = cpu;
+        /* ours now: what it moves from here on is no "before" */
+        it->st->before_sum = it->st->before_weight = 0;
+        it->st->before_usec = 0;
         if (!it->st->placed_usec)
                 it->st->placed_usec = pp->ctx->in->now_usec;
         r = use(pp, it);
@@ -1022,6 +1079,7 @@ static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
                 return false;
         }
         st->seen = plan_count_up(st->seen, UINT32_MAX);
+        note_split_window(pp, it);
         /*
          * The tracepoint's split fraction is already an average over every
          * wake-up of the window (thousands per second for a pair over the

@@ -83,6 +83,18 @@ struct plan_target_state {
          */
         double util_avg;
         unsigned util_avg_n;
+        /*
+         * Pair: what it moved in the windows that read it split, before we
+         * placed it (effect_proxy_for(), on before_basis), time-weighted and
+         * decayed (plan-pair.c, note_split_window()): the effect check's
+         * "before" is at least this. One window is a biased "before" too:
+         * under background load that runs in slices of up to half a second,
+         * a stream's 300 ms window read 7.8e5 bytes/s where its 3 s read
+         * 1.24e6, and a co-location that cost it 14 % read +36 %.
+         */
+        double before_sum, before_weight;
+        uint64_t before_usec;        /* the last window added */
+        enum evidence_basis before_basis;
         int cpu;                     /* hog: the CPU it is pinned (or being pinned) to, else -1 */
         uint64_t first_seen_usec;    /* pair: the pass the planner first knew it */
         uint64_t placed_usec;        /* pair: when we co-located it (0: not ours) */

@@ -61,7 +61,8 @@ static void pp_help(void) {
                "  same_cpu=F same_cpu_2nd_half=F first_merged_s=SEC|-1 remerged=yes|no\n"
                "  migrations_parent=N migrations_child=N mode=free|split|split-held|pinned\n"
                "  pids=PARENT,CHILD\n"
-               "  with --rate also: p50_us=F p99_us=F p999_us=F late=N offered=N (late:\n"
+               "  with --rate also: p50_us=F p99_us=F p999_us=F p99_steady_us=F late=N\n"
+               "  offered=N (p99_steady: of the round trips after the first 2 s; late:\n"
                "  round trips started over 1 ms behind schedule, which count their\n"
                "  latency from when they were due); progress lines add p99_us=F\n"
                "same_cpu: fraction of round trips where both sides ran on one CPU;\n"
@@ -314,11 +315,11 @@ int main(int argc, char **argv) {
                mig_p1 >= 0 ? mig_p1 - mig_p0 : -1, mig_c1 >= 0 ? mig_c1 - mig_c0 : -1,
                mode, (int) me, (int) child);
         if (period > 0) {
-                double q[3];
+                double q[4];
 
-                wl_latency_summary(&lat, q);
-                printf("p50_us=%.1f p99_us=%.1f p999_us=%.1f late=%llu offered=%ld\n",
-                       q[0], q[1], q[2], (unsigned long long) late, o.rate);
+                wl_latency_summary(&lat, o.rate, q);
+                printf("p50_us=%.1f p99_us=%.1f p999_us=%.1f p99_steady_us=%.1f late=%llu offered=%ld\n",
+                       q[0], q[1], q[2], q[3], (unsigned long long) late, o.rate);
         }
         free(lat.ns);
         free(ws.s);
