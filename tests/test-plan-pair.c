@@ -258,7 +258,7 @@ static void window_moved(struct task *t, double bytes, uint64_t usec, bool born)
 
 /*
  * The effect check's "before" of a pair judged by its bytes: the windows
- * that read it split, time-weighted, when the deciding window reads less.
+ * before it was placed, time-weighted, when the deciding window reads less.
  * A stream under sliced background load: its since-birth window (3 s)
  * moved 1.2 MB/s, the 300 ms window after 0.8 MB/s; the change is judged
  * against their mean (decayed by a second: e^(-1/3)), not the low window.
@@ -297,6 +297,22 @@ static void test_before_is_the_split_windows_mean(void) {
         expect_colocated(&w, 100, 101);
         for (size_t i = 0; i < w.out.n; i++)
                 ASSERT_TRUE(fabs(w.out.items[i].evidence_before - 1.5e6) < 1.0);
+        world_done(&w);
+
+        /* a window the kernel kept it together counts: placing it must beat that too */
+        window_moved(tasks, 1.3e6, USEC_PER_SEC, false);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        f.split_fraction = 0.01;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);   /* together: nothing to do */
+        window_moved(tasks, 0.9e6, USEC_PER_SEC, false);
+        w.findings.items[0].split_fraction = 0.5;
+        interval(&w);
+        expect_colocated(&w, 100, 101);
+        mean = (1.3e6 * keep + 0.9e6) / (keep + 1.0);
+        for (size_t i = 0; i < w.out.n; i++)
+                ASSERT_TRUE(fabs(w.out.items[i].evidence_before - mean) < 1.0);
         world_done(&w);
 }
 

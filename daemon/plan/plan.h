@@ -84,9 +84,9 @@ struct plan_target_state {
         double util_avg;
         unsigned util_avg_n;
         /*
-         * Pair: what it moved in the windows that read it split, before we
-         * placed it (effect_proxy_for(), on before_basis), time-weighted and
-         * decayed (plan-pair.c, note_split_window()): the effect check's
+         * Pair: what it moved in the windows before we placed it, where the
+         * kernel put it (effect_proxy_for(), on before_basis), time-weighted
+         * and decayed (plan-pair.c, note_window()): the effect check's
          * "before" is at least this. One window is a biased "before" too:
          * under background load that runs in slices of up to half a second,
          * a stream's 300 ms window read 7.8e5 bytes/s where its 3 s read
