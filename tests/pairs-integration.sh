@@ -154,6 +154,11 @@ HAND_ONE=$(median "${HAND_TOGETHER[@]}")
 HAND_TWO=$(median "${HAND_SPLIT[@]}")
 GAIN=$(awk -v a="$HAND_ONE" -v b="$HAND_TWO" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
 echo "# this host, by hand: ${HAND_ONE} round trips/s on one CPU, ${HAND_TWO}/s split: co-location buys ${GAIN}x (runs: ${HAND_TOGETHER[*]} / ${HAND_SPLIT[*]})"
+# The gain is measurable here only if every run on one CPU beat every split
+# run: on a 1.23x host the runs read 55-66k on one CPU and 49-57k split
+# (a distcheck in CI), and a quarter of the gain was within that spread.
+SLOWEST_ONE=$(printf '%s\n' "${HAND_TOGETHER[@]}" | sort -n | head -1)
+FASTEST_SPLIT=$(printf '%s\n' "${HAND_SPLIT[@]}" | sort -n | tail -1)
 
 # What could not be checked because the kernel kept the pairs together by
 # itself; if set, the test ends with 77 after everything else passed.
@@ -185,6 +190,8 @@ if colocate_pingpong pp; then
                 echo "# premise not met: no split rate measured; the rate was not compared"
         elif awk -v g="$GAIN" 'BEGIN { exit !(g < 1.10) }'; then
                 echo "# premise not met: co-location buys ${GAIN}x on this host (< 1.10x): placement checked, rate not compared"
+        elif awk -v a="$SLOWEST_ONE" -v b="$FASTEST_SPLIT" 'BEGIN { exit !(a <= b) }'; then
+                echo "# premise not met: co-location buys ${GAIN}x here, within its runs' own spread (slowest on one CPU ${SLOWEST_ONE}, fastest split ${FASTEST_SPLIT}): placement checked, rate not compared"
         else
                 # at least a quarter of the gain that pinning by hand shows here (a third
                 # failed by 10 round trips/s once: 50,687 against 50,697 on a 1.54x host)
