@@ -6,7 +6,8 @@
 #     kernel's split, not a user's taskset): the client thread and the
 #     connection thread serving it are co-located by the daemon within
 #     three of its passes that read the pair split (or, where the kernel
-#     keeps it together by itself, the test says so) and stay co-located, on one CPU, until the client exits;
+#     keeps it together by itself, the test says so) and stay co-located,
+#     on one CPU, until the client exits;
 #     `affctl pairs` names the server and the client; the effect check
 #     undoes nothing.
 #  2. Two more clients one after the other (MariaDB's thread cache hands
@@ -76,7 +77,7 @@ colocated() {   # colocated SERVER_PID CLIENT_PID: sets ST ("server tid") and CT
 # kept the pair together for 3 s, the daemon co-located it in the first
 # pass that read it split, just after the test's 4 s.
 await_colocated() {
-        local spid=$1 cpid=$2 start now pass before after seen=-1 n_split=0
+        local spid=$1 cpid=$2 start now before after seen=-1 n_split=0
         start=$(date +%s%N)
         while :; do
                 colocated "$spid" "$cpid" && return 0
