@@ -262,6 +262,51 @@ static void test_held_pair_one_way(void) {
         findings_clear(&f);
 }
 
+/* One thread of a process waking another of it one way at a pair rate: a
+ * feeder (sysbench --rate's event generator and its worker); a one-way
+ * waker from another process, or one woken back often, is none. */
+static void test_feeder(void) {
+        struct task tasks[] = { mktask(500, 0.20, 0), mktask(501, 0.05, 1) };
+        struct wake_edge edges[] = { mkedge(501, 500, 1000, 1), mkedge(500, 501, 30, 1) };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+
+        tasks[1].id.pid = 500;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_FEEDER);
+        ASSERT_NEAR(f.items[0].wake_rate_per_s, 1000, 1e-9);
+        ASSERT_TRUE(strncmp(f.items[0].note, "one-way", 7) == 0);
+
+        /* woken back at more than a quarter of its rate: neither a feeder nor (below 500/s) a pair */
+        edges[1].wakeups_per_s = 400;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        edges[1].wakeups_per_s = 30;
+
+        /* both busy: a producer and its consumer, a stream */
+        tasks[0].util = tasks[1].util = 0.9;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
+        tasks[0].util = 0.20, tasks[1].util = 0.05;
+
+        /* held with its pair on one CPU by us: it reads as a pair (pair_rate()), the planner's chain() keeps it */
+        tasks[0].allowed = tasks[1].allowed = CPU0;
+        tasks[0].affinity_ours = tasks[1].affinity_ours = true;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        tasks[0].allowed = tasks[1].allowed = ALL2;
+        tasks[0].affinity_ours = tasks[1].affinity_ours = false;
+
+        /* another process: nothing */
+        tasks[1].id.pid = 501;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        findings_clear(&f);
+}
+
 /* One thread at pair rates with three others: a hub, not three pairs to co-locate. */
 static void test_hub(void) {
         struct task tasks[] = { mktask(600, 0.55, 0), mktask(601, 0.2, 1), mktask(602, 0.2, 1), mktask(603, 0.2, 0) };
@@ -479,6 +524,7 @@ int main(void) {
         test_thresholds();
         test_not_ours();
         test_held_pair_one_way();
+        test_feeder();
         test_hub();
         test_no_split_evidence();
         test_no_edges();

@@ -1028,6 +1028,77 @@ static void test_chain(void) {
         world_done(&w);
 }
 
+/*
+ * A feeder: 862, a thread of the client process 860, hands it each
+ * request one way (sysbench --rate's event generator). Alone it is left
+ * alone; once the ping-pong 860 <-> 861 is co-located it joins that CPU as
+ * a chain's link; when the pair is no longer held, it is released.
+ */
+static void test_feeder(void) {
+        struct task tasks[] = { mktask(860, 0.3, 0), mktask(861, 0.3, 1), mktask(862, 0.05, 2) };
+        struct world w;
+        struct finding fp, ff;
+        int cpu;
+
+        tasks[2].id.pid = 860;
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ff = mkpair(&tasks[0], &tasks[2], 1.0, "one-way");
+        ff.shape = PAIR_FEEDER;
+        ff.wake_rate_per_s = 1000;
+        ff.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w.findings, &ff));
+        for (int i = 0; i < 3; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 860, 862)->state, "left alone: one-way");
+        }
+
+        /* the pair it feeds is split too: the pair is co-located, the feeder joins it in the same pass */
+        fp = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        fp.wake_rate_per_s = 1000;
+        fp.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w.findings, &fp));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 3);
+        ASSERT_EQ(w.out.items[0].task.tid + w.out.items[1].task.tid, 860 + 861);
+        cpu = cpumask_next(&w.out.items[0].mask, 0);
+        ASSERT_EQ(w.out.items[2].task.tid, 862);
+        ASSERT_TRUE(cpumask_equal(&w.out.items[2].mask, &w.out.items[0].mask));
+        ASSERT_STREQ(target(&w, 860, 862)->state, "co-located");
+
+        /* applied: held, the feeder reads as a pair (detect-pair.c's pair_rate()) and stays */
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
+        w.managed[2] = mkmanaged(&tasks[2], &tasks[0], cpu);
+        w.n_managed = 3;
+        for (int i = 0; i < 3; i++)
+                tasks[i].allowed = cpumask_of(cpu), tasks[i].last_cpu = cpu;
+        w.findings.items[0].shape = PAIR_PINGPONG;
+        for (int i = 0; i < 3; i++) {
+                w.findings.items[0].split_fraction = w.findings.items[1].split_fraction = 0.0;
+                memset(w.claim, 0, sizeof(w.claim));
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 860, 861)->state, "co-located");
+                ASSERT_STREQ(target(&w, 860, 862)->state, "co-located");
+                ASSERT_EQ(target(&w, 860, 862)->cpu, cpu);
+        }
+
+        /* someone else took the pair's pins back: the feeder, one-way again, is released */
+        w.managed[0] = w.managed[2];
+        w.n_managed = 1;
+        tasks[0].allowed = tasks[1].allowed = ALL4;
+        w.findings.items[0].shape = PAIR_FEEDER;
+        w.findings.n = 1;
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 1);
+        ASSERT_EQ(w.out.items[0].task.tid, 862);
+        ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
+        ASSERT_STREQ(target(&w, 860, 862)->state, "left alone: one-way");
+        world_done(&w);
+}
+
 /* ---- the machines of test-plan-machines.h ---------------------------- */
 
 static struct topo_cpu machine_cpus[PLAN_MACHINE_CPUS_MAX];
@@ -1306,6 +1377,7 @@ int main(void) {
         test_policy_and_budget();
         test_shared_member();
         test_chain();
+        test_feeder();
         test_fan_no_chain();
         test_machines_distinct_cores();
         test_machines_llcs_before_sharing();

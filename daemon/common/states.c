@@ -35,6 +35,7 @@ static const char *const pair_state_table[_PAIR_STATE_MAX] = {
         [PAIR_LEFT_ALONE_SHARED] = "left alone: shared",
         [PAIR_LEFT_ALONE_PINNED] = "left alone: pinned",
         [PAIR_LEFT_ALONE_NO_GAIN] = "left alone: no gain on this host",
+        [PAIR_LEFT_ALONE_ONE_WAY] = "left alone: one-way",
 };
 
 const char *plan_state_to_string(enum plan_state_id s) {

@@ -45,6 +45,7 @@ enum pair_state {
         PAIR_LEFT_ALONE_SHARED,
         PAIR_LEFT_ALONE_PINNED,
         PAIR_LEFT_ALONE_NO_GAIN,   /* co-location buys nothing measurable on this host (calibrate.h) */
+        PAIR_LEFT_ALONE_ONE_WAY,   /* a feeder (detect.h) whose pair is not held on one CPU */
         _PAIR_STATE_MAX,
 };
 

@@ -21,6 +21,12 @@
  * serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates (one
  * Redis thread, several clients). Pinned to one client's CPU it would be
  * co-located with one and moved away from the others.
+ *
+ * A feeder (PAIR_FEEDER) is one thread of a process that wakes another of
+ * it one way at a pair rate: a client's rate limiter or event generator
+ * handing each request to the thread that sends it. It is no pair of its
+ * own, but every request then starts with a wake-up of the other CPU once
+ * the ping-pong it feeds is co-located (see is_feeder()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -261,6 +267,28 @@ static double pair_rate(const struct task *a, const struct task *b, const struct
         return held ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);
 }
 
+/*
+ * A feeder: two threads of one process, one waking the other at a pair
+ * rate (floor) and woken back at most 1/DETECT_PAIR_FEEDER_ONE_WAY as
+ * often. sysbench --rate drives its worker so, from an event-generator
+ * thread (a queue and a condition variable): MariaDB at a fixed 1,000
+ * point selects/s, its worker co-located with the server thread and the
+ * generator left where the kernel put it, read a per-second p99 of
+ * 445-1,515 µs; with the generator on the pair's CPU too, 180-270 µs, a
+ * human's taskset of the whole client (bench/rate-feeder.sh). Only two
+ * threads of one process: a one-way waker from elsewhere (a logger, a
+ * timer service, another client) is none of the pair's business. rate is
+ * pair_rate()'s: a feeder held with its pair reads as a pair.
+ */
+#define DETECT_PAIR_FEEDER_ONE_WAY 4.0
+
+static bool is_feeder(const struct task *a, const struct task *b, const struct pair_item *it, double rate,
+                      double floor) {
+        double fwd = MAX(it->lo_to_hi, it->hi_to_lo), back = MIN(it->lo_to_hi, it->hi_to_lo);
+
+        return rate < floor && fwd >= floor && back * DETECT_PAIR_FEEDER_ONE_WAY <= fwd && a->id.pid == b->id.pid;
+}
+
 const char *split_basis_to_string(enum split_basis b) {
         switch (b) {
         case SPLIT_BASIS_WAKEUPS: return "wakeups";
@@ -319,7 +347,7 @@ char *detect_pair_split_text(const struct finding *f, char *buf, size_t size) {
 
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
                        const struct task *b, const struct pair_item *it, double rate, unsigned partners,
-                       unsigned anchored, struct findings *out) {
+                       unsigned anchored, bool feeder, struct findings *out) {
         double split, combined = a->util + b->util, umax = pair_group_util_max(p);
         enum split_basis basis = SPLIT_BASIS_WAKEUPS;
         struct finding f;
@@ -351,7 +379,10 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         if (!cpumask_format_list(&f.cpus_seen, cpus, sizeof(cpus)))
                 strcpy(cpus, "...");
 
-        f.shape = partners >= DETECT_PAIR_HUB_PARTNERS ? PAIR_HUB : combined > umax ? PAIR_STREAM : PAIR_PINGPONG;
+        f.shape = partners >= DETECT_PAIR_HUB_PARTNERS ? PAIR_HUB
+                  : combined > umax                    ? PAIR_STREAM
+                  : feeder                             ? PAIR_FEEDER
+                                                       : PAIR_PINGPONG;
         if (f.shape == PAIR_HUB)
                 snprintf(f.note, sizeof(f.note),
                          "hub: a member exchanges with %u threads at pair rates (%.0f/%.0f wake-ups/s with this one)",
@@ -360,6 +391,10 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                 snprintf(f.note, sizeof(f.note),
                          "stream: combined util %.2f > %.2f (%.0f/%.0f wake-ups/s)",
                          combined, umax, it->lo_to_hi, it->hi_to_lo);
+        else if (f.shape == PAIR_FEEDER)
+                snprintf(f.note, sizeof(f.note), "one-way: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d, util %.2f+%.2f",
+                         it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, split_text, sizeof(split_text)),
+                         a->last_cpu, b->last_cpu, a->util, b->util);
         else
                 snprintf(f.note, sizeof(f.note),
                          "%s: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d (seen %s), util %.2f+%.2f",
@@ -486,6 +521,7 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 const struct policy *p;
                 double rate;
                 unsigned partners, anchored;
+                bool feeder;
 
                 if (MAX(it.lo_to_hi, it.hi_to_lo) < floor)
                         continue;
@@ -499,10 +535,13 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 if (!p)
                         continue;
                 rate = pair_rate(a, b, &it, anchored);
+                feeder = is_feeder(a, b, &it, rate, floor);
+                if (feeder)
+                        rate = MAX(it.lo_to_hi, it.hi_to_lo);
                 if (rate < floor || rate < pair_wake_rate_min(p) || !owners_allow(p, a, b))
                         continue;
                 partners = MAX(partners_of(busy.tids, busy.n, it.lo), partners_of(busy.tids, busy.n, it.hi));
-                r = add_finding(s, p, a, b, &it, rate, partners, anchored, out);
+                r = add_finding(s, p, a, b, &it, rate, partners, anchored, feeder, out);
                 if (r < 0)
                         return r;
         }

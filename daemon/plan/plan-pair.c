@@ -11,7 +11,9 @@
  *  1. co-locate a pair only when its finding (detect-pair.c) says it was
  *     split for most of the window, for Hysteresis= intervals more than it
  *     was together; the target state's `seen` counts that;
- *  2. never a stream nor a hub (the finding's shape, detect-pair.c);
+ *  2. never a stream nor a hub (the finding's shape, detect-pair.c); a
+ *     feeder (a thread waking one of its process's pair members one way)
+ *     only as a link of a pair we hold, on that pair's CPU (chain());
  *  3. the CPU: in both members' allowed sets (before our change), usable
  *     (online, not isolated, not nohz_full) and in the policy's CPUs=;
  *     never one a hog is pinned to (cpu_claim == 1) or where another busy
@@ -315,16 +317,20 @@ static int collect(struct pair_plan *pp) {
  * with a member another pair holds comes after the pairs that hold all of
  * theirs: the pair that holds it decides first, so a chain's link keeps
  * its place every pass rather than the two taking the pin from each other
- * as their rates cross. */
+ * as their rates cross. A feeder comes after the pairs, the one it feeds
+ * among them: it only ever joins a pair, in the pass that pair is placed. */
 static int item_cmp(const void *a, const void *b) {
         const struct pair_item *x = a, *y = b;
         bool px = x->m[0] || x->m[1], py = y->m[0] || y->m[1];
         bool sx = x->pair_pin[0] || x->pair_pin[1], sy = y->pair_pin[0] || y->pair_pin[1];
+        bool fx = x->f && x->f->shape == PAIR_FEEDER, fy = y->f && y->f->shape == PAIR_FEEDER;
 
         if (px != py)
                 return px ? -1 : 1;
         if (sx != sy)
                 return sx ? 1 : -1;
+        if (fx != fy)
+                return fx ? 1 : -1;
         if (x->rate != y->rate)
                 return x->rate > y->rate ? -1 : 1;
         return x->id[0].tid < y->id[0].tid ? -1 : x->id[0].tid > y->id[0].tid;
@@ -705,12 +711,12 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         if (node >= 0)
                 snprintf(mem, sizeof(mem), ", memory %.0f%% on node %d", share * 100, node);
         /* who is who first: what an operator reads the line for */
-        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s%s) + %s %d (%s%s) on CPU %d: %.0f wake-ups/s, %s%s",
+        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s%s) + %s %d (%s%s) on CPU %d: %.0f wake-ups/s%s, %s%s",
                  what, it->t[0] ? it->t[0]->comm : "?", (int) it->id[0].tid, pair_role_to_string(role[0]),
                  it->anchored & 1u ? held_by : "",
                  it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]),
-                 it->anchored & 2u ? held_by : "", cpu,
-                 f ? f->wake_rate_per_s : 0, f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem);
+                 it->anchored & 2u ? held_by : "", cpu, f ? f->wake_rate_per_s : 0,
+                 f && f->shape == PAIR_FEEDER ? " one way" : "", f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem);
         for (int k = 0; k < 2; k++) {
                 struct action a;
 
@@ -937,7 +943,7 @@ static int decide_ineligible(struct pair_plan *pp, struct pair_item *it) {
         enum pair_state state;
         int r;
 
-        if (f->shape != PAIR_PINGPONG) {
+        if (f->shape == PAIR_HUB || f->shape == PAIR_STREAM) {
                 state = f->shape == PAIR_HUB ? PAIR_LEFT_ALONE_HUB : PAIR_LEFT_ALONE_STREAM;
                 st->seen = 0;
                 if (ours)
@@ -954,7 +960,18 @@ static int decide_ineligible(struct pair_plan *pp, struct pair_item *it) {
                                it->p ? policy_action_to_string(it->p->action) : "?");
                 return 1;
         }
-        if ((used(pp, &it->id[0]) || used(pp, &it->id[1])) && !chain(pp, it)) {
+        if (f->shape == PAIR_FEEDER) {
+                /* one way: only a link of a pair we hold, on that pair's CPU */
+                if ((!used(pp, &it->id[0]) && !used(pp, &it->id[1])) || !chain(pp, it)) {
+                        st->seen = 0;
+                        if (ours)
+                                return (r = release(pp, it, PAIR_LEFT_ALONE_ONE_WAY,
+                                                    "pair: released: one-way, its pair not held")) < 0 ? r : 1;
+                        plan_set_pair_state(st, PAIR_LEFT_ALONE_ONE_WAY, "%s; joins only a pair held on one CPU",
+                                            f->note);
+                        return 1;
+                }
+        } else if ((used(pp, &it->id[0]) || used(pp, &it->id[1])) && !chain(pp, it)) {
                 st->seen = 0;
                 if (ours)
                         return (r = release(pp, it, PAIR_LEFT_ALONE_SHARED,
