@@ -967,7 +967,7 @@ static int decide_ineligible(struct pair_plan *pp, struct pair_item *it) {
                         if (ours)
                                 return (r = release(pp, it, PAIR_LEFT_ALONE_ONE_WAY,
                                                     "pair: released: one-way, its pair not held")) < 0 ? r : 1;
-                        plan_set_pair_state(st, PAIR_LEFT_ALONE_ONE_WAY, "%s; joins only a pair held on one CPU",
+                        plan_set_pair_state(st, PAIR_LEFT_ALONE_ONE_WAY, "%s; joins only a pair held on one CPU, where all three fit",
                                             f->note);
                         return 1;
                 }
