@@ -98,8 +98,20 @@ run_container() {
 		--cap-drop=all --cap-add=SYS_NICE,SYS_PTRACE,DAC_READ_SEARCH,PERFMON,SYS_ADMIN,NET_ADMIN,DAC_OVERRIDE \
 		--security-opt no-new-privileges --read-only --stop-timeout 60 "${ULIMITS[@]}" \
 		"${MOUNTS[@]}" "$IMAGE" "$@" >/dev/null || fail "podman run $name failed"
-	wait_for 30 "$AFFCTL" --runtime-dir "$work/run" status >/dev/null 2>&1 ||
-		{ podman logs "$name" 2>&1 | tail -30; ls -la "$work/run"; fail "the daemon in $name never answered affctl status"; }
+	wait_for 30 "$AFFCTL" --runtime-dir "$work/run" status >/dev/null 2>&1 || {
+		podman logs "$name" 2>&1 | tail -30
+		ls -la "$work/run"
+		# what affctl got, and where the daemon's threads were (seen twice, cause unknown)
+		"$AFFCTL" --runtime-dir "$work/run" status 2>&1 | tail -5 || true
+		podman ps -a --filter "name=$name" --format '{{.Names}} {{.Status}}' || true
+		for p in $(pgrep -x affinityd); do
+			for t in /proc/"$p"/task/*; do
+				echo "# affinityd $p thread ${t##*/} $(cut -d' ' -f3 "$t/stat" 2>/dev/null) wchan $(cat "$t/wchan" 2>/dev/null)"
+				head -8 "$t/stack" 2>/dev/null | sed 's/^/#   /'
+			done
+		done
+		fail "the daemon in $name never answered affctl status"
+	}
 }
 clog() { echo "--- podman logs $1, last 30 lines:"; podman logs "$1" 2>&1 | tail -30; }
 hctl() { "$AFFCTL" --runtime-dir "$work/run" "$@"; }
