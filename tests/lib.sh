@@ -87,7 +87,10 @@ start_daemon() {
                         >"$RUNDIR/scope-conf/affinityd.conf.d/99-test-scope.conf"
                 scope=(--config-dir "$RUNDIR/scope-conf")
         fi
-        "$AFFINITYD" --runtime-dir "$RUNDIR" --config-dir "$cfg" "${scope[@]}" "$@" >"$RUNDIR/daemon.log" 2>&1 &
+        # SIGPIPE at its default, as a container's or a shell's start leaves it
+        # (systemd ignores it for a service; make or CI may hand it down ignored)
+        env --default-signal=PIPE "$AFFINITYD" --runtime-dir "$RUNDIR" --config-dir "$cfg" "${scope[@]}" "$@" \
+                >"$RUNDIR/daemon.log" 2>&1 &
         DAEMON_PID=$!
         wait_for 20 "$AFFCTL" --runtime-dir "$RUNDIR" status >/dev/null 2>&1 ||
                 { cat "$RUNDIR/daemon.log"; fail "daemon did not answer affctl status"; }

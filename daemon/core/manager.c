@@ -789,6 +789,17 @@ static int setup_event_loop(struct manager *m) {
         sigaddset(&ss, SIGINT);
         sigaddset(&ss, SIGHUP);
         sigprocmask(SIG_BLOCK, &ss, NULL);
+        /*
+         * A write to a pipe whose reader is gone must fail with EPIPE, not
+         * kill the daemon: the calibration's echo thread, starved on a CPU
+         * a pinned pair fills, answers after its probe gave up (-ETIME) and
+         * closed the read end. systemd ignores SIGPIPE for a service
+         * (IgnoreSIGPIPE=yes); a container's or a shell's start does not,
+         * and the daemon died silently there after "running" (the container
+         * test, twice).
+         */
+        if (signal(SIGPIPE, SIG_IGN) == SIG_ERR)
+                return -errno;
         if ((r = sd_event_add_signal(m->event, &m->sig_term, SIGTERM, on_signal, m)) < 0 ||
             (r = sd_event_add_signal(m->event, &m->sig_int, SIGINT, on_signal, m)) < 0 ||
             (r = sd_event_add_signal(m->event, &m->sig_hup, SIGHUP, on_signal, m)) < 0)
