@@ -102,22 +102,19 @@ done
 echo
 printf '%-10s %14s %20s %14s\n' variant "p99 median" "p99 min-max" "p99.9 median"
 for v in "${VL[@]}"; do
-        awk -v v="$v" '$1 == v { p[++n] = $3; q[n] = $4 }
-                function med(a, n,   i, j, t) {
-                        for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
-                        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-                }
-                END { lo = p[1]; hi = p[1]; for (i = 1; i <= n; i++) { if (p[i] < lo) lo = p[i]; if (p[i] > hi) hi = p[i] }
-                      printf "%-10s %14.0f %20s %14.0f\n", v, med(p, n), lo "-" hi, med(q, n) }' "$WORK/runs"
+        awk -v v="$v" -f "$SRCDIR/bench/stats.awk" -f /dev/stdin "$WORK/runs" <<'AWK'
+$1 == v { p[++n] = $3; q[n] = $4 }
+END { m = median(p, n); printf "%-10s %14.0f %20s %14.0f\n", v, m, p[1] "-" p[n], median(q, n) }
+AWK
 done
 # paired: each run's p99 over the stock run of the same repeat
 if [[ " ${VL[*]} " == *" stock "* ]]; then
         echo
         for v in "${VL[@]}"; do
                 [[ $v != stock ]] || continue
-                awk -v v="$v" '$1 == "stock" { s[$2] = $3 } $1 == v { d[$2] = $3 }
-                        END { for (r in d) if (s[r] > 0) x[++n] = d[r] / s[r]
-                              for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
-                              printf "%s/stock p99, median of %d paired ratios: %.2f\n", v, n, n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2 }' "$WORK/runs"
+                awk -v v="$v" -f "$SRCDIR/bench/stats.awk" -f /dev/stdin "$WORK/runs" <<'AWK'
+$1 == "stock" || $1 == v { x["", $1, $2] = $3; if ($2 > maxrep) maxrep = $2 }
+END { printf "%s/stock p99, median of paired ratios over %d repeats: %.2f\n", v, maxrep, paired_median(x, maxrep, "", v, "stock") }
+AWK
         done
 fi

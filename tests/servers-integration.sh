@@ -17,7 +17,8 @@
 #  3. One more at a fixed 1,000 requests/s (sysbench --rate): sysbench's
 #     event-generator thread wakes the client thread one way per request;
 #     once the pair is co-located, the generator joins its CPU (a feeder)
-#     within three of the daemon's passes that read it apart.
+#     within five of the daemon's passes and 1 s, where the test's own
+#     looks at /proc saw it apart.
 #  4. Redis with one redis-benchmark connection: the same as 1.
 #  5. Stopping the daemon restores every mask.
 # Needs root, jq, 2+ CPUs and the servers (the README's test command
@@ -73,6 +74,8 @@ colocated() {   # colocated SERVER_PID CLIENT_PID: sets ST ("server tid") and CT
                 one_cpu_same "$ST" "$CT"
 }
 
+passes() { ctl status --json | jq -r .counts.passes; }   # the daemon's passes so far
+
 # await_colocated SERVER_PID CLIENT_PID: returns 0 once the pair is on one
 # CPU; 1 when the daemon read it split in 3 of its passes and left it so
 # (it acts in the first such pass, or the next when a member is newborn);
@@ -87,9 +90,9 @@ await_colocated() {
         while :; do
                 colocated "$spid" "$cpid" && return 0
                 kill -0 "$cpid" 2>/dev/null || return 3
-                before=$(ctl status --json | jq -r .counts.passes)
+                before=$(passes)
                 SPLIT=$(pair_field "$spid" "$cpid" '.split // "none"')
-                after=$(ctl status --json | jq -r .counts.passes)
+                after=$(passes)
                 if [ "$before" = "$after" ] && [ "$after" != "$seen" ]; then
                         seen=$after
                         [ "$SPLIT" != split ] || n_split=$((n_split + 1))
@@ -116,7 +119,6 @@ gen_tid() {
         echo "$best"
 }
 last_cpu() { awk '{ print $39 }' "/proc/$1/task/$2/stat" 2>/dev/null; }   # sysbench's comm has no blanks
-passes() { ctl status --json | jq -r .counts.passes; }
 
 # await_feeder CLIENT_PID: the event generator FT is on CT's CPU within 5
 # of the daemon's passes and 1 s. Returns 0 when it is; 1 when not, and the

@@ -953,6 +953,16 @@ static void test_fan_no_chain(void) {
         world_done(&w);
 }
 
+/* Applied: the pair 0 <-> 1 and the link 2 (its partner tasks[link_partner]) pinned to cpu. */
+static void hold_three(struct world *w, struct task *tasks, int link_partner, int cpu) {
+        w->managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
+        w->managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
+        w->managed[2] = mkmanaged(&tasks[2], &tasks[link_partner], cpu);
+        w->n_managed = 3;
+        for (int i = 0; i < 3; i++)
+                tasks[i].allowed = cpumask_of(cpu), tasks[i].last_cpu = cpu;
+}
+
 static void test_chain(void) {
         /* A proxy 851 between its client 850 and its backend 852: the
          * stronger pair is co-located and the backend joins it, one SET,
@@ -982,12 +992,7 @@ static void test_chain(void) {
         ASSERT_EQ(target(&w, 851, 852)->cpu, cpu);
 
         /* applied: 850 and 851 the first pair's, 852 the chain's */
-        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
-        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
-        w.managed[2] = mkmanaged(&tasks[2], &tasks[1], cpu);
-        w.n_managed = 3;
-        for (int i = 0; i < 3; i++)
-                tasks[i].allowed = cpumask_of(cpu), tasks[i].last_cpu = cpu;
+        hold_three(&w, tasks, 1, cpu);
         for (int i = 0; i < 3; i++) {
                 w.findings.items[0].split_fraction = w.findings.items[1].split_fraction = 0.0;
                 /* the chain's rate above the first pair's from the second round on */
@@ -1012,11 +1017,7 @@ static void test_chain(void) {
         ASSERT_EQ(w.out.items[2].task.tid, 852);
         /* applied */
         cpu = cpumask_next(&w.out.items[0].mask, 0);
-        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
-        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
-        w.managed[2] = mkmanaged(&tasks[2], &tasks[1], cpu);
-        for (int i = 0; i < 3; i++)
-                tasks[i].allowed = cpumask_of(cpu), tasks[i].last_cpu = cpu;
+        hold_three(&w, tasks, 1, cpu);
 
         /* the link quiet for a pass (no finding), its stronger pair still there: hysteresis, not a release */
         w.findings.items[0] = w.findings.items[1];
@@ -1067,12 +1068,7 @@ static void test_feeder(void) {
         ASSERT_STREQ(target(&w, 860, 862)->state, "co-located");
 
         /* applied: held, the feeder reads as a pair (detect-pair.c's pair_rate()) and stays */
-        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
-        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
-        w.managed[2] = mkmanaged(&tasks[2], &tasks[0], cpu);
-        w.n_managed = 3;
-        for (int i = 0; i < 3; i++)
-                tasks[i].allowed = cpumask_of(cpu), tasks[i].last_cpu = cpu;
+        hold_three(&w, tasks, 0, cpu);
         w.findings.items[0].shape = PAIR_PINGPONG;
         for (int i = 0; i < 3; i++) {
                 w.findings.items[0].split_fraction = w.findings.items[1].split_fraction = 0.0;

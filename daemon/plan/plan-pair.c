@@ -716,7 +716,8 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
                  it->anchored & 1u ? held_by : "",
                  it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]),
                  it->anchored & 2u ? held_by : "", cpu, f ? f->wake_rate_per_s : 0,
-                 f && f->shape == PAIR_FEEDER ? " one way" : "", f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem);
+                 f && f->shape == PAIR_FEEDER ? " one way" : "",
+                 f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem);
         for (int k = 0; k < 2; k++) {
                 struct action a;
 
@@ -961,14 +962,15 @@ static int decide_ineligible(struct pair_plan *pp, struct pair_item *it) {
                 return 1;
         }
         if (f->shape == PAIR_FEEDER) {
-                /* one way: only a link of a pair we hold, on that pair's CPU */
-                if ((!used(pp, &it->id[0]) && !used(pp, &it->id[1])) || !chain(pp, it)) {
+                /* one way: only a link of a pair we hold, on that pair's CPU (chain() is false
+                 * when neither member is in a pair kept or placed this pass) */
+                if (!chain(pp, it)) {
                         st->seen = 0;
                         if (ours)
                                 return (r = release(pp, it, PAIR_LEFT_ALONE_ONE_WAY,
                                                     "pair: released: one-way, its pair not held")) < 0 ? r : 1;
-                        plan_set_pair_state(st, PAIR_LEFT_ALONE_ONE_WAY, "%s; joins only a pair held on one CPU, where all three fit",
-                                            f->note);
+                        plan_set_pair_state(st, PAIR_LEFT_ALONE_ONE_WAY,
+                                            "%s; joins only a pair held on one CPU, where all three fit", f->note);
                         return 1;
                 }
         } else if ((used(pp, &it->id[0]) || used(pp, &it->id[1])) && !chain(pp, it)) {
