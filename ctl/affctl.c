@@ -360,6 +360,10 @@ static void print_colocation(struct json_object *o) {
              jdouble(o, "colocation.same_cpu_round_trips_per_s"),
              jdouble(o, "colocation.gain") < jdouble(o, "colocation.gain_min")
                      ? "; under the threshold: pairs are left to the kernel" : "");
+        /* one CPU is the rule; a wider span is news (affinityd.policy(5) Span=) */
+        if (!streq(jstr(o, "colocation.span"), "cpu") && !streq(jstr(o, "colocation.span"), ""))
+                line(&label, "a pair's Span=auto is %s: a split there costs nothing here",
+                     streq(jstr(o, "colocation.span"), "core") ? "its core's SMT siblings" : "its last-level cache");
 }
 
 static void print_status(struct json_object *o, const struct ctl *c) {

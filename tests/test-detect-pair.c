@@ -255,7 +255,14 @@ static void test_held_pair_one_way(void) {
         ASSERT_EQ(f.n, 1);
         ASSERT_NEAR(f.items[0].wake_rate_per_s, 48230, 1e-6);
 
+        /* held by us on one span (Span=: a core's two siblings), one mask for both: still a pair */
+        tasks[0].allowed = tasks[1].allowed = (cpumask_t) { .bits = { 0x3 } };
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_NEAR(f.items[0].wake_rate_per_s, 48230, 1e-6);
+
         /* pinned to two different CPUs by us (not how we hold a pair): the weaker direction */
+        tasks[0].allowed = CPU0;
         tasks[1].allowed = CPU1;
         run(&s, &f);
         ASSERT_EQ(f.n, 0);

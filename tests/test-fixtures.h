@@ -39,6 +39,7 @@
                 .run_delay_min_ms_per_s = -1, .steal_min = -1, .group_util_max = -1,    \
                 .pair_owners = -1,                                                      \
                 .cpu_weight = -1,                                                       \
+                .pair_span = -1,                                                        \
         }
 
 /* A new empty directory $TMPDIR/<prefix>XXXXXX (/tmp without TMPDIR) in buf. */

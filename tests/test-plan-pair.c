@@ -102,6 +102,7 @@ struct world {
         int claim[PLAN_MACHINE_CPUS_MAX];
         unsigned budget;
         uint64_t now;
+        const struct calibration *calibration;
         struct action_list out;
 };
 
@@ -130,6 +131,7 @@ static void interval(struct world *w) {
                 .managed = w->managed,
                 .n_managed = w->n_managed,
                 .now_usec = w->now,
+                .calibration = w->calibration,
         };
         struct plan_ctx ctx = {
                 .state = w->state,
@@ -1352,6 +1354,170 @@ static void test_machines_reserved(void) {
         }
 }
 
+/* ---- Span=: a pair on a core's siblings or an LLC ------------------- */
+
+/* A calibration as calibrate() leaves it: the gain of a split per level (0: not measured). */
+static struct calibration mkcalib(double smt, double core, double llc) {
+        const double gain[] = { smt, core, llc };
+        const enum calib_level level[] = { CALIB_SMT, CALIB_CORE, CALIB_LLC };
+        struct calibration c = { .done = true, .same_per_s = 100000 };
+
+        for (size_t i = 0; i < ELEMENTSOF(gain); i++)
+                if (gain[i] > 0) {
+                        c.levels[c.n_levels++] = (struct calib_result) {
+                                .level = level[i], .gain = gain[i], .split_per_s = c.same_per_s / gain[i],
+                        };
+                        c.gain_max = MAX(c.gain_max, gain[i]);
+                }
+        return c;
+}
+
+/* The one mask both members of the pair (a, b) were set to this interval; empty if not set. */
+static cpumask_t pair_set_mask(const struct world *w, pid_t a, pid_t b) {
+        cpumask_t ma = {}, mb = {};
+
+        for (size_t i = 0; i < w->out.n; i++) {
+                const struct action *x = &w->out.items[i];
+
+                if (x->verb != VERB_SET)
+                        continue;
+                if (x->task.tid == a)
+                        ma = x->mask;
+                else if (x->task.tid == b)
+                        mb = x->mask;
+        }
+        ASSERT_TRUE(cpumask_equal(&ma, &mb));
+        return ma;
+}
+
+/* Our pin of t for the pair with partner on mask, its original all of the machine. */
+static struct managed mkmanaged_mask(const struct task *t, const struct task *partner, const cpumask_t *mask,
+                                     int cpu) {
+        struct managed m = mkmanaged(t, partner, cpu);
+
+        m.mask = *mask;
+        cpumask_format_list(&machine_topo.online, m.original, sizeof(m.original));
+        cpumask_format_list(mask, m.current, sizeof(m.current));
+        return m;
+}
+
+/*
+ * One pair split across the 2-socket box's L3s (members on CPUs 0 and 8),
+ * placed in one interval with this calibration and Span=; the mask both
+ * members were set to. hogs: CPUs hogs are pinned to, or NULL.
+ */
+static cpumask_t place_spanned(const struct calibration *c, int span, const cpumask_t *hogs, struct world *w,
+                               struct task *tasks) {
+        world_on(w, PLAN_MACHINE_2S8C, tasks, 2);
+        tasks[0].last_cpu = 0;
+        tasks[1].last_cpu = 8;
+        w->calibration = c;
+        pair_policy.pair_span = span;
+        for (int hog = hogs ? cpumask_next(hogs, 0) : -1; hog >= 0; hog = cpumask_next(hogs, hog + 1)) {
+                /* a hog pinned there (plan_hogs() also claims its CPU) */
+                struct task h = mktask(900 + hog, 1.0, hog);
+
+                w->managed[w->n_managed] = mkmanaged(&h, &h, hog);
+                w->managed[w->n_managed].kind = DETECT_HOG;
+                w->managed[w->n_managed++].partner = (struct task_id) {};
+                w->claim[hog] = 1;
+        }
+        add_pair_now(w, &tasks[0], &tasks[1], 50000);
+        interval(w);
+        pair_policy.pair_span = -1;
+        return pair_set_mask(w, tasks[0].id.tid, tasks[1].id.tid);
+}
+
+/*
+ * Span=auto spreads a pair only as far as the calibration measured a split
+ * as cheap as one CPU: over the core's SMT siblings when a split between
+ * them buys nothing, over the L3 when a split between its cores buys
+ * nothing too, else one CPU. Span= set by the policy wins; a hog's CPU is
+ * never in a span; a kept span needs no action, and a pair held on one CPU
+ * whose span grew is set anew.
+ */
+static void test_machines_span(void) {
+        struct calibration smt_free = mkcalib(1.0, 2.0, 3.0), llc_free = mkcalib(1.0, 1.02, 3.0);
+        struct calibration none_free = mkcalib(1.6, 2.0, 3.0);
+        struct task tasks[] = { mktask(100, 0.4, 0), mktask(101, 0.4, 8) };
+        struct world w;
+        cpumask_t m;
+        int home;
+
+        /* siblings free: the home CPU and its sibling, both members the same */
+        m = place_spanned(&smt_free, -1, NULL, &w, tasks);
+        ASSERT_EQ(cpumask_weight(&m), 2);
+        home = target(&w, 100, 101)->cpu;
+        ASSERT_TRUE(cpumask_test(&m, home) && cpumask_test(&m, sibling_of(home)));
+        ASSERT_EQ(w.claim[home], 2);
+        ASSERT_EQ(w.claim[sibling_of(home)], 2);
+        ASSERT_TRUE(strstr(w.out.items[0].reason, " on CPUs ") != NULL);
+        /* kept: nothing to do, still at home */
+        w.managed[0] = mkmanaged_mask(&tasks[0], &tasks[1], &m, home);
+        w.managed[1] = mkmanaged_mask(&tasks[1], &tasks[0], &m, home);
+        w.n_managed = 2;
+        tasks[0].allowed = tasks[1].allowed = m;
+        tasks[0].affinity_ours = tasks[1].affinity_ours = true;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 100, 101)->state, "co-located");
+        ASSERT_EQ(target(&w, 100, 101)->cpu, home);
+        tasks[0].allowed = tasks[1].allowed = machine_topo.online;
+        tasks[0].affinity_ours = tasks[1].affinity_ours = false;
+        world_done(&w);
+
+        /* its L3's cores free too: the L3 (8 cores x 2 threads) */
+        m = place_spanned(&llc_free, -1, NULL, &w, tasks);
+        ASSERT_EQ(cpumask_weight(&m), 16);
+        CPUMASK_FOREACH(d, &m)
+                ASSERT_EQ(machine_cpus[d].llc_id, machine_cpus[target(&w, 100, 101)->cpu].llc_id);
+        world_done(&w);
+
+        /* a split anywhere costs: one CPU; and nothing measured: one CPU */
+        m = place_spanned(&none_free, -1, NULL, &w, tasks);
+        ASSERT_EQ(cpumask_weight(&m), 1);
+        world_done(&w);
+        m = place_spanned(NULL, -1, NULL, &w, tasks);
+        ASSERT_EQ(cpumask_weight(&m), 1);
+        world_done(&w);
+
+        /* the policy's Span= wins over the calibration, both ways */
+        m = place_spanned(&smt_free, PAIR_SPAN_CPU, NULL, &w, tasks);
+        ASSERT_EQ(cpumask_weight(&m), 1);
+        world_done(&w);
+        m = place_spanned(NULL, PAIR_SPAN_CORE, NULL, &w, tasks);
+        ASSERT_EQ(cpumask_weight(&m), 2);
+        world_done(&w);
+
+        /* a hog pinned in each L3 (CPUs 5 and 13): the pair's L3 span leaves it out */
+        {
+                cpumask_t hogs = {};
+
+                cpumask_set(&hogs, 5);
+                cpumask_set(&hogs, 13);
+                m = place_spanned(&llc_free, -1, &hogs, &w, tasks);
+                ASSERT_EQ(cpumask_weight(&m), 15);
+                ASSERT_TRUE(!cpumask_test(&m, 5) && !cpumask_test(&m, 13));
+                world_done(&w);
+        }
+
+        /* held on one CPU, then the siblings are found free: set anew on both */
+        world_on(&w, PLAN_MACHINE_2S8C, tasks, 2);
+        m = cpumask_of(0);
+        w.managed[0] = mkmanaged_mask(&tasks[0], &tasks[1], &m, 0);
+        w.managed[1] = mkmanaged_mask(&tasks[1], &tasks[0], &m, 0);
+        w.n_managed = 2;
+        tasks[0].last_cpu = tasks[1].last_cpu = 0;
+        w.calibration = &smt_free;
+        add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 2);
+        m = pair_set_mask(&w, 100, 101);
+        ASSERT_TRUE(cpumask_test(&m, 0) && cpumask_test(&m, sibling_of(0)) && cpumask_weight(&m) == 2);
+        ASSERT_TRUE(strstr(w.out.items[0].reason, "re-spanned") != NULL);
+        world_done(&w);
+}
+
 int main(void) {
         test_split_pair_colocated();
         test_new_member_waits_a_window();
@@ -1379,5 +1545,6 @@ int main(void) {
         test_machines_llcs_before_sharing();
         test_machines_memory_node();
         test_machines_reserved();
+        test_machines_span();
         return 0;
 }

@@ -58,7 +58,7 @@ enum key {
 
         K_UTIL, K_MIGRATIONS, K_WAKE_RATE, K_RUN_DELAY, K_STEAL, K_MAX_COMBINED_UTIL, K_WINDOW, K_OWNERS,
 
-        K_CPU_WEIGHT, K_SCHED_FEATURES, K_SYSCTL, K_CPUS, K_ALLOW_REALTIME, K_ALLOW_NARROWED,
+        K_CPU_WEIGHT, K_SCHED_FEATURES, K_SYSCTL, K_CPUS, K_ALLOW_REALTIME, K_ALLOW_NARROWED, K_SPAN,
         _K_MAX,
 };
 
@@ -152,6 +152,7 @@ static const struct key_def {
         [K_CPUS]                = { SEC_ACTION, "CPUs" },
         [K_ALLOW_REALTIME]      = POLICY(SEC_ACTION, "AllowRealtime", V_BOOL, allow_realtime),
         [K_ALLOW_NARROWED]      = POLICY(SEC_ACTION, "AllowNarrowed", V_BOOL, allow_narrowed),
+        [K_SPAN]                = { SEC_ACTION, "Span" },
 #undef POLICY
 #undef DAEMON
 #undef FIELD
@@ -1026,6 +1027,16 @@ static int policy_owners_set(struct policy *p, const char *value, char *reason, 
         return r;
 }
 
+static int policy_span_set(struct policy *p, const char *value, char *reason, size_t size) {
+        for (int v = 0; v < _PAIR_SPAN_MAX; v++)
+                if (streq(value, pair_span_to_string(v))) {
+                        p->pair_span = v;
+                        return 0;
+                }
+        snprintf(reason, size, "unknown value (auto, cpu, core, llc)");
+        return -EINVAL;
+}
+
 /* ms of waiting per second of wall time: "50ms" (or "50ms/s"); at most all of it */
 static int policy_run_delay_set(struct policy *p, const char *value, char *reason, size_t size) {
         const char *rest;
@@ -1143,6 +1154,9 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
                 break;
         case K_OWNERS:
                 r = policy_owners_set(p, value, reason, sizeof(reason));
+                break;
+        case K_SPAN:
+                r = policy_span_set(p, value, reason, sizeof(reason));
                 break;
         case K_RUN_DELAY:
                 r = policy_run_delay_set(p, value, reason, sizeof(reason));
@@ -1399,6 +1413,8 @@ static void validate_pending(struct parse_ctx *ctx, struct pending *pd) {
         if (pd->origin[K_ALLOW_NARROWED].line &&
             (p->action == ACTION_EXCLUDE || p->action == ACTION_FEATURES || p->action == ACTION_SYSCTL))
                 key_error(ctx, pd, K_ALLOW_NARROWED, "not used by Action=%s", policy_action_to_string(p->action));
+        if (p->action != ACTION_COLOCATE && pd->origin[K_SPAN].line)
+                key_error(ctx, pd, K_SPAN, "only used by Action=colocate");
 
         /* Match keys that would make the policy one that can never act. */
         if (p->match.kthreads == MATCH_YES && p->action != ACTION_EXCLUDE)
@@ -1492,6 +1508,7 @@ static void start_policy(struct parse_ctx *ctx, bool header) {
                 .group_util_max = -1,
                 .pair_owners = -1,
                 .cpu_weight = -1,
+                .pair_span = -1,
                 .line = ctx->line,
         };
         pd->had_header = header;

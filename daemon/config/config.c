@@ -67,6 +67,17 @@ const char *pair_owners_to_string(int o) {
         return o >= 0 && o < _PAIR_OWNERS_MAX ? pair_owners_table[o] : "trusted";
 }
 
+static const char *const pair_span_table[_PAIR_SPAN_MAX] = {
+        [PAIR_SPAN_AUTO] = "auto",
+        [PAIR_SPAN_CPU] = "cpu",
+        [PAIR_SPAN_CORE] = "core",
+        [PAIR_SPAN_LLC] = "llc",
+};
+
+const char *pair_span_to_string(int s) {
+        return s >= 0 && s < _PAIR_SPAN_MAX ? pair_span_table[s] : "auto";
+}
+
 const char *detector_to_string(enum detector d) {
         return d >= 0 && d < _DETECT_MAX ? detector_table[d] : "?";
 }

@@ -91,6 +91,22 @@ static inline bool pair_owner_is_system(uid_t uid) {
 }
 const char *pair_owners_to_string(int o);
 
+/*
+ * Span= of a colocate policy: how far a co-located pair may spread. One
+ * CPU is what a split costs nothing on; a core's SMT siblings or an LLC
+ * leave the kernel room to balance the pair (and its other tasks) where
+ * the calibration (sample/calibrate.h) measured a split there as cheap as
+ * one CPU.
+ */
+enum pair_span {
+        PAIR_SPAN_AUTO,       /* the widest of core and llc the calibration found free, else cpu */
+        PAIR_SPAN_CPU,        /* one CPU */
+        PAIR_SPAN_CORE,       /* the SMT siblings of one core */
+        PAIR_SPAN_LLC,        /* the CPUs sharing one last-level cache */
+        _PAIR_SPAN_MAX,
+};
+const char *pair_span_to_string(int s);
+
 enum policy_action {
         ACTION_PIN,       /* hog: one CPU per hog */
         ACTION_COLOCATE,  /* pair: both on one CPU */
@@ -161,6 +177,7 @@ struct policy {
         cpumask_t cpus_mask;          /* the same, parsed; empty if CPUs= is not set */
         bool allow_realtime;          /* AllowRealtime=no   override of the safety defaults */
         bool allow_narrowed;          /* AllowNarrowed=no   */
+        int pair_span;                /* Span= (enum pair_span), colocate policies; -1 unset: auto */
 
         char *excluded_why;           /* Action=exclude: "excluded by policy NAME" (detect_policy_for's ret_why) */
 };

@@ -403,7 +403,7 @@ static int status_levers_changed(const struct managed *mg, size_t n_managed, str
 
 /* Other placers seen, and the topology. */
 /* What co-location buys here: per level, and the largest; why not, when not measured. */
-static int calibration_json(const struct calibration *c, struct json_object **ret) {
+static int calibration_json(const struct calibration *c, const struct topology *topo, struct json_object **ret) {
         struct json_object *o = json_object_new_object(), *levels = json_object_new_array();
         int r = o && levels ? 0 : -ENOMEM;
 
@@ -413,6 +413,8 @@ static int calibration_json(const struct calibration *c, struct json_object **re
         r = r ?: json_add(o, "gain", json_object_new_double(c->gain_max));
         r = r ?: json_add(o, "gain_min", json_object_new_double(CALIB_GAIN_MIN));
         r = r ?: json_add(o, "same_cpu_round_trips_per_s", json_object_new_double(c->same_per_s));
+        /* what a pair policy's Span=auto spreads a pair over here */
+        r = r ?: json_add(o, "span", json_object_new_string(pair_span_to_string(plan_pair_auto_span(c, topo))));
         for (int i = 0; r >= 0 && i < c->n_levels; i++) {
                 struct json_object *l = json_object_new_object();
                 int k = l ? 0 : -ENOMEM;
@@ -442,7 +444,7 @@ static int status_machine(struct manager *m, struct json_object *o) {
         struct json_object *x = NULL;
         int r = 0;
 
-        if (calibration_json(&m->calibration, &x) >= 0)
+        if (calibration_json(&m->calibration, m->topo, &x) >= 0)
                 r = json_add(o, "colocation", x);
         if (coexist_json(m, &x) >= 0)
                 r = json_add(o, "coexistence", x);

@@ -257,12 +257,13 @@ static bool owners_allow(const struct policy *p, const struct task *a, const str
  * sysbench co-located at 53k queries/s: 48,230/1,510, 44,090/2,372 and
  * 26,349/5,855 wake-ups/s. With the minimum a pair we co-located read
  * "quiet" and was released into the split it had been taken out of, so
- * a pair that we hold on one CPU is measured by its stronger direction.
+ * a pair that we hold on one CPU is measured by its stronger direction
+ * (and one held on a span, which the kernel may keep on one CPU of it).
  */
 static double pair_rate(const struct task *a, const struct task *b, const struct pair_item *it, unsigned anchored) {
-        int cpu = cpumask_single(&a->allowed);
-        bool held = member_fixed(a, anchored, 0) && member_fixed(b, anchored, 1) && cpu >= 0 &&
-                    cpu == cpumask_single(&b->allowed);
+        /* one CPU, or one span of CPUs (a core's siblings, an LLC: Span=) */
+        bool held = member_fixed(a, anchored, 0) && member_fixed(b, anchored, 1) &&
+                    cpumask_equal(&a->allowed, &b->allowed);
 
         return held ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);
 }

@@ -486,16 +486,22 @@ static void occupancy(struct hog_plan *hp) {
                         hp->soft[t->last_cpu]++;
         }
 
-        /* pair and spread pins in force: a hog there would push them away */
+        /* pair and spread pins in force (one CPU; a pair's span, Span=, is all of
+         * its CPUs): a hog there would push them away */
         for (size_t j = 0; j < in->n_managed; j++) {
                 const struct managed *m = &in->managed[j];
-                int c;
+                int c = cpumask_single(&m->mask);
 
                 if (m->type != ACT_AFFINITY || m->kind == DETECT_HOG)
                         continue;
-                c = cpumask_single(&m->mask);
                 if (c >= 0 && c < n)
                         hp->soft[c]++;
+                else if (m->kind == DETECT_PAIR)
+                        CPUMASK_FOREACH(d, &m->mask) {
+                                if (d >= n)
+                                        break;
+                                hp->soft[d]++;
+                        }
         }
 }
 

@@ -101,6 +101,7 @@ struct pair_item {
                                          * a stronger pair (chain_cpu): never ours to set */
         int pin_cpu;                    /* both ours (or an anchor) on this one CPU, else -1 */
         int chain_cpu;                  /* a member is in a stronger pair on this CPU (chain()), else -1 */
+        cpumask_t chain_mask;           /* then: the CPUs that pair is held on (its span) */
         double chain_util;              /* then: the util of the whole chain */
         double rate;                    /* for ordering */
 };
@@ -110,6 +111,7 @@ struct pair_item {
 struct pair_use {
         struct task_id id;
         int cpu;
+        cpumask_t mask;         /* the CPUs the pair is held on: cpu, or its span (pair_mask()) */
         double util;
         enum pair_role role;    /* its role in that pair */
 };
@@ -122,6 +124,7 @@ struct pair_plan {
         cpumask_t usable;
         double *load;                   /* per CPU: Σ util of threads last seen there */
         int *busy;                      /* per CPU: threads with util > PAIR_BUSY_UTIL there */
+        cpumask_t hog_pinned;           /* CPUs a hog pin in force holds (a span leaves them out) */
         /* scratch for choose_cpu(), per core / LLC id (sharing_counts()) */
         int *core_claimed, *core_paired, *llc_paired;
         int n_ids;
@@ -130,6 +133,12 @@ struct pair_plan {
         struct pair_item *items;
         size_t n_items;
 };
+
+/* The CPU a held mask counts as the pair's home (its claim, its load, the
+ * report's "cpu"): the one it was placed on, while the mask still has it. */
+static int mask_home(const struct plan_target_state *st, const cpumask_t *mask) {
+        return st && st->cpu >= 0 && cpumask_test(mask, st->cpu) ? st->cpu : cpumask_next(mask, 0);
+}
 
 /* A pin of the pair planner's (whichever pair it is for). */
 static bool is_pair_pin(const struct managed *m) {
@@ -175,7 +184,7 @@ static bool used(const struct pair_plan *pp, const struct task_id *id) {
         return use_of(pp, id) != NULL;
 }
 
-static int use(struct pair_plan *pp, const struct pair_item *it) {
+static int use(struct pair_plan *pp, const struct pair_item *it, const cpumask_t *mask) {
         double util = it->chain_cpu >= 0 ? it->chain_util : it->f ? it->f->combined_util : 0;
         enum pair_role role[2] = { PAIR_ROLE_PEER, PAIR_ROLE_PEER };
 
@@ -191,7 +200,7 @@ static int use(struct pair_plan *pp, const struct pair_item *it) {
         }
         for (int k = 0; k < 2; k++)
                 pp->used[pp->n_used++] = (struct pair_use) {
-                        .id = it->id[k], .cpu = it->st->cpu, .util = util, .role = role[k],
+                        .id = it->id[k], .cpu = it->st->cpu, .mask = *mask, .util = util, .role = role[k],
                 };
         return 0;
 }
@@ -283,7 +292,7 @@ static int collect(struct pair_plan *pp) {
                 it->anchored = it->f ? it->f->anchored : it->st->last.anchored;
                 pinned = it->m[0] && it->m[1];
                 if (pinned && cpumask_equal(&it->m[0]->mask, &it->m[1]->mask))
-                        it->pin_cpu = cpumask_single(&it->m[0]->mask);
+                        it->pin_cpu = mask_home(it->st, &it->m[0]->mask);
                 for (int k = 0; k < 2 && !pinned; k++)
                         /* around an anchor: our pin on the anchor's one CPU */
                         if ((it->anchored & (1u << k)) && it->m[1 - k] && it->t[k] &&
@@ -354,6 +363,12 @@ static int load_init(struct pair_plan *pp) {
                 if (t->util > PAIR_BUSY_UTIL)
                         pp->busy[t->last_cpu]++;
         }
+        for (size_t j = 0; j < pp->ctx->in->n_managed; j++) {
+                const struct managed *m = &pp->ctx->in->managed[j];
+
+                if (m->type == ACT_AFFINITY && m->kind == DETECT_HOG && cpumask_single(&m->mask) >= 0)
+                        pp->hog_pinned = cpumask_or(&pp->hog_pinned, &m->mask);
+        }
         return 0;
 }
 
@@ -386,6 +401,76 @@ static cpumask_t candidates(const struct pair_plan *pp, const struct pair_item *
                 c = cpumask_and(&c, &base);
         }
         return c;
+}
+
+/*
+ * How far the pair may spread around its CPU (Span=, config.h). auto: a
+ * core's SMT siblings where the calibration measured a split between them
+ * as cheap as one CPU, and the LLC where a split between its cores is too;
+ * anywhere else, and wherever nothing was measured, one CPU (what a
+ * split's measured cost asks for). An anchor holds its member on one CPU,
+ * so a pair around it is on that CPU.
+ */
+enum pair_span plan_pair_auto_span(const struct calibration *c, const struct topology *topo) {
+        bool smt = topo && topo->n_cores > 0 && topo->n_cores < topo->n_cpus;
+
+        if (smt && !calibration_free_at(c, CALIB_SMT))
+                return PAIR_SPAN_CPU;
+        if (calibration_free_at(c, CALIB_CORE))
+                return PAIR_SPAN_LLC;
+        return smt && calibration_free_at(c, CALIB_SMT) ? PAIR_SPAN_CORE : PAIR_SPAN_CPU;
+}
+
+static enum pair_span span_of(const struct pair_plan *pp, const struct pair_item *it) {
+        int s = it->p && it->p->pair_span >= 0 ? it->p->pair_span : PAIR_SPAN_AUTO;
+
+        if (it->anchored)
+                return PAIR_SPAN_CPU;
+        return s != PAIR_SPAN_AUTO ? (enum pair_span) s : plan_pair_auto_span(pp->ctx->in->calibration, pp->topo);
+}
+
+/*
+ * The CPUs a pair homed on cpu is set to: cpu, and within its span
+ * (span_of()) the pair's other candidates that no hog pin holds. A chain's
+ * link joins its stronger pair's CPUs. Pins, not this pass's claims: a busy
+ * thread's last CPU is claimed too, and moves from pass to pass; a span
+ * that followed it would be set anew every pass.
+ */
+static cpumask_t pair_mask(const struct pair_plan *pp, const struct pair_item *it, int cpu) {
+        const struct topology *t = pp->topo;
+        enum pair_span span = span_of(pp, it);
+        cpumask_t m = cpumask_of(cpu), cand;
+
+        if (it->chain_cpu >= 0)
+                return it->chain_mask;
+        if (span == PAIR_SPAN_CPU || !t->cpus || cpu < 0 || cpu >= pp->n_cpus)
+                return m;
+        cand = candidates(pp, it);
+        CPUMASK_FOREACH(d, &cand) {
+                if (d >= pp->n_cpus)
+                        break;
+                if (!cpumask_test(&pp->hog_pinned, d) &&
+                    (span == PAIR_SPAN_CORE ? t->cpus[d].core_id == t->cpus[cpu].core_id
+                                            : t->cpus[d].llc_id == t->cpus[cpu].llc_id))
+                        cpumask_set(&m, d);
+        }
+        return m;
+}
+
+/* The pair holds these CPUs this pass: no hog goes there, and other pairs
+ * count them as taken (sharing_cost()). */
+static void claim_mask(struct pair_plan *pp, const cpumask_t *mask) {
+        CPUMASK_FOREACH(d, mask) {
+                if (d >= pp->n_cpus)
+                        break;
+                if (pp->ctx->cpu_claim[d] != 1)
+                        pp->ctx->cpu_claim[d] = 2;
+        }
+}
+
+/* The mask of our pin(s) a held pair keeps. */
+static const cpumask_t *held_mask(const struct pair_item *it) {
+        return &(it->m[0] ?: it->m[1])->mask;
 }
 
 /*
@@ -663,7 +748,7 @@ static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it,
                 if (!it->m[k] || it->m[j] || it->other[j] || it->pair_pin[j] || (it->anchored & (1u << j)) ||
                     !it->t[j])
                         continue;
-                cpu = cpumask_single(&it->m[k]->mask);
+                cpu = mask_home(it->st, &it->m[k]->mask);
                 ts = plan_state_find(pp->ctx->state, akey[j]);
                 if (cpu < 0 || cpu >= pp->n_cpus || (ts && ts->foreign_changes > 0) ||
                     plan_state_blocked(pp->ctx->state, NULL, akey[0], now, NULL) ||
@@ -698,8 +783,8 @@ static bool in_place(const struct pair_item *it, int k, const cpumask_t *one) {
 
 static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
         const struct finding *f = it->f;
-        cpumask_t one = cpumask_of(cpu);
-        char reason[160], split[96], mem[48] = "";
+        cpumask_t mask = pair_mask(pp, it, cpu);
+        char reason[160], split[96], mem[48] = "", where[24];
         const char *held_by = it->chain_cpu >= 0 ? ", held there by its other pair" : ", pinned there by someone else";
         double share;
         int r, node = mem_node(pp, it, &share);
@@ -710,25 +795,31 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
                 detect_pair_roles(it->t[0], it->t[1], role);
         if (node >= 0)
                 snprintf(mem, sizeof(mem), ", memory %.0f%% on node %d", share * 100, node);
-        /* who is who first: what an operator reads the line for */
-        snprintf(reason, sizeof(reason), "pair: %s %s %d (%s%s) + %s %d (%s%s) on CPU %d: %.0f wake-ups/s%s, %s%s",
+        if (cpumask_weight(&mask) > 1) {
+                const char *list = cpumask_format_list(&mask, split, sizeof(split));
+                snprintf(where, sizeof(where), "CPUs %.18s", list ?: "of its span");
+        } else
+                snprintf(where, sizeof(where), "CPU %d", cpu);
+        /* who is who first: what an operator reads the line for; its tail may be cut */
+        if (snprintf(reason, sizeof(reason), "pair: %s %s %d (%s%s) + %s %d (%s%s) on %s: %.0f wake-ups/s%s, %s%s",
                  what, it->t[0] ? it->t[0]->comm : "?", (int) it->id[0].tid, pair_role_to_string(role[0]),
                  it->anchored & 1u ? held_by : "",
                  it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]),
-                 it->anchored & 2u ? held_by : "", cpu, f ? f->wake_rate_per_s : 0,
+                 it->anchored & 2u ? held_by : "", where, f ? f->wake_rate_per_s : 0,
                  f && f->shape == PAIR_FEEDER ? " one way" : "",
-                 f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem);
+                 f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem) < 0)
+                reason[0] = '\0';
         for (int k = 0; k < 2; k++) {
                 struct action a;
 
-                if (in_place(it, k, &one) || (it->anchored & (1u << k)))
+                if (in_place(it, k, &mask) || (it->anchored & (1u << k)))
                         continue;    /* in place already, or someone else's anchor: never ours to set */
-                fill_action(&a, it, k, VERB_SET, &one, it->p && it->p->name ? it->p->name : it->st->policy, reason);
+                fill_action(&a, it, k, VERB_SET, &mask, it->p && it->p->name ? it->p->name : it->st->policy, reason);
                 r = plan_emit(pp->ctx, &a);
                 if (r < 0)
                         return r;
         }
-        pp->ctx->cpu_claim[cpu] = 2;
+        claim_mask(pp, &mask);
         pp->load[cpu] += f ? f->combined_util : 1.0;
         it->st->cpu = cpu;
         /* ours now: what it moves from here on is no "before" */
@@ -736,7 +827,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         it->st->before_usec = 0;
         if (!it->st->placed_usec)
                 it->st->placed_usec = pp->ctx->in->now_usec;
-        r = use(pp, it);
+        r = use(pp, it, &mask);
         if (r < 0)
                 return r;
         plan_set_pair_state(it->st, PAIR_COLOCATED, "%s", reason);
@@ -744,12 +835,12 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         return 0;
 }
 
-static unsigned sets_needed(const struct pair_item *it, int cpu) {
-        cpumask_t one = cpumask_of(cpu);
+static unsigned sets_needed(const struct pair_plan *pp, const struct pair_item *it, int cpu) {
+        cpumask_t mask = pair_mask(pp, it, cpu);
         unsigned n = 0;
 
         for (int k = 0; k < 2; k++)
-                if (!(it->anchored & (1u << k)) && !in_place(it, k, &one))
+                if (!(it->anchored & (1u << k)) && !in_place(it, k, &mask))
                         n++;
         return n;
 }
@@ -867,8 +958,9 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
                 return false;
         it->anchored |= 1u << k;
         it->chain_cpu = u->cpu;
+        it->chain_mask = u->mask;
         it->chain_util = util;
-        it->pin_cpu = it->m[j] && cpumask_single(&it->m[j]->mask) == u->cpu ? u->cpu : -1;
+        it->pin_cpu = it->m[j] && cpumask_equal(&it->m[j]->mask, &u->mask) ? u->cpu : -1;
         return true;
 }
 
@@ -924,10 +1016,10 @@ static int decide_quiet(struct pair_plan *pp, struct pair_item *it) {
                 return release(pp, it, PAIR_RELEASED, "pair: released: quiet for %u intervals%s",
                                st->absent, it->p ? "" : " (policy gone)");
         /* keep it for now: hysteresis */
-        pp->ctx->cpu_claim[it->pin_cpu] = 2;
+        claim_mask(pp, held_mask(it));
         plan_set_pair_state(st, PAIR_COLOCATED, "quiet for %u of %u intervals", st->absent, hyst);
         set_colocated_state(st, it->pin_cpu);
-        return use(pp, it);
+        return use(pp, it, held_mask(it));
 }
 
 /*
@@ -1019,23 +1111,23 @@ static bool still_fits(const struct pair_plan *pp, const struct pair_item *it, i
 static int keep(struct pair_plan *pp, struct pair_item *it, int cpu) {
         const struct finding *f = it->f;
 
-        pp->ctx->cpu_claim[cpu] = 2;
+        claim_mask(pp, held_mask(it));
         pp->load[cpu] += f->combined_util;
         it->st->cpu = cpu;
         plan_set_pair_state(it->st, PAIR_COLOCATED, "%.0f wake-ups/s each way, util %.2f; %s", f->wake_rate_per_s,
                        f->combined_util, (it->m[0] ?: it->m[1])->reason);
         set_colocated_state(it->st, cpu);
-        return use(pp, it);
+        return use(pp, it, held_mask(it));
 }
 
 /* Join: the free partner of our lone pin moves to its CPU (adoptable_cpu()). */
 static int join(struct pair_plan *pp, struct pair_item *it, int cpu) {
-        if (sets_needed(it, cpu) > pp->ctx->actions_left) {
+        if (sets_needed(pp, it, cpu) > pp->ctx->actions_left) {
                 /* ours is kept: the partner joins on a pass with budget */
-                pp->ctx->cpu_claim[cpu] = 2;
+                claim_mask(pp, held_mask(it));
                 plan_set_pair_state(it->st, PAIR_WATCHING, "partner free again; no action budget "
                                "left this interval to join it");
-                return use(pp, it);
+                return use(pp, it, held_mask(it));
         }
         return place(pp, it, cpu, "joined");
 }
@@ -1049,7 +1141,7 @@ static int move(struct pair_plan *pp, struct pair_item *it) {
 
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
-        if (sets_needed(it, cpu) > pp->ctx->actions_left)
+        if (sets_needed(pp, it, cpu) > pp->ctx->actions_left)
                 return release(pp, it, PAIR_RELEASED, "pair: released: CPU %d no longer fit, no budget to move",
                                it->pin_cpu);
         return place(pp, it, cpu, "moved");
@@ -1069,8 +1161,14 @@ static int keep_or_move(struct pair_plan *pp, struct pair_item *it, char akey[2]
                 return release_half(pp, it);
         if (adopted >= 0 && still_fits(pp, it, adopted))
                 return join(pp, it, adopted);
-        if (adopted < 0 && still_fits(pp, it, it->pin_cpu))
+        if (adopted < 0 && still_fits(pp, it, it->pin_cpu)) {
+                cpumask_t want = pair_mask(pp, it, it->pin_cpu);
+
+                /* its span changed (Span=, the calibration, a hog pinned on a CPU of it): set anew */
+                if (!cpumask_equal(&want, held_mask(it)) && sets_needed(pp, it, it->pin_cpu) <= pp->ctx->actions_left)
+                        return place(pp, it, it->pin_cpu, "re-spanned");
                 return keep(pp, it, it->pin_cpu);
+        }
         return move(pp, it);
 }
 
@@ -1195,7 +1293,7 @@ static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][12
         cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
-        if (pp->ctx->actions_left < sets_needed(it, cpu)) {
+        if (pp->ctx->actions_left < sets_needed(pp, it, cpu)) {
                 plan_set_pair_state(it->st, PAIR_WATCHING, "split; no action budget left this interval");
                 return 0;
         }

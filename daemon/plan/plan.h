@@ -189,6 +189,9 @@ struct plan_ctx {
 
 int plan_hogs(struct plan_ctx *ctx);
 int plan_pairs(struct plan_ctx *ctx);
+/* Span=auto on this machine (config.h enum pair_span): the widest span the
+ * calibration measured as costing a pair nothing (core, llc), else cpu. */
+enum pair_span plan_pair_auto_span(const struct calibration *c, const struct topology *topo);
 int plan_spread(struct plan_ctx *ctx);
 int plan_levers(struct plan_ctx *ctx);
 

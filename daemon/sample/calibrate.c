@@ -296,3 +296,12 @@ double calibration_gain_for(const struct calibration *c, const struct topology *
                         return c->levels[i].gain;
         return c->gain_max;
 }
+
+bool calibration_free_at(const struct calibration *c, enum calib_level l) {
+        if (!c || !c->done)
+                return false;
+        for (int i = 0; i < c->n_levels; i++)
+                if (c->levels[i].level == l)
+                        return c->levels[i].gain > 0 && c->levels[i].gain < CALIB_GAIN_MIN;
+        return false;
+}

@@ -69,3 +69,7 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
  * that separates them), or the largest measured when a or b is unknown;
  * 0 when nothing was measured. */
 double calibration_gain_for(const struct calibration *c, const struct topology *topo, int a, int b);
+
+/* Level l was measured, and a split there buys under CALIB_GAIN_MIN from
+ * co-location: two CPUs of that level are as good as one for a pair. */
+bool calibration_free_at(const struct calibration *c, enum calib_level l);

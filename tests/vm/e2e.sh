@@ -1037,6 +1037,46 @@ check_topo_pairs() {
     fi
 }
 
+# Span=core (64-e2e-topo-span.policy): one pair, started with a member on
+# each node and released, must end up on the SMT siblings of one core (the
+# guest's own thread_siblings_list), both members the same mask, and the
+# journal line says so. A daemon that pins a pair to one CPU whatever
+# Span= says fails here: the mask would be a single CPU.
+check_topo_span() {
+    local a b pids t ma mb core
+    [ -x "$E2E_WORKLOAD_DIR/pingpong" ] || skip "no $E2E_WORKLOAD_DIR/pingpong (tests/workloads not built)"
+    [ -n "$(cpu_list_expand "$(topo_cores | sed -n 1p)" | sed -n 2p)" ] ||
+        fail "core $(topo_cores | sed -n 1p) has one thread: the guest has no SMT to span"
+    require_active
+    install_policy 64-e2e-topo-span.policy
+    reload_daemon || fail "'systemctl reload' failed with 64-e2e-topo-span.policy"
+    run affctl dry-run on > /dev/null || fail "'affctl dry-run on' failed"
+    a=$(topo_node_cpus "$(topo_nodes | head -n1)" | sed -n 1p)
+    b=$(topo_node_cpus "$(topo_nodes | tail -n1)" | sed -n 1p)
+    rm -f /run/e2e-topo-span.pids
+    start_workload e2e-topo-span "$E2E_WORKLOAD_DIR/pingpong" -d 0 -r 5000 -c "$a,$b" -p /run/e2e-topo-span.pids
+    wait_until 60 "pid file written" test -s /run/e2e-topo-span.pids || fail "pingpong wrote no pid file"
+    pids=$(paste -sd ' ' /run/e2e-topo-span.pids)
+    for t in $pids; do printf '%s %s\n' "$t" "$(cpus_of "$t")" >> "$STATE/topo-masks"; done
+    run affctl dry-run off > /dev/null || fail "'affctl dry-run off' failed"
+    # shellcheck disable=SC2016,SC2086
+    wait_until "$E2E_PAIR_DEADLINE" "both members on one core's siblings" bash -c '
+        read -r a b <<< "$0"; ma=$(cpus_of "$a"); mb=$(cpus_of "$b")
+        [ "$ma" = "$mb" ] && ! single_cpu "$ma" && [ "$(topo_core "$(cpu_list_expand "$ma" | head -n1)")" = "$ma" ]' "$pids" || true
+    read -r a b <<< "$pids"
+    ma=$(cpus_of "$a") mb=$(cpus_of "$b")
+    core=$(topo_core "$(cpu_list_expand "$ma" | head -n1)")
+    say "pair $pids: Cpus_allowed_list $ma and $mb; the core of CPU $(cpu_list_expand "$ma" | head -n1): $core"
+    journalctl -u "$UNIT" --no-pager -o cat | grep -F "pair: co-locate" | tail -n 1 | sed 's/^/    journal: /' || true
+    if [ "$ma" != "$mb" ] || [ "$ma" != "$core" ] || single_cpu "$ma"; then
+        for t in $pids; do affctl explain "$t" 2>&1 | head -n 20 | sed 's/^/    /' || true; done
+        fail "pair not on one core's siblings with Span=core: $ma and $mb (core: $core)"
+    fi
+    journalctl -u "$UNIT" --no-pager -o cat | grep -F "pair: co-locate" | grep -qF "on CPUs $core" ||
+        fail "no journal line 'pair: co-locate ... on CPUs $core'"
+}
+check_topo_span_stop() { topo_stop_restores e2e-topo-span; rm -f "$POLICY_DIR/64-e2e-topo-span.policy"; }
+
 # ------------------------------------------------------------------ driver
 
 PASSED=0 FAILED=0 SKIPPED=0
@@ -1156,6 +1196,8 @@ case $E2E_SUITE in
         check topo-hogs-stop
         check topo-pairs 300
         check topo-pairs-stop
+        check topo-span 240
+        check topo-span-stop
         ;;
     *) echo "e2e: unknown E2E_SUITE=$E2E_SUITE (base, topo)"; exit 2 ;;
 esac
@@ -1164,7 +1206,7 @@ if [ -s "$STATE/exposure" ]; then
     echo "e2e: systemd-analyze security exposure: $(cat "$STATE/exposure")"
     [ -z "$E2E_RESULTS" ] || printf 'INFO\tsecurity-exposure-score\t0\t%s\n' "$(cat "$STATE/exposure")" >> "$E2E_RESULTS"
 fi
-systemctl stop e2e-hogs e2e-pair e2e-weighted e2e-unset e2e-static e2e-steal-feeder e2e-topo-hogs 'e2e-topo-pair*' 2>/dev/null || true
+systemctl stop e2e-hogs e2e-pair e2e-weighted e2e-unset e2e-static e2e-steal-feeder e2e-topo-hogs 'e2e-topo-pair*' e2e-topo-span 2>/dev/null || true
 [ -z "${PLAIN_PID:-}" ] || kill "$PLAIN_PID" 2>/dev/null || true
 rm -rf "$STATE"
 echo "e2e: $PASSED passed, $FAILED failed, $SKIPPED skipped"
