@@ -3,7 +3,7 @@
 # next pass forward to ~300 ms after it, so a ping-pong pair started between
 # two passes is looked at at once instead of an interval later; at most
 # three at once, then one per 10 s (the daemon's own users fork too); and
-# each early pass is followed by a second look half a second later.
+# each early pass is followed by further looks a quarter of a second apart.
 #
 # Deterministic: with Interval=60s the only regular passes are the one at
 # start and one 60 s later, so every pass counted before that is an early
@@ -62,7 +62,7 @@ t1=$(now_ms)
 (( t1 - t_start < 59000 )) || fail "no pass before the regular one, $(( t1 - t_start )) ms after start"
 echo "# pass brought forward: seen $(( t1 - t0 )) ms after the trigger, $(( t1 - t_start )) ms after start"
 
-# The second look: half a second after an early pass another pass runs (a
+# The second look: a quarter of a second after an early pass another pass runs (a
 # client whose start-up outlasts the early pass is found there), not an
 # early one; with Interval=60s no regular pass comes meanwhile.
 regular() { ctl status --json | jq -r '.counts.passes - .counts.passes_early'; }
