@@ -40,6 +40,9 @@
  *     after a release, Cooldown= passes before it is co-located again. An
  *     anchor that whoever pinned it lets go is not such a half: it joins
  *     our member's CPU (adoptable_cpu());
+ *  8. "one CPU" is the pair's home CPU; the mask set may be its span
+ *     (Span=, pair_mask()): the core's SMT siblings or its LLC where the
+ *     calibration found a split there as cheap as one CPU.
  */
 #include <errno.h>
 #include <inttypes.h>
