@@ -337,7 +337,7 @@ static void print_cannot(struct json_object *o) {
 /* What co-location buys on this host, as the daemon measured it at start. */
 static void print_colocation(struct json_object *o) {
         struct json_object *levels = json_path(o, "colocation.levels");
-        const char *label = "Co-location";
+        const char *label = "Co-location", *span;
         char buf[256] = "";
         size_t off = 0;
 
@@ -361,9 +361,10 @@ static void print_colocation(struct json_object *o) {
              jdouble(o, "colocation.gain") < jdouble(o, "colocation.gain_min")
                      ? "; under the threshold: pairs are left to the kernel" : "");
         /* one CPU is the rule; a wider span is news (affinityd.policy(5) Span=) */
-        if (!streq(jstr(o, "colocation.span"), "cpu") && !streq(jstr(o, "colocation.span"), ""))
+        span = jstr(o, "colocation.span");
+        if (!streq(span, "cpu") && !streq(span, ""))
                 line(&label, "a pair's Span=auto is %s: a split there costs nothing here",
-                     streq(jstr(o, "colocation.span"), "core") ? "its core's SMT siblings" : "its last-level cache");
+                     streq(span, "core") ? "its core's SMT siblings" : "its last-level cache");
 }
 
 static void print_status(struct json_object *o, const struct ctl *c) {

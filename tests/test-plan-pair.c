@@ -1121,26 +1121,37 @@ static void add_pair_now(struct world *w, const struct task *a, const struct tas
         ASSERT_OK(findings_add(&w->findings, &f));
 }
 
-/* The one CPU both members of the pair (a, b) were set to this interval; -1 if not set. */
-static int pair_cpu(const struct world *w, pid_t a, pid_t b) {
-        int ca = -1, cb = -1;
+/* The one mask both members of the pair (a, b) were set to this interval; empty if not set. */
+static cpumask_t pair_set_mask(const struct world *w, pid_t a, pid_t b) {
+        cpumask_t ma = {}, mb = {};
 
         for (size_t i = 0; i < w->out.n; i++) {
                 const struct action *x = &w->out.items[i];
 
                 if (x->verb != VERB_SET)
                         continue;
-                ASSERT_EQ(cpumask_weight(&x->mask), 1);
                 if (x->task.tid == a)
-                        ca = cpumask_next(&x->mask, 0);
+                        ma = x->mask;
                 else if (x->task.tid == b)
-                        cb = cpumask_next(&x->mask, 0);
+                        mb = x->mask;
         }
+        ASSERT_TRUE(cpumask_equal(&ma, &mb));
+        return ma;
+}
+
+/* The one CPU both members of the pair (a, b) were set to this interval; -1 if not set. */
+static int pair_cpu(const struct world *w, pid_t a, pid_t b) {
+        cpumask_t m = pair_set_mask(w, a, b);
+        int c = cpumask_next(&m, 0);
+
+        /* every pair set is one CPU here (no calibration: Span=auto is cpu) */
+        for (size_t i = 0; i < w->out.n; i++)
+                if (w->out.items[i].verb == VERB_SET)
+                        ASSERT_EQ(cpumask_weight(&w->out.items[i].mask), 1);
         /* a pair is one CPU: never split, across nodes or otherwise */
-        ASSERT_EQ(ca, cb);
-        if (ca >= 0)
-                ASSERT_TRUE(cpumask_test(&w->snap.topo->online, ca));
-        return ca;
+        if (c >= 0)
+                ASSERT_TRUE(cpumask_test(&w->snap.topo->online, c));
+        return c;
 }
 
 /* CPU k's SMT sibling on the machine, or k itself without SMT there. */
@@ -1370,24 +1381,6 @@ static struct calibration mkcalib(double smt, double core, double llc) {
                         c.gain_max = MAX(c.gain_max, gain[i]);
                 }
         return c;
-}
-
-/* The one mask both members of the pair (a, b) were set to this interval; empty if not set. */
-static cpumask_t pair_set_mask(const struct world *w, pid_t a, pid_t b) {
-        cpumask_t ma = {}, mb = {};
-
-        for (size_t i = 0; i < w->out.n; i++) {
-                const struct action *x = &w->out.items[i];
-
-                if (x->verb != VERB_SET)
-                        continue;
-                if (x->task.tid == a)
-                        ma = x->mask;
-                else if (x->task.tid == b)
-                        mb = x->mask;
-        }
-        ASSERT_TRUE(cpumask_equal(&ma, &mb));
-        return ma;
 }
 
 /* Our pin of t for the pair with partner on mask, its original all of the machine. */

@@ -1014,26 +1014,16 @@ static int policy_action_set(struct parse_ctx *ctx, struct policy *p, const char
         return 0;
 }
 
-static int policy_owners_set(struct policy *p, const char *value, char *reason, size_t size) {
-        int r = -EINVAL;
-
-        for (int o = 0; o < _PAIR_OWNERS_MAX; o++)
-                if (streq(value, pair_owners_to_string(o))) {
-                        p->pair_owners = o;
-                        r = 0;
-                }
-        if (r < 0)
-                snprintf(reason, size, "unknown value (trusted, same, any)");
-        return r;
-}
-
-static int policy_span_set(struct policy *p, const char *value, char *reason, size_t size) {
-        for (int v = 0; v < _PAIR_SPAN_MAX; v++)
-                if (streq(value, pair_span_to_string(v))) {
-                        p->pair_span = v;
+/* A value of a key that names one of n choices (name(0..n-1)): its index
+ * into *ret, or -EINVAL with the choices in reason. */
+static int choice_set(const char *value, const char *(*name)(int), int n, int *ret, const char *choices,
+                      char *reason, size_t size) {
+        for (int v = 0; v < n; v++)
+                if (streq(value, name(v))) {
+                        *ret = v;
                         return 0;
                 }
-        snprintf(reason, size, "unknown value (auto, cpu, core, llc)");
+        snprintf(reason, size, "unknown value (%s)", choices);
         return -EINVAL;
 }
 
@@ -1153,10 +1143,12 @@ static void policy_key(struct parse_ctx *ctx, struct pending *pd, enum key k, co
                 r = policy_action_set(ctx, p, value, reason, sizeof(reason));
                 break;
         case K_OWNERS:
-                r = policy_owners_set(p, value, reason, sizeof(reason));
+                r = choice_set(value, pair_owners_to_string, _PAIR_OWNERS_MAX, &p->pair_owners, "trusted, same, any",
+                               reason, sizeof(reason));
                 break;
         case K_SPAN:
-                r = policy_span_set(p, value, reason, sizeof(reason));
+                r = choice_set(value, pair_span_to_string, _PAIR_SPAN_MAX, &p->pair_span, "auto, cpu, core, llc",
+                               reason, sizeof(reason));
                 break;
         case K_RUN_DELAY:
                 r = policy_run_delay_set(p, value, reason, sizeof(reason));

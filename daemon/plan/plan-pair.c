@@ -421,7 +421,7 @@ enum pair_span plan_pair_auto_span(const struct calibration *c, const struct top
                 return PAIR_SPAN_CPU;
         if (calibration_free_at(c, CALIB_CORE))
                 return PAIR_SPAN_LLC;
-        return smt && calibration_free_at(c, CALIB_SMT) ? PAIR_SPAN_CORE : PAIR_SPAN_CPU;
+        return smt ? PAIR_SPAN_CORE : PAIR_SPAN_CPU;    /* with SMT, its level is free by now */
 }
 
 static enum pair_span span_of(const struct pair_plan *pp, const struct pair_item *it) {
