@@ -305,9 +305,11 @@ int config_parse_bool(const char *s, bool *ret) {
 /*
  * Unsigned decimal "123" or "12.5" → mantissa 125, 1 decimal. Fixed point
  * so that "0.1s" is exactly 100000 µs and printing never drifts. At most
- * 18 digits (fits in uint64_t).
+ * 18 digits (fits in uint64_t). On error the reason is "number too large"
+ * or "not a <what>".
  */
-static int parse_decimal(const char *s, uint64_t *ret_mant, unsigned *ret_dec, const char **ret_rest) {
+static int parse_decimal(const char *s, const char *what, uint64_t *ret_mant, unsigned *ret_dec,
+                         const char **ret_rest, char *reason, size_t size) {
         uint64_t m = 0;
         unsigned digits = 0, dec = 0;
         bool dot = false;
@@ -315,8 +317,10 @@ static int parse_decimal(const char *s, uint64_t *ret_mant, unsigned *ret_dec, c
 
         for (;; p++) {
                 if (*p >= '0' && *p <= '9') {
-                        if (++digits > 18)
+                        if (++digits > 18) {
+                                snprintf(reason, size, "number too large");
                                 return -ERANGE;
+                        }
                         m = m * 10 + (uint64_t) (*p - '0');
                         if (dot)
                                 dec++;
@@ -325,8 +329,10 @@ static int parse_decimal(const char *s, uint64_t *ret_mant, unsigned *ret_dec, c
                 } else
                         break;
         }
-        if (digits == 0 || (dot && dec == 0))
+        if (digits == 0 || (dot && dec == 0)) {
+                snprintf(reason, size, "not a %s", what);
                 return -EINVAL;
+        }
         *ret_mant = m;
         *ret_dec = dec;
         *ret_rest = p;
@@ -396,15 +402,9 @@ static int parse_duration_prefix(const char *s, const char *hint_unit, uint64_t 
         size_t ulen;
         int r;
 
-        r = parse_decimal(s, &m, &dec, &rest);
-        if (r == -ERANGE) {
-                snprintf(reason, size, "number too large");
-                return -ERANGE;
-        }
-        if (r < 0) {
-                snprintf(reason, size, "not a duration (e.g. 500ms, 5s, 10min)");
-                return -EINVAL;
-        }
+        r = parse_decimal(s, "duration (e.g. 500ms, 5s, 10min)", &m, &dec, &rest, reason, size);
+        if (r < 0)
+                return r;
         u = skip_space(rest);
         for (ulen = 0; isalpha((unsigned char) u[ulen]); ulen++)
                 ;
@@ -462,17 +462,13 @@ static int parse_fixed_unit(const char *s, unsigned max_dec, const char *unit, c
         uint64_t m;
         unsigned dec;
         const char *rest;
+        char kind[64];
         int r;
 
-        r = parse_decimal(s, &m, &dec, &rest);
-        if (r == -ERANGE) {
-                snprintf(reason, size, "number too large");
-                return -ERANGE;
-        }
-        if (r < 0) {
-                snprintf(reason, size, "not a %s (e.g. %s)", what, streq(unit, "%") ? "80%" : "2000/s");
-                return -EINVAL;
-        }
+        snprintf(kind, sizeof(kind), "%s (e.g. %s)", what, streq(unit, "%") ? "80%" : "2000/s");
+        r = parse_decimal(s, kind, &m, &dec, &rest, reason, size);
+        if (r < 0)
+                return r;
         if (dec > max_dec) {
                 snprintf(reason, size, "at most %u decimals", max_dec);
                 return -EINVAL;
