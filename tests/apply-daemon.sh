@@ -62,7 +62,11 @@ ORIG=$(allowed_of "$HOG")
 KICKER=
 start_kicker() {
         ( while :; do
-                c=$(awk '{print $39}' "/proc/$HOG/stat" 2>/dev/null) || exit 0
+                # a builtin read, not awk: one fork less a turn for a shell
+                # that is in the test's scope, where its work counts (on a
+                # slow host a fork costs milliseconds)
+                read -r -a f <"/proc/$HOG/stat" 2>/dev/null || exit 0
+                c=${f[38]}
                 taskset -c "$c" timeout 0.3 sh -c 'while :; do :; done' || true
                 sleep 0.2
           done ) &
@@ -82,24 +86,44 @@ pinned() {
         [ "$m" != "$ORIG" ] && [[ "$m" =~ ^[0-9]+$ ]]
 }
 
-pin_hog() {
-        start_kicker
-        start_daemon "$cfg"
-        if ! wait_for 30 pinned; then
-                stop_kicker
-                ctl hogs 2>&1 | head -n 20 || true
-                tail -n 20 "$RUNDIR/daemon.log" || true
-                fail "the hog ($HOG, mask $(allowed_of "$HOG")) was not pinned within 30 s"
-        fi
-        stop_kicker
-}
-
+listed() { ctl actions --json | grep -q "task:$HOG:"; }
 journal_live() { grep -c '"rec":"begin"' "$RUNDIR/journal" || true; }
+
+# pin_hog: a daemon started with the hog policy has pinned the hog, lists
+# the pin in affctl actions and holds its begin record in the journal, all
+# at once after the kicker stops. On a loaded machine the daemon may let
+# the pin go again (the hog's share falls under Util= beside the load, or
+# busy work next door leaves no CPU to give it): that is its rule, not what
+# this test checks, so the hog is pinned again (at most 3 times), with the
+# daemon's reason said. A hog pinned but not listed, or listed with no
+# journal record, fails at once.
+pin_hog() {
+        local try
+        start_daemon "$cfg"
+        for try in 1 2 3; do
+                start_kicker
+                if ! wait_for 30 pinned; then
+                        stop_kicker
+                        ctl hogs 2>&1 | head -n 20 || true
+                        fail "the hog ($HOG, mask $(allowed_of "$HOG")) was not pinned within 30 s"
+                fi
+                stop_kicker
+                # journal, then actions, then the mask: a pin let go between
+                # the reads shows in the last one, which decides
+                j=$(journal_live)
+                l=0; listed && l=1
+                if pinned; then
+                        [ "$l" = 1 ] || fail "the hog is pinned ($(allowed_of "$HOG")) but affctl actions does not list the pin of $HOG"
+                        [ "$j" -ge 1 ] || fail "no begin record in the journal while pinned"
+                        return 0
+                fi
+                echo "# the daemon let the pin of $HOG go again (attempt $try): $(grep -i "release\|undo" "$RUNDIR/daemon.log" | tail -n 1)"
+        done
+        fail "the daemon let the pin of $HOG go 3 times"
+}
 
 # 1. SIGTERM restores
 pin_hog
-ctl actions --json | grep -q "task:$HOG:" || fail "affctl actions does not list the pin of $HOG"
-[ "$(journal_live)" -ge 1 ] || fail "no begin record in the journal while pinned"
 stop_daemon
 [ "$(allowed_of "$HOG")" = "$ORIG" ] || fail "SIGTERM: mask is $(allowed_of "$HOG"), want $ORIG"
 [ "$(wc -l < "$RUNDIR/journal")" -eq 1 ] || fail "SIGTERM: journal not compacted to its header"
@@ -125,7 +149,7 @@ for c in $(seq 0 $(( $(nproc) - 1 ))); do
         [ "$c" != "$ours" ] && user=$c && break
 done
 taskset -p -c "$user" "$HOG" >/dev/null
-not_managed() { ! ctl actions --json | grep -q "task:$HOG:"; }
+not_managed() { ! listed; }
 wait_for 10 not_managed || fail "the daemon still manages $HOG after the user's taskset"
 stop_daemon
 [ "$(allowed_of "$HOG")" = "$user" ] ||

@@ -48,17 +48,13 @@ start_daemon "$top_srcdir/policies" --interval 1000
 ctl status --json | jq -e '.capabilities.wake_source | test("perf")' >/dev/null ||
         echo "# note: the wake-up source is not perf here: $(ctl status --json | jq -c .capabilities.wake_source)"
 
-# The one thread of PID ($1) that is in a pair with a thread of PID $2, per affctl pairs: "TID".
-# Of the pairs between the two processes, the one whose members are both
-# there (cpu >= 0) and that wakes the most: at WakeRate=500/s a client's
+# The pair of PID $p and PID $q in affctl pairs: of the pairs between the
+# two processes, the one whose members are both there (cpu >= 0) and
+# that wakes the most: at WakeRate=500/s a client's
 # start-up (its main thread connecting) can leave a second, weaker pair
 # with the same server, listed "gone" once that thread is done.
 PAIR_OF='[.pairs[] | select(((.pid_a == $p and .pid_b == $q) or (.pid_a == $q and .pid_b == $p))
           and .cpu_a >= 0 and .cpu_b >= 0)] | sort_by(.wake_rate_per_s) | last'
-pair_tid() {
-        ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" \
-                "$PAIR_OF | if . == null then empty elif .pid_a == \$p then .tid_a else .tid_b end"
-}
 pair_field() {   # pair_field PID_SERVER PID_CLIENT JQ-EXPR
         ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" "$PAIR_OF | $3"
 }
@@ -69,38 +65,51 @@ one_cpu_same() {   # both threads allowed on exactly the same single CPU
         [ "$a" = "$b" ] && [[ $a =~ ^[0-9]+$ ]]
 }
 server_let_go() { [ "$(allowed_of "$1" 2>/dev/null)" = "$ORIG" ]; }
-colocated() {   # colocated SERVER_PID CLIENT_PID: sets ST ("server tid") and CT
-        ST=$(pair_tid "$1" "$2") && CT=$(pair_tid "$2" "$1") && [ -n "$ST" ] && [ -n "$CT" ] &&
-                one_cpu_same "$ST" "$CT"
+# pair_read SERVER_PID CLIENT_PID: one look at affctl pairs (a slow host
+# runs few a second); sets ST ("server tid"), CT and SPLIT (the daemon's
+# reading: split, together, unknown; none when it lists no such pair).
+pair_read() {
+        ST= CT= SPLIT=none
+        read -r ST CT SPLIT < <(ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" \
+                "$PAIR_OF | if . == null then \"- - none\" elif .pid_a == \$p then \"\\(.tid_a) \\(.tid_b) \\(.split)\"
+                 else \"\\(.tid_b) \\(.tid_a) \\(.split)\" end")
+        [ "$ST" != - ] || ST= CT=
+        return 0
 }
 
 passes() { ctl status --json | jq -r .counts.passes; }   # the daemon's passes so far
 
 # await_colocated SERVER_PID CLIENT_PID: returns 0 once the pair is on one
-# CPU; 1 when the daemon read it split in 3 of its passes and left it so
-# (it acts in the first such pass, or the next when a member is newborn);
-# 2 when 4 s went by and it never read it split: the kernel kept the pair
-# together by itself (a loaded machine does), nothing to fix; 3 when the
-# client exited first. A fixed deadline failed CI under load: the kernel
-# kept the pair together for 3 s, the daemon co-located it in the first
-# pass that read it split, just after the test's 4 s.
+# CPU; then, counting only the daemon's own passes (a slow host's passes
+# and a client's start-up take what they take; a wall-clock deadline from
+# a fast host failed in the QEMU guest, where a client was co-located
+# 4.3-6.2 s after it started): 1 when the daemon read it split in 3 passes and left it
+# so (it acts in the first such pass, or the next when a member is
+# newborn); 2 when it read it together in 3 passes and never split: the
+# kernel keeps the pair together by itself (a loaded machine does), nothing
+# to fix; 4 when it listed no such pair in 3 passes (the client has not
+# started sending, sends too little, or the detector missed it: the caller
+# tells which by the client's own rate); 3 when the client exited first.
+# SPLIT is the daemon's last reading: split, together, unknown or none.
 await_colocated() {
-        local spid=$1 cpid=$2 start now before after seen=-1 n_split=0
-        start=$(date +%s%N)
+        local spid=$1 cpid=$2 before after seen=-1 n_split=0 n_together=0 n_none=0
         while :; do
-                colocated "$spid" "$cpid" && return 0
-                kill -0 "$cpid" 2>/dev/null || return 3
                 before=$(passes)
-                SPLIT=$(pair_field "$spid" "$cpid" '.split // "none"')
+                pair_read "$spid" "$cpid"
                 after=$(passes)
+                [ -z "$ST" ] || ! one_cpu_same "$ST" "$CT" || return 0
+                kill -0 "$cpid" 2>/dev/null || return 3
                 if [ "$before" = "$after" ] && [ "$after" != "$seen" ]; then
                         seen=$after
-                        [ "$SPLIT" != split ] || n_split=$((n_split + 1))
+                        case $SPLIT in
+                        split) n_split=$((n_split + 1)) ;;
+                        together) n_together=$((n_together + 1)) ;;
+                        none) n_none=$((n_none + 1)) ;;
+                        esac
                 fi
                 [ "$n_split" -lt 3 ] || return 1
-                now=$(date +%s%N)
-                [ "$n_split" -gt 0 ] || [ "$SPLIT" = split ] || [ $(( (now - start) / 1000000 )) -lt 4000 ] ||
-                        return 2
+                [ "$n_split" -gt 0 ] || [ "$n_together" -lt 3 ] || return 2
+                [ "$n_split" -gt 0 ] || [ "$n_together" -gt 0 ] || [ "$n_none" -lt 3 ] || return 4
                 sleep 0.1
         done
 }
@@ -129,6 +138,7 @@ last_cpu() { awk '{ print $39 }' "/proc/$1/task/$2/stat" 2>/dev/null; }   # sysb
 await_feeder() {
         local cpid=$1 first start looks=0 apart=0
         FT=$(gen_tid "$cpid")
+        kill -0 "$cpid" 2>/dev/null || return 3
         [ -n "$FT" ] || return 4
         first=$(passes) start=$(date +%s%N)
         while :; do
@@ -151,41 +161,102 @@ check_feeder() {
         case $r in
         0) echo "# $name: its one-way waker $FT joined CPU $(allowed_of "$FT")" ;;
         2) echo "# premise not met: $name: the kernel kept the one-way waker $FT on the pair's CPU by itself" ;;
-        3) fail "$name: the client exited before its one-way waker joined the pair" ;;
+        # the client ran its whole time before the daemon co-located it
+        # plus five passes: a slow host (the QEMU guest co-located one at
+        # 503 wake-ups/s, 14.3 s into its 15 s; this development host,
+        # 1.5 s in)
+        3) echo "# premise not met: $name: the client ended within 5 of the daemon's passes of its co-location; its one-way waker's join not checked" ;;
         4) fail "$name: no thread of the client besides its main and client threads" ;;
         *) ctl pairs; tail -20 "$RUNDIR/daemon.log"
            fail "$name: its one-way waker $FT ran apart from the pair and was not moved in 5 passes" ;;
         esac
 }
 
+# The shipped pair policy's WakeRate= (per second): a pair that wakes less
+# is none of the daemon's business.
+WAKE_RATE=$(awk -F= '$1 == "WakeRate" { sub(/\/s$/, "", $2); print $2; exit }' \
+        "$top_srcdir/policies/policies.d/50-pingpong.policy")
+[[ $WAKE_RATE =~ ^[0-9]+$ ]] || fail "no WakeRate= in the shipped 50-pingpong.policy"
+
+# switch_rate PID: the voluntary context switches per second of all of
+# PID's threads over the next second, from /proc: a client with one
+# connection sleeps at least once per request, so this is at least its
+# request rate on this host as the kernel counts it, independent of the
+# daemon under test. It is an upper bound on the wake-ups the daemon counts
+# between the client thread and its server: a client not listed is only a
+# failure at SURE times WakeRate= or more (in the QEMU guest, sysbench at
+# 1,212 requests/s read 521 wake-ups/s in the daemon's bursts, and a run a
+# little slower was under the policy's 500/s).
+SURE=4
+vol_switches() {
+        local t n sum=0
+        for t in /proc/"$1"/task/*; do
+                n=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status" 2>/dev/null) || continue
+                sum=$((sum + ${n:-0}))
+        done
+        echo "$sum"
+}
+switch_rate() {
+        local a b t0 t1
+        a=$(vol_switches "$1") t0=$(date +%s%N)
+        sleep 1
+        b=$(vol_switches "$1") t1=$(date +%s%N)
+        echo $(( (b - a) * 1000000000 / (t1 - t0) ))
+}
+
 # check_client NAME SERVER_PID CLIENT_PID T0: co-located by the daemon's
 # first passes that read it split, and still on one CPU at every look
-# until it exits.
+# until it exits. A client the daemon never lists whose own rate on this
+# host is under SURE times the policy's WakeRate= (a slow host: QEMU TCG
+# runs MariaDB's point selects at ~1,200 a second) is said, with the rate
+# the test measured, not failed; one above it that the daemon never lists
+# is a failure.
 check_client() {
-        local name=$1 spid=$2 cpid=$3 t0=$4 looks=0 role try r
+        local name=$1 spid=$2 cpid=$3 t0=$4 looks=0 role try=1 r rate rate_max=-1 fast_unlisted=0
         # The kernel may merge the pair by itself before the daemon looks
         # (then there is nothing to fix, and the daemon rightly waits): split
         # it again, at most twice. A pair the daemon saw split and left so
         # fails; one the kernel kept together every time is said, with the
-        # roles still checked.
-        for try in 1 2 3; do
+        # roles still checked. A pair the daemon does not list is judged by
+        # the client's own request rate, measured here from /proc.
+        while :; do
                 r=0
                 await_colocated "$spid" "$cpid" || r=$?
-                [ "$r" != 0 ] || break
-                if [ "$r" != 2 ]; then
+                case $r in
+                0) break ;;
+                4)
+                        rate=$(switch_rate "$cpid")
+                        kill -0 "$cpid" 2>/dev/null || continue   # gone while measured: not a rate
+                        [ "$rate" -le "$rate_max" ] || rate_max=$rate
+                        if [ "$rate" -ge $((SURE * WAKE_RATE)) ]; then
+                                fast_unlisted=$((fast_unlisted + 1))
+                                [ "$fast_unlisted" -lt 2 ] || { ctl pairs; tail -20 "$RUNDIR/daemon.log"
+                                        fail "$name: $rate switches/s (WakeRate=$WAKE_RATE/s), and the daemon listed no pair of it in 6 passes"; }
+                        fi
+                        continue ;;
+                3)
+                        if [ "$rate_max" -ge 0 ] && [ "$rate_max" -lt $((SURE * WAKE_RATE)) ]; then
+                                echo "# premise not met: $name: at most $rate_max switches/s on this host (all its threads), not ${SURE}x WakeRate=$WAKE_RATE/s, and the daemon listed no pair of it; nothing sure to find"
+                                ST= CT= COLOC_MS= UNDONE_MS=
+                                return 0
+                        fi
                         ctl pairs
                         tail -20 "$RUNDIR/daemon.log"
-                        [ "$r" = 3 ] && fail "$name: the client exited before it was co-located (attempt $try)"
-                        fail "$name: read split in 3 of the daemon's passes and not co-located (attempt $try)"
-                fi
+                        fail "$name: the client exited before it was co-located (attempt $try; its rate read at most $rate_max switches/s, -1: never read)" ;;
+                1)
+                        ctl pairs
+                        tail -20 "$RUNDIR/daemon.log"
+                        fail "$name: read split in 3 of the daemon's passes and not co-located (attempt $try)" ;;
+                esac
                 if [ "$try" = 3 ]; then
                         echo "# premise not met: $name: the kernel kept the pair together by itself in 3 splits; nothing to co-locate"
                         role=$(pair_field "$spid" "$cpid" "if .pid_a == $spid then .role_a else .role_b end")
                         [ "$role" = server ] || fail "$name: affctl pairs calls the server side '$role'"
                         return 0
                 fi
-                echo "# $name: the kernel kept the pair together by itself (the daemon read it: $SPLIT); split again"
+                echo "# $name: the kernel kept the pair together by itself (the daemon read it together in 3 passes); split again"
                 resplit "$spid" "$cpid"
+                try=$((try + 1))
         done
         COLOC_MS=$(( ($(date +%s%N) - t0) / 1000000 )) UNDONE_MS=
         echo "# $name: co-located after $COLOC_MS ms: server tid $ST, client tid $CT on CPU $(allowed_of "$ST")"
@@ -294,7 +365,7 @@ for i in 1 2 3; do
         # reverting a pin the daemon still held is an operator's undo, after
         # which it rightly waits Cooldown= (seen once: client 3 not
         # co-located within 4 s).
-        wait_for 5 server_let_go "$ST" ||
+        [ -z "$ST" ] || wait_for 5 server_let_go "$ST" ||
                 fail "MariaDB client $i: the server thread $ST still at $(allowed_of "$ST") 5 s after its client left"
 done
 
@@ -302,7 +373,7 @@ t0=$(date +%s%N)
 start_split "$MDB_PID" "${SB[@]}" --threads=1 --rate=1000 --time=15 oltp_point_select run
 FEEDER=1 check_client "MariaDB at 1,000/s" "$MDB_PID" "$CLIENT_PID" "$t0"
 wait "$CLIENT_PID" || { cat "$work/client.log"; fail "sysbench --rate failed"; }
-wait_for 5 server_let_go "$ST" ||
+[ -z "$ST" ] || wait_for 5 server_let_go "$ST" ||
         fail "MariaDB at 1,000/s: the server thread $ST still at $(allowed_of "$ST") 5 s after its client left"
 
 t0=$(date +%s%N)
