@@ -142,6 +142,31 @@ static void test_stream(void) {
         findings_clear(&f);
 }
 
+/* Held by us on one CPU, two members cannot use more than it: a reading
+ * above (1.21, a QEMU guest's clock skew) is no stream, and the pair the
+ * effect check kept stays. Split, or on a span of two CPUs, the same
+ * utils are a stream. */
+static void test_held_one_cpu_is_no_stream(void) {
+        struct task tasks[] = { mktask(460, 0.65, 1), mktask(461, 0.56, 1) };
+        struct wake_edge edges[] = { mkedge(460, 461, 1288, 0), mkedge(461, 460, 27, 0) };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+
+        tasks[0].allowed = tasks[1].allowed = CPU1;
+        tasks[0].affinity_ours = tasks[1].affinity_ours = true;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        ASSERT_NEAR(f.items[0].combined_util, 1.0, 1e-9);
+
+        tasks[0].allowed = tasks[1].allowed = ALL2;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
+        ASSERT_NEAR(f.items[0].combined_util, 1.21, 1e-9);
+        findings_clear(&f);
+}
+
 static void test_thresholds(void) {
         struct task tasks[] = { mktask(300, 0.3, 0), mktask(301, 0.3, 1) };
         struct wake_edge one_way[] = { mkedge(300, 301, 50000, 1), mkedge(301, 300, 100, 1) };
@@ -528,6 +553,7 @@ int main(void) {
         test_split_pair();
         test_owners();
         test_stream();
+        test_held_one_cpu_is_no_stream();
         test_thresholds();
         test_not_ours();
         test_held_pair_one_way();
