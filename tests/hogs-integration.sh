@@ -101,7 +101,17 @@ mapfile -t THREE < "$work/three.pids"
 left_alone() {
         hogs_json | jq -e '[.hogs[] | select(.state == "left alone" and (.why | test("hogs > [0-9]+ usable CPUs")))] | length >= 1' >/dev/null
 }
-wait_for 20 left_alone || { hogs_json >&2; fail "three hogs on two CPUs: affctl hogs never says 'left alone: N hogs > M usable CPUs'"; }
+none_pinned() {
+        local p
+        for p in "${THREE[@]}"; do ! is_single_cpu "$p" || return 1; done
+}
+# Where the hogs start slowly (a QEMU guest), the daemon may see two of them
+# first and pin both, rightly; once it counts the third it says "left
+# alone" at once and lets the pins go after its hysteresis: both, within
+# the deadline.
+left_alone_none_pinned() { left_alone && none_pinned; }
+wait_for 20 left_alone_none_pinned || { hogs_json >&2; daemon_story
+        fail "three hogs on two CPUs: affctl hogs never says 'left alone: N hogs > M usable CPUs' with none of them pinned"; }
 # and for a while (10 hysteresis intervals) none of them gets pinned
 deadline=$(( $(date +%s) + 3 ))
 while [ "$(date +%s)" -lt "$deadline" ]; do

@@ -168,10 +168,14 @@ chroot "$ROOT" passwd -d root >/dev/null
 # under TCG, and a timer firing mid-test would add noise to the measurements.
 # systemd-logind sat on the boot's critical path for ~3.4 s (measured with
 # systemd-analyze critical-chain) and nothing here logs in through it.
+# The servers of AFFINITYD_VM_EXTRA_PKGS too: the tests start private
+# instances, and a packaged MariaDB starting at boot kept the guest's CPUs
+# busy into the first tests (their daemons counted "4 hogs > 2 usable CPUs").
 for u in apt-daily.timer apt-daily-upgrade.timer dpkg-db-backup.timer \
          e2scrub_all.timer e2scrub_reap.service fstrim.timer \
          getty@tty1.service getty-static.service systemd-logind.service \
-         proc-sys-fs-binfmt_misc.automount systemd-binfmt.service; do
+         proc-sys-fs-binfmt_misc.automount systemd-binfmt.service \
+         mariadb.service redis-server.service; do
     ln -sf /dev/null "$ROOT/etc/systemd/system/$u"
 done
 

@@ -72,6 +72,7 @@ set -u
 cd /mnt/share
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing || true
 echo "guest: $(nproc) CPUs, kernel $(uname -r), $(awk '$3 == "cgroup2" { print "cgroup v2 at " $2; exit }' /proc/mounts)"
+echo "guest: busiest at start: $(ps -eo comm=,pcpu= --sort=-pcpu | head -n 3 | awk '{ printf "%s %s%%  ", $1, $2 }')"
 command -v perf >/dev/null && perf bench sched pipe -l 20000 2>/dev/null | awk '/ops\/sec/ { print "guest: perf bench sched pipe, split: " $1 " ops/s" }'
 command -v perf >/dev/null && taskset -c 0 perf bench sched pipe -l 20000 2>/dev/null | awk '/ops\/sec/ { print "guest: perf bench sched pipe, one CPU: " $1 " ops/s" }'
 while read -r t; do
