@@ -144,10 +144,23 @@ echo "ok 2a: hogs pinned to CPU $(allowed_of "$a") and CPU $(allowed_of "$b")"
 hogs_json | jq -e --argjson p "$a" '[.hogs[] | select(.tid == $p and (.state == "pinned" or .state == "pinning"))] | length == 1' >/dev/null ||
         { hogs_json >&2; fail "affctl hogs does not show hog $a as pinned"; }
 
-# migrations of the pinned hogs drop to ~0 (a pinned task can only be moved by hotplug)
-ma0=$(migrations_of "$a"); mb0=$(migrations_of "$b")
-sleep 3
-ma1=$(migrations_of "$a"); mb1=$(migrations_of "$b")
+# migrations of the pinned hogs drop to ~0 (a pinned task can only be moved
+# by hotplug), over 3 s in which the daemon changed neither pin: where the
+# bursty noise read as a third hog for a few passes (the QEMU guest), the
+# daemon let both go and pinned them again elsewhere, a move of its own
+# and not what is measured here. Such a window is measured again (at
+# most 3 times), said.
+pin_lines() { grep -c -e "task:$a:" -e "task:$b:" "$RUNDIR/daemon.log" || true; }
+for try in 1 2 3; do
+        wait_for 60 both_pinned || { daemon_story; fail "the hogs lost their pins and were not pinned again within 60 s"; }
+        l0=$(pin_lines)
+        ma0=$(migrations_of "$a"); mb0=$(migrations_of "$b")
+        sleep 3
+        ma1=$(migrations_of "$a"); mb1=$(migrations_of "$b")
+        [ "$(pin_lines)" != "$l0" ] || ! both_pinned || break
+        [ "$try" -lt 3 ] || { daemon_story; fail "the daemon changed the hogs' pins in each of 3 windows of 3 s"; }
+        echo "# the daemon changed a hog's pin during the 3 s window (attempt $try): $(grep -e "task:$a:" -e "task:$b:" "$RUNDIR/daemon.log" | tail -n 1)"
+done
 if [ $((ma1 - ma0)) -gt 1 ] || [ $((mb1 - mb0)) -gt 1 ]; then
         # Seen once in a CI rehearsal (2 and 0), not reproduced in the runs
         # after it: what the daemon did to them, for the next time.

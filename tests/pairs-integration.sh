@@ -363,12 +363,26 @@ if wait_for 10 stream_together || stream_together; then
                 # have lost up to 25 % under this load; one that lost more was
                 # misjudged. (On a quiet machine the detector
                 # leaves the stream alone: its sides take over MaxCombinedUtil=.)
+                # Like with like: the effect check compares one CPU with the
+                # kernel's placement while the daemon watches, and so does
+                # this, where the stream ran at least 1 s between the daemon's
+                # restart and the pin. Under ASan the watching daemon cost the
+                # split stream two thirds of its rate (35,883 messages/s with
+                # it stopped; the check's before read a third of that), and
+                # one CPU then beat the split it judged.
                 st_before=$(st_rate "$work/st.out" "$t_a" "$t_b")
+                st_watched=$(st_rate "$work/st.out" "$(awk -v t="$t_b" 'BEGIN { print t + 0.5 }')" "$(awk -v t="$t_co" 'BEGIN { print t - 0.5 }')")
                 st_after=$(st_rate "$work/st.out" "$t_co" "$(awk -v t="$t_co" 'BEGIN { print t + 3 }')")
-                echo "# stream kept co-located: ${st_before} messages/s split (3 s), ${st_after} in the 3 s after the pin"
+                echo "# stream kept co-located: ${st_before} messages/s split (3 s, daemon stopped), ${st_watched} split with the daemon watching (0: under 1 s of it), ${st_after} in the 3 s after the pin"
                 grep -E "effect check: task:$S1:" "$RUNDIR/daemon.log" | tail -1 | sed 's/^/# /'
-                awk -v a="$st_after" -v b="$st_before" 'BEGIN { exit !(b > 0 && a >= 0.75 * b) }' ||
-                        fail "a stream co-located by mistake runs slower (${st_before} -> ${st_after} messages/s) and was not undone within 15 s"
+                base=$st_before
+                if awk -v t0="$t_b" -v t1="$t_co" 'BEGIN { exit !(t1 - t0 >= 2) }' && [ "$st_watched" -gt 0 ]; then
+                        base=$st_watched
+                        awk -v w="$st_watched" -v b="$st_before" 'BEGIN { exit !(w < 0.75 * b) }' &&
+                                echo "# note: the watching daemon cost the split stream $(awk -v w="$st_watched" -v b="$st_before" 'BEGIN { printf "%.0f", 100 * (1 - w / b) }') % of its rate"
+                fi
+                awk -v a="$st_after" -v b="$base" 'BEGIN { exit !(b > 0 && a >= 0.75 * b) }' ||
+                        fail "a stream co-located by mistake runs slower (${base} -> ${st_after} messages/s) and was not undone within 15 s"
         fi
 else
         echo "# stream pair left alone for 10 s: '$(pair_state "$S1" "$S2")'"

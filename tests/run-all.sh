@@ -81,17 +81,24 @@ failed_logs() {
                 echo "===== ${f%.trs}.log"; cat "${f%.trs}.log"
         done
 }
+# Each part says how long it took (bash's SECONDS), so a CI log shows
+# where the time goes against its limit.
+part_start() { PART_T0=$SECONDS; }
+took() { echo "($(( SECONDS - PART_T0 )) s)"; }
+part_start
 make -j1 check || status=$?
 if [ $status -ne 0 ]; then
         failed_logs .
         exit $status
 fi
+echo "make check: ok $(took)"
 # Again, with every CPU 40 % busy: the tests take their expectations from
 # this machine in the same run, and each daemon under test is scoped to its
 # test's cgroup, so the load must change no verdict.
 if [ -z "${AFFINITYD_SKIP_LOADED:-}" ]; then
         stress-ng --cpu "$(nproc)" --cpu-load 40 --timeout 0 >/dev/null 2>&1 &
         STRESS_PID=$!
+        part_start
         echo "make check again, with stress-ng --cpu $(nproc) --cpu-load 40 beside it (pid $STRESS_PID)"
         make -j1 check || status=$?
         kill "$STRESS_PID" 2>/dev/null || true
@@ -102,13 +109,14 @@ if [ -z "${AFFINITYD_SKIP_LOADED:-}" ]; then
                 failed_logs .
                 exit $status
         fi
-        echo "make check under load: ok"
+        echo "make check under load: ok $(took)"
 fi
 # The same suite built with AddressSanitizer and UBSan, any report fatal
 # (-fno-sanitize-recover: UBSan would otherwise print and go on), beside
 # the plain build. AFFINITYD_SKIP_SANITIZERS=1 leaves it out.
 if [ -z "${AFFINITYD_SKIP_SANITIZERS:-}" ]; then
         san=${AFFINITYD_SANITIZER_BUILD_DIR:-$top/build-asan}
+        part_start
         mkdir -p "$san"
         (
                 cd "$san"
@@ -122,18 +130,23 @@ if [ -z "${AFFINITYD_SKIP_SANITIZERS:-}" ]; then
                 failed_logs "$san"
                 exit 1
         }
-        echo "make check with ASan + UBSan: ok"
+        echo "make check with ASan + UBSan: ok $(took)"
 fi
+part_start
 make distcheck >distcheck.log 2>&1 || {
         echo "make distcheck failed:"; tail -60 distcheck.log
         find . -path '*/_build/*' -name '*.log' -exec grep -l '^FAIL\|^ERROR' {} + 2>/dev/null |
                 while read -r f; do echo "===== $f"; tail -20 "$f"; done
         exit 1
 }
-echo "make distcheck: ok"
+echo "make distcheck: ok $(took)"
 if [ -z "${AFFINITYD_SKIP_VM:-}" ]; then
+        part_start
         make check-vm
+        echo "make check-vm: ok $(took)"
 fi
 if [ -z "${AFFINITYD_SKIP_CONTAINER:-}" ]; then
+        part_start
         make check-container
+        echo "make check-container: ok $(took)"
 fi
