@@ -260,12 +260,14 @@ static bool owners_allow(const struct policy *p, const struct task *a, const str
  * a pair that we hold on one CPU is measured by its stronger direction
  * (and one held on a span, which the kernel may keep on one CPU of it).
  */
-static double pair_rate(const struct task *a, const struct task *b, const struct pair_item *it, unsigned anchored) {
-        /* one CPU, or one span of CPUs (a core's siblings, an LLC: Span=) */
-        bool held = member_fixed(a, anchored, 0) && member_fixed(b, anchored, 1) &&
-                    cpumask_equal(&a->allowed, &b->allowed);
+/* Both members fixed (by us, or a member anchored by someone else) on one
+ * mask: one CPU, or one span of CPUs (a core's siblings, an LLC: Span=). */
+static bool held_together(const struct task *a, const struct task *b, unsigned anchored) {
+        return member_fixed(a, anchored, 0) && member_fixed(b, anchored, 1) && cpumask_equal(&a->allowed, &b->allowed);
+}
 
-        return held ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);
+static double pair_rate(const struct task *a, const struct task *b, const struct pair_item *it, unsigned anchored) {
+        return held_together(a, b, anchored) ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);
 }
 
 /*
@@ -356,8 +358,7 @@ char *detect_pair_split_text(const struct finding *f, char *buf, size_t size) {
  */
 static double combined_util(const struct task *a, const struct task *b, unsigned anchored) {
         double u = a->util + b->util;
-        bool one_cpu = member_fixed(a, anchored, 0) && member_fixed(b, anchored, 1) &&
-                       cpumask_equal(&a->allowed, &b->allowed) && cpumask_weight(&a->allowed) == 1;
+        bool one_cpu = held_together(a, b, anchored) && cpumask_weight(&a->allowed) == 1;
 
         return one_cpu ? MIN(u, 1.0) : u;
 }
