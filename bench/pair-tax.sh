@@ -17,12 +17,23 @@
 # machine: both CPUs busy, so the daemon's own work lands on the pair's CPU
 # about half of the time).
 #
+# With --other BINARY a fourth mode, "other", runs that affinityd (another
+# build: what a change to the sampler buys, side by side).
+#
 # Usage (build tree, as root, holding the machine lock):
-#   flock /tmp/affinityd-heavy.lock bash <srcdir>/bench/pair-tax.sh [--hog] [REPEATS] [DURATION]
+#   flock /tmp/affinityd-heavy.lock bash <srcdir>/bench/pair-tax.sh [--hog] [--other BINARY] [REPEATS] [DURATION]
 set -u -o pipefail
 export LC_ALL=C
 HOG=0
-[[ ${1:-} == --hog ]] && { HOG=1; shift; }
+OTHER=
+while [[ ${1:-} == --* ]]; do
+        case $1 in
+        --hog) HOG=1 ;;
+        --other) OTHER=$2; shift ;;
+        *) echo "pair-tax: unknown option $1" >&2; exit 2 ;;
+        esac
+        shift
+done
 REPEATS=${1:-7}
 DURATION=${2:-5}
 B=${BUILDDIR:-.}
@@ -44,10 +55,11 @@ rate() {
         [[ -n $hpid ]] && { kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; }
         echo "$r"
 }
-with_daemon() {  # DAEMON-ARGS...: one ping-pong run next to a fresh daemon
-        local rd r
+with_daemon() {  # [--binary PATH] DAEMON-ARGS...: one ping-pong run next to a fresh daemon
+        local rd r bin=$B/affinityd
+        [[ ${1:-} == --binary ]] && { bin=$2; shift 2; }
         rd=$(mktemp -d "$OUT/rt.XXXXXX")
-        "$B/affinityd" --runtime-dir "$rd" --config-dir "$SRCDIR/policies" "$@" >"$rd/log" 2>&1 &
+        "$bin" --runtime-dir "$rd" --config-dir "$SRCDIR/policies" "$@" >"$rd/log" 2>&1 &
         DPID=$!
         sleep 3
         r=$(rate)
@@ -56,16 +68,21 @@ with_daemon() {  # DAEMON-ARGS...: one ping-pong run next to a fresh daemon
 }
 
 echo "# repeats=$REPEATS duration=${DURATION}s hog=$HOG kernel=$(uname -r)"
-echo "# run none daemon no-perf (round trips/s)"
+echo "# run none daemon no-perf${OTHER:+ other} (round trips/s)${OTHER:+; other: $OTHER}"
 for ((i = 1; i <= REPEATS; i++)); do
-        echo "$i $(rate) $(with_daemon) $(with_daemon --no-perf)"
+        echo "$i $(rate) $(with_daemon) $(with_daemon --no-perf)${OTHER:+ $(with_daemon --binary "$OTHER")}"
 done | tee "$OUT/runs"
 awk -f "$SRCDIR/bench/stats.awk" -f <(cat <<'EOF'
-/^[0-9]/ { n++; a[n] = $2; b[n] = $3; c[n] = $4 }
+/^[0-9]/ { n++; a[n] = $2; b[n] = $3; c[n] = $4; if (NF >= 5) { d[n] = $5; nd++ } }
 END {
         ma = median(a, n); mb = median(b, n); mc = median(c, n)
-        printf "median round trips/s: none %.0f, daemon %.0f (%.3fx), daemon --no-perf %.0f (%.3fx)\n",
+        printf "median round trips/s: none %.0f, daemon %.0f (%.3fx), daemon --no-perf %.0f (%.3fx)",
                ma, mb, mb / ma, mc, mc / ma
+        if (nd == n) {
+                md = median(d, n)
+                printf ", other %.0f (%.3fx)", md, md / ma
+        }
+        printf "\n"
 }
 EOF
 ) "$OUT/runs"

@@ -9,6 +9,8 @@
 #     1d. when that someone lets the anchor go, it joins the pair's CPU and
 #     the other's pin is kept;
 #     1e. a chain of three (client, proxy, backend) ends on one CPU;
+#     1f. once the pair is kept and nothing changes, the wake-up bursts
+#     thin out (one pass in 4) and the pair stays held;
 #  2. a pipelined stream pair is left alone, or, where a loaded machine
 #     squeezes it under MaxCombinedUtil= and it is co-located, undone by the
 #     effect check or no slower on one CPU;
@@ -175,6 +177,8 @@ if colocate_pingpong pp; then
         state=$(pair_state "$P1" "$P2")
         echo "# co-located at t=${T_PIN}s: $(allowed_of "$P1") / state '$state'"
         [[ $state == co-located* ]] || fail "affctl pairs state '$state', want co-located"
+        # bursts skipped before the pin (step 1f asks for more after it)
+        SKIPS0=$(ctl status --json | jq '.capabilities.wake_sampler.bursts_skipped_settled // 0')
         # the first screen of affctl status names what it is changing
         ctl status >"$work/status.txt"
         grep -q "affinity task:$P1:.*pair: co-locate" "$work/status.txt" ||
@@ -205,6 +209,21 @@ if colocate_pingpong pp; then
                 # a pair it did not co-locate shows none of the gain)
                 awk -v a="$after" -v b="$before" -v g="$GAIN" 'BEGIN { exit !(a >= b * (1 + (g - 1) / 4)) }' ||
                         fail "rate did not rise: split $before/s, co-located $after/s; by hand ${GAIN}x, want at least a quarter of that"
+        fi
+        # 1f. settled: the pin kept and nothing left to change, the wake-up
+        # bursts thin out to one pass in 4 (affinityd(8)) and the pair stays
+        # held. Looked at once a second: each look starts processes, and a
+        # new process gets a burst of its own.
+        if [[ $SRC == perf* ]]; then
+                thinned() {
+                        sleep 0.9
+                        ctl status --json 2>/dev/null | jq -e --argjson s0 "$SKIPS0" '.capabilities.wake_sampler |
+                                .burst_every == 4 and .bursts_skipped_settled > $s0' >/dev/null
+                }
+                wait_for 20 thinned ||
+                        { ctl status --json | jq .capabilities.wake_sampler >&2; fail "bursts did not thin out with the pair placed and kept"; }
+                single_cpu_same "$P1" "$P2" || fail "the pair was let go while the bursts thinned out: $(allowed_of "$P1") / $(allowed_of "$P2")"
+                echo "# settled: $(ctl status --json | jq -r --argjson s0 "$SKIPS0" '.capabilities.wake_sampler | "\(.source), \(.bursts_skipped_settled - $s0) bursts skipped since the pin"')"
         fi
 stop_pingpong
 else

@@ -710,6 +710,161 @@ static int test_quiet_gate(void) {
         return 0;
 }
 
+/* The hot set: what wake_hot_changed() calls a move, on fixed task lists. */
+static void test_hot_set(void) {
+        struct wake_hot h = {};
+        struct task t[3] = {
+                mktask(10, 10, 3000, 0),
+                mktask(20, 20, 2800, 1),
+                mktask(30, 30, 100, 1),         /* below the 250/s floor: not hot */
+        };
+
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3));        /* nothing recorded */
+        ASSERT_OK(wake_hot_record(&h, t, 3, 250));
+        ASSERT_TRUE(h.n == 2);
+        ASSERT_TRUE(!wake_hot_changed(&h, t, 3));
+        ASSERT_TRUE(!wake_hot_changed(&h, t, 1));       /* gone or quiet is no move */
+        t[0].nvcsw_per_s = 5000;                        /* +67 %: the snapshot's noise */
+        ASSERT_TRUE(!wake_hot_changed(&h, t, 3));
+        t[0].nvcsw_per_s = 6500;                        /* more than doubled */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3));
+        t[0].nvcsw_per_s = 1400;                        /* halved (a pair split by the kernel, stopped) */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3));
+        t[0].nvcsw_per_s = 3000;
+        t[2].nvcsw_per_s = 400;                         /* a thread newly busy */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3));
+        t[2].nvcsw_per_s = 100;
+        t[1].id.start_time = 2;                         /* tid 20 reused by another thread */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3));
+        t[1].id.start_time = 1;
+        /* small rates: doubling by less than the floor is noise */
+        ASSERT_OK(wake_hot_record(&h, (struct task[]) { mktask(40, 40, 260, 0) }, 1, 250));
+        ASSERT_TRUE(!wake_hot_changed(&h, (struct task[]) { mktask(40, 40, 500, 0) }, 1));
+        ASSERT_TRUE(wake_hot_changed(&h, (struct task[]) { mktask(40, 40, 600, 0) }, 1));
+        wake_hot_free(&h);
+}
+
+/* One call of the stride test: the ping-pongs' sides as the daemon's pass
+ * gives them, with their voluntary switches/s since the last call read
+ * from /proc (a side seen for the first time has no rate yet: left out). */
+struct stride_feed {
+        pid_t tid[4];
+        uint64_t prev[4];
+        bool have_prev[4];
+        size_t n;
+        uint64_t prev_usec;
+};
+
+static void stride_step(struct wake_sampler *ws, sd_event *ev, uint64_t cadence, struct stride_feed *f,
+                        struct wake_edge **ret_e, size_t *ret_n) {
+        struct task tasks[4];
+        size_t n = 0;
+        uint64_t now;
+
+        run_loop(ev, cadence);
+        now = util_now_usec();
+        for (size_t i = 0; i < f->n; i++) {
+                uint64_t cur;
+                ASSERT_OK(read_nvcsw(f->tid[i], &cur));
+                if (f->have_prev[i] && now > f->prev_usec)
+                        tasks[n++] = mktask(f->tid[i], f->tid[i],
+                                            (double) (cur - f->prev[i]) * 1e6 / (double) (now - f->prev_usec), -1);
+                f->prev[i] = cur;
+                f->have_prev[i] = true;
+        }
+        f->prev_usec = now;
+        wake_sampler_set_tasks(ws, tasks, n);
+        ASSERT_TRUE(wake_sampler_edges(ws, now, ret_e, ret_n) >= 0);
+}
+
+/*
+ * The settled stride: with a stride no test reaches, bursts stop while the
+ * threads stay as they were, the edges keep their rates (no observed zero),
+ * a new ping-pong among them gets a burst within a call of /proc showing it
+ * busy, and a call brought forward gets one too.
+ */
+static int test_settled_stride(void) {
+        const uint64_t cadence = 300 * USEC_PER_MSEC;
+        struct topology topo = {};
+        struct wake_sampler *ws = NULL;
+        struct pingpong pp = {}, pp2 = {};
+        struct stride_feed f = {};
+        struct wake_status st, prev;
+        struct wake_edge *e;
+        size_t n;
+        sd_event *ev = NULL;
+        double before = 0, after;
+        unsigned i, skips_over_6;
+
+        ASSERT_OK(online_topology(&topo));
+        if (duty_sampler_new("settled stride", &topo, 200000, &ws, &ev) == 77)
+                return 77;
+        wake_sampler_set_floor(ws, 500);
+        ASSERT_OK(pingpong_start(&pp, false));
+        f.tid[0] = pp.a, f.tid[1] = pp.b, f.n = 2;
+        for (i = 0; i < 4; i++) {
+                stride_step(ws, ev, cadence, &f, &e, &n);
+                before = find_edge(e, n, pp.a, pp.b) ? find_edge(e, n, pp.a, pp.b)->wakeups_per_s : 0;
+        }
+        fprintf(stderr, "stride: ping-pong edge %.0f/s at a burst a call\n", before);
+        ASSERT_TRUE(before > 1000);
+
+        wake_sampler_set_stride(ws, 1000);
+        wake_sampler_status(ws, &prev);
+        ASSERT_TRUE(prev.burst_every == 1000 && strstr(prev.source, "one pass in 1000"));
+        for (i = 0; i < 6; i++)
+                stride_step(ws, ev, cadence, &f, &e, &n);
+        wake_sampler_status(ws, &st);
+        after = find_edge(e, n, pp.a, pp.b) ? find_edge(e, n, pp.a, pp.b)->wakeups_per_s : 0;
+        skips_over_6 = (unsigned) (st.settled_skips - prev.settled_skips);
+        fprintf(stderr, "stride: 6 calls, same threads: bursts +%llu, skipped +%u, edge %.0f -> %.0f/s\n",
+                (unsigned long long) (st.bursts - prev.bursts), skips_over_6, before, after);
+        /* a side's rate doubling or halving between two calls (a loaded host)
+         * rightly takes a burst; most calls must go without */
+        ASSERT_TRUE(skips_over_6 >= 4);
+        ASSERT_TRUE(after > before * 0.5);
+
+        /* a second ping-pong among threads /proc already lists: bursts again at once */
+        ASSERT_OK(pingpong_start(&pp2, false));
+        f.tid[2] = pp2.a, f.tid[3] = pp2.b, f.n = 4;
+        stride_step(ws, ev, cadence, &f, &e, &n);       /* first sight: no rate yet */
+        stride_step(ws, ev, cadence, &f, &e, &n);       /* busy in /proc: the sampler wants a burst */
+        fprintf(stderr, "stride: new ping-pong busy in /proc: burst wanted %d\n", wake_sampler_burst_wanted(ws));
+        after = find_edge(e, n, pp2.a, pp2.b) ? find_edge(e, n, pp2.a, pp2.b)->wakeups_per_s : 0;
+        if (after == 0) {
+                ASSERT_TRUE(wake_sampler_burst_wanted(ws));
+                stride_step(ws, ev, cadence, &f, &e, &n);
+                after = find_edge(e, n, pp2.a, pp2.b) ? find_edge(e, n, pp2.a, pp2.b)->wakeups_per_s : 0;
+        }
+        fprintf(stderr, "stride: new ping-pong's edge %.0f/s\n", after);
+        ASSERT_TRUE(after > 1000);
+
+        /* brought forward: a burst before that call whatever the stride */
+        for (i = 0; i < 2; i++)
+                stride_step(ws, ev, cadence, &f, &e, &n);
+        wake_sampler_status(ws, &prev);
+        wake_sampler_expect_call(ws, util_now_usec() + 200 * USEC_PER_MSEC);
+        stride_step(ws, ev, 200 * USEC_PER_MSEC, &f, &e, &n);
+        wake_sampler_status(ws, &st);
+        fprintf(stderr, "stride: early call: bursts +%llu\n", (unsigned long long) (st.bursts - prev.bursts));
+        ASSERT_TRUE(st.bursts >= prev.bursts + 1);
+
+        /* stride 1: a burst before each call again */
+        wake_sampler_set_stride(ws, 1);
+        wake_sampler_status(ws, &prev);
+        for (i = 0; i < 3; i++)
+                stride_step(ws, ev, cadence, &f, &e, &n);
+        wake_sampler_status(ws, &st);
+        ASSERT_TRUE(st.bursts >= prev.bursts + 3 && st.settled_skips == prev.settled_skips);
+        ASSERT_TRUE(strstr(st.source, "before each pass"));
+
+        pingpong_stop(&pp2);
+        pingpong_stop(&pp);
+        wake_sampler_free(ws);
+        sd_event_unref(ev);
+        return 0;
+}
+
 static int test_live(void) {
         struct topology topo = {};
         struct wake_sampler *ws = NULL;
@@ -849,11 +1004,15 @@ int main(int argc, char **argv) {
         test_format();
         test_edge_table();
         test_fallback_fixture();
+        test_hot_set();
         r = test_live();
         if (r != 0)
                 return r;
         r = test_throttle();
         if (r != 0)
                 return r;
-        return test_quiet_gate();
+        r = test_quiet_gate();
+        if (r != 0)
+                return r;
+        return test_settled_stride();
 }

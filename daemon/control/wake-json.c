@@ -45,6 +45,8 @@ static int status_to_json(const struct wake_status *st, struct json_object **ret
                 r = r ?: json_add(o, "event_opens", json_object_new_uint64(st->event_opens));
                 r = r ?: json_add(o, "events_parked", json_object_new_boolean(st->events_parked));
                 r = r ?: json_add(o, "bursts_skipped_quiet", json_object_new_uint64(st->quiet_skips));
+                r = r ?: json_add(o, "bursts_skipped_settled", json_object_new_uint64(st->settled_skips));
+                r = r ?: json_add(o, "burst_every", json_object_new_uint64(st->burst_every));
                 r = r ?: json_add(o, "switches_per_s", json_object_new_double(st->switches_per_s));
                 r = r ?: json_add(o, "gate_floor_per_s", json_object_new_double(st->gate_floor_per_s));
         }

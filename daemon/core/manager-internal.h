@@ -74,6 +74,7 @@ struct manager {
         bool recheck_was_last;        /* the pass now due was brought forward by plan_recheck_soon() */
         bool next_pass_early;         /* the pass now due was brought forward for a new process */
         unsigned looks_left;          /* more looks after an early pass (next_pass_gap()) */
+        unsigned settled_passes;      /* passes in a row that changed nothing (note_settled()) */
         sd_event_source *pc_rearm;    /* listens to the proc connector again when one is allowed */
         bool early_armed;             /* the dispatch in progress brought a pass forward */
         uint64_t pass_hold_limit;     /* the coming pass was held back for a new process, and may be

@@ -619,6 +619,31 @@ static uint64_t next_pass_gap(struct manager *m, bool was_early) {
         return MIN(gap, LOOK_USEC);
 }
 
+/*
+ * Passes in a row that changed nothing, before the wake-up bursts thin out
+ * to one pass in SETTLED_STRIDE. A burst costs every wake-up on the
+ * machine, the daemon's own clients included, and once every pair is
+ * placed and every verdict in, a burst a pass only confirms it. Not
+ * settled: a pass that planned a change (in --dry-run too: what it would
+ * do is still news), a change waiting for the effect check's verdict, a
+ * pair held back for a recheck. A new process does not unsettle it: its
+ * early pass and looks get their bursts anyway (wake_sampler_expect_call()),
+ * and on a machine that starts a process every few seconds (health checks,
+ * cron, an operator's affctl) resetting here kept the stride from ever
+ * applying. The sampler itself bursts again when /proc shows a thread
+ * newly busy, and the pass is then brought forward (on_timer()), so a pair
+ * that starts later among existing threads is still found within a look.
+ */
+#define SETTLE_PASSES 3
+#define SETTLED_STRIDE 4
+
+static void note_settled(struct manager *m) {
+        bool settled = m->actions.n == 0 && m->effects.n == 0 && !plan_recheck_soon(m->plan);
+
+        m->settled_passes = settled ? plan_count_up(m->settled_passes, SETTLE_PASSES) : 0;
+        wake_sampler_set_stride(m->wake, m->settled_passes >= SETTLE_PASSES ? SETTLED_STRIDE : 1);
+}
+
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
         bool was_early = m->next_pass_early;
@@ -632,6 +657,9 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         m->in_pass = false;
         /* Next pass relative to now: a slow pass must not cause a burst of catch-up passes. */
         gap = next_pass_gap(m, was_early);
+        note_settled(m);
+        if (wake_sampler_burst_wanted(m->wake))
+                gap = MIN(gap, LOOK_USEC);
         next = util_now_usec() + gap;
         if (gap < m->interval_usec && m->wake)
                 wake_sampler_expect_call(m->wake, next);

@@ -125,3 +125,25 @@ int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t
 #define WAKE_FALLBACK_MIN_SWITCH_PER_S 1000.0
 /* Two threads' switch rates must be within this factor to be paired. */
 #define WAKE_FALLBACK_MATCH_RATIO 0.5
+
+/* ---- the hot threads at the last burst (wake-hot.c) ---- */
+
+struct wake_hot_task {
+        pid_t tid;
+        uint64_t start_time;
+        double switches_per_s;   /* voluntary, over the pass before the burst */
+};
+
+struct wake_hot {
+        struct wake_hot_task *items;   /* sorted by (tid, start_time) */
+        size_t n, allocated;
+        double min_per_s;              /* hot: at least this many voluntary switches/s */
+        bool valid;                    /* recorded since the last failure */
+};
+
+/* Record the threads switching at least min_per_s now. -ENOMEM: nothing is
+ * recorded, and wake_hot_changed() says changed until the next record. */
+int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks, double min_per_s);
+/* True if a burst could see something the last one did not (wake-hot.c). */
+bool wake_hot_changed(const struct wake_hot *h, const struct task *tasks, size_t n_tasks);
+void wake_hot_free(struct wake_hot *h);

@@ -91,6 +91,12 @@
  *    nothing carries over but the remainder of a sample period
  *    (tests/test-wake.c, storm test).
  *
+ *  - The settled stride (wake_sampler_set_stride()). Once the manager's
+ *    passes change nothing, a burst a pass only confirms the placement:
+ *    bursts come before one call in `stride`, and at once again when the
+ *    busy threads in /proc are not those of the last burst (wake-hot.c).
+ *    Skipped calls keep the edges as the last burst left them.
+ *
  * 100 ms of every 1 s pass: 10 % of the cost, and at the detector's
  * WakeRate= floor (500/s) an edge still gets ~50 wake-ups per burst.
  * The burst ends BURST_MARGIN_USEC before the next expected call, so the
@@ -200,6 +206,14 @@ struct wake_sampler {
         uint64_t quiet_skips;      /* bursts skipped as quiet */
         bool quiet_since_fold;     /* a burst was skipped since the edges were last folded */
         double duty_frac;          /* measured on-time fraction, last status window */
+
+        /* settled stride (wake_sampler_set_stride()) */
+        unsigned stride;           /* a burst before every stride-th call; 1: before each */
+        unsigned calls_since_burst; /* calls since the last one a burst fed */
+        bool hot_moved;            /* the last call's threads are not those of the last burst */
+        bool tasks_given;          /* wake_sampler_set_tasks() since the last call */
+        uint64_t settled_skips;    /* bursts skipped by the stride */
+        struct wake_hot hot;       /* the threads that could be in a pair at the last burst */
 
         /* edges */
         struct wake_edge_table table;
@@ -913,6 +927,17 @@ static bool burst_quiet(struct wake_sampler *ws, uint64_t now) {
         return ws->switches_per_s * GATE_SHARE < ws->floor_per_s;
 }
 
+/*
+ * The settled stride (wake_sampler_set_stride()): true if this burst can be
+ * skipped because the caller's placement is settled and /proc shows the
+ * same busy threads as at the last burst. A call brought forward, no gate
+ * floor to tell busy threads by, or the stride's own turn say no.
+ */
+static bool burst_settled(const struct wake_sampler *ws) {
+        return ws->stride > 1 && ws->floor_per_s > 0 && !ws->early_call && !ws->hot_moved &&
+               ws->calls_since_burst + 1 < ws->stride;
+}
+
 static int burst_begin(struct wake_sampler *ws, uint64_t now) {
         int r;
 
@@ -921,6 +946,12 @@ static int burst_begin(struct wake_sampler *ws, uint64_t now) {
                 perf_close_all(ws);
                 ws->quiet_skips++;
                 ws->quiet_since_fold = true;
+                return 0;
+        }
+        if (burst_settled(ws)) {
+                /* Parked events stay parked (reopening costs more); the edges
+                 * keep their rates: this is no observed zero, unlike the gate's. */
+                ws->settled_skips++;
                 return 0;
         }
 
@@ -1005,6 +1036,10 @@ static void use_fallback(struct wake_sampler *ws) {
 static void set_source_perf(struct wake_sampler *ws) {
         if (ws->burst_usec == 0)
                 snprintf(ws->source, sizeof(ws->source), "perf");
+        else if (ws->stride > 1)
+                snprintf(ws->source, sizeof(ws->source),
+                         "perf, %" PRIu64 " ms bursts before one pass in %u (placement settled)",
+                         ws->burst_usec / USEC_PER_MSEC, ws->stride);
         else
                 snprintf(ws->source, sizeof(ws->source), "perf, %" PRIu64 " ms bursts before each pass",
                          ws->burst_usec / USEC_PER_MSEC);
@@ -1031,6 +1066,7 @@ int wake_sampler_new(const char *root, const struct topology *topo, uint64_t sam
         ws->min_period = ws->period = MAX(sample_period, (uint64_t) 1);
         ws->max_samples_per_s = max_events_per_s;
         ws->adaptive = true;
+        ws->stride = 1;
         ws->park_max_per_s = PARK_EVENTS_MAX_PER_S;
         ws->adapt_start_usec = ws->win_start_usec = ws->last_edges_usec = util_now_usec();
         ws->burst_usec = BURST_USEC_DEFAULT;
@@ -1067,6 +1103,7 @@ struct wake_sampler *wake_sampler_free(struct wake_sampler *ws) {
         free(ws->cpus);
         sd_event_unref(ws->event);
         wake_fallback_free(ws->fallback);
+        wake_hot_free(&ws->hot);
         wake_edge_table_done(&ws->table);
         free(ws->out);
         free(ws->scratch);
@@ -1180,6 +1217,40 @@ void wake_sampler_set_tasks(struct wake_sampler *ws, const struct task *tasks, s
                 return;
         ws->tasks = tasks;
         ws->n_tasks = n_tasks;
+        ws->tasks_given = true;
+}
+
+void wake_sampler_set_stride(struct wake_sampler *ws, unsigned every) {
+        if (!ws || MAX(every, 1u) == ws->stride)
+                return;
+        ws->stride = MAX(every, 1u);
+        if (ws->mode == WAKE_MODE_PERF)
+                set_source_perf(ws);
+}
+
+bool wake_sampler_burst_wanted(const struct wake_sampler *ws) {
+        return ws && ws->mode == WAKE_MODE_PERF && ws->burst_usec > 0 && ws->stride > 1 && ws->hot_moved;
+}
+
+/*
+ * The stride's bookkeeping at each call: a call a burst fed records the busy
+ * threads; one without a burst counts towards the stride's turn and looks
+ * whether the threads moved since (wake-hot.c).
+ */
+static void stride_note_call(struct wake_sampler *ws, bool fed) {
+        double hot_min = ws->floor_per_s > 0 ? ws->floor_per_s / GATE_SHARE : 0;
+
+        if (fed) {
+                ws->calls_since_burst = 0;
+                ws->hot_moved = false;
+                if (ws->tasks_given && hot_min > 0)
+                        (void) wake_hot_record(&ws->hot, ws->tasks, ws->n_tasks, hot_min);
+                return;
+        }
+        ws->calls_since_burst = MIN(ws->calls_since_burst + 1, UINT_MAX - 1);
+        /* no threads to compare, or no floor to tell busy ones by: no skipping */
+        ws->hot_moved = !ws->tasks_given || hot_min <= 0 || ws->hot.min_per_s != hot_min ||
+                        wake_hot_changed(&ws->hot, ws->tasks, ws->n_tasks);
 }
 
 int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_edge **ret_edges,
@@ -1206,6 +1277,8 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         if (duty && !ws->on)
                 (void) burst_timer_set(ws, burst_next_start(ws, real_now));
 
+        if (duty)
+                stride_note_call(ws, ws->fold_on_usec > 0 || ws->on);
         window = now_usec > ws->last_edges_usec ? now_usec - ws->last_edges_usec : 0;
         /*
          * Duty cycle: the counts were taken over fold_on_usec of on-time, so
@@ -1229,6 +1302,7 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         }
         ws->tasks = NULL;
         ws->n_tasks = 0;
+        ws->tasks_given = false;
 
         /* status window: wake-ups per second of on-time, samples and CPU per second of wall time */
         {
@@ -1279,6 +1353,8 @@ void wake_sampler_status(const struct wake_sampler *ws, struct wake_status *ret)
         ret->park_max_per_s = ws->park_max_per_s;
         ret->burst_events_per_s = ws->burst_events_per_s;
         ret->quiet_skips = ws->quiet_skips;
+        ret->settled_skips = ws->settled_skips;
+        ret->burst_every = ws->stride;
         ret->switches_per_s = ws->switches_per_s;
         ret->gate_floor_per_s = ws->floor_per_s;
         ret->period = ws->period;

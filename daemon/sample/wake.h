@@ -98,6 +98,8 @@ struct wake_status {
         double park_max_per_s;       /* above this all-CPU rate events are closed after a burst, not parked */
         double burst_events_per_s;   /* all CPUs' sched_waking rate in the last burst (what parking goes by) */
         uint64_t quiet_skips;        /* bursts skipped by the quiet gate */
+        uint64_t settled_skips;      /* bursts skipped by the settled stride */
+        unsigned burst_every;        /* the stride: a burst before one call in this many (1: each) */
         double switches_per_s;       /* machine-wide context switches/s, as the gate last saw them */
         double gate_floor_per_s;     /* the gate's WakeRate floor; 0: no gate, < 0: no pair policy, no bursts */
         size_t n_edges;
@@ -139,6 +141,23 @@ void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec);
  * bursts are skipped while the machine switches less than half that often;
  * < 0 (no pair policy): no bursts; 0 (the default): no gate. */
 void wake_sampler_set_floor(struct wake_sampler *ws, double wake_rate_min_per_s);
+/*
+ * The settled stride: bursts before one call in `every` only, while the
+ * caller's placement is settled (the manager: passes that changed nothing
+ * and wait for no verdict). Each burst costs every wake-up on the machine
+ * (see "Duty cycle" in wake.c), so a machine whose pairs are all placed
+ * pays a quarter of it at 4. Skipped calls keep the edges at their last
+ * rates, not an observed zero. A burst is taken all the same before a
+ * call brought forward (wake_sampler_expect_call()) and before the call
+ * after one whose threads (wake_sampler_set_tasks()) were not those of the
+ * last burst: a thread newly switching at half the gate's floor or more,
+ * or one whose switch rate doubled or halved (wake-hot.c). 1: each call
+ * (the default). Needs a gate floor > 0 (wake_sampler_set_floor()).
+ */
+void wake_sampler_set_stride(struct wake_sampler *ws, unsigned every);
+/* The last call's threads moved while the stride skips bursts: the caller
+ * may bring its next call forward (wake_sampler_expect_call()) to look sooner. */
+bool wake_sampler_burst_wanted(const struct wake_sampler *ws);
 /* New configuration values (reload). Period 0 keeps, max 0 = unlimited. */
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s);
 /* Online CPUs changed: open/close per-CPU events. topo is not kept. */

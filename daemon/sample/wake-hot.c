@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The threads that switch often enough to be in a pair, as of the last
+ * wake-up burst, and whether this pass's threads still look like them.
+ * What lets the sampler skip bursts while the placement is settled
+ * (wake.h, wake_sampler_set_stride()) without missing a pair that starts
+ * between them: a pair is two threads that switch at least as often as
+ * its wake-up rate, and /proc already gives every thread's voluntary
+ * switches each pass, at no cost to anyone else.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/util.h"
+#include "sample/wake-internal.h"
+
+static int hot_cmp(const void *a, const void *b) {
+        const struct wake_hot_task *x = a, *y = b;
+
+        if (x->tid != y->tid)
+                return x->tid < y->tid ? -1 : 1;
+        return x->start_time < y->start_time ? -1 : x->start_time > y->start_time;
+}
+
+static bool task_is_hot(const struct task *t, double min_per_s) {
+        return t->have_rates && t->nvcsw_per_s >= min_per_s;
+}
+
+int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks, double min_per_s) {
+        size_t n = 0;
+
+        if (!h || (!tasks && n_tasks > 0))
+                return -EINVAL;
+        for (size_t i = 0; i < n_tasks; i++)
+                n += task_is_hot(&tasks[i], min_per_s);
+        if (n > h->allocated) {
+                struct wake_hot_task *p = reallocarray(h->items, n, sizeof(*p));
+                if (!p) {
+                        h->n = 0;
+                        h->valid = false;
+                        return -ENOMEM;
+                }
+                h->items = p;
+                h->allocated = n;
+        }
+        h->n = 0;
+        for (size_t i = 0; i < n_tasks; i++)
+                if (task_is_hot(&tasks[i], min_per_s))
+                        h->items[h->n++] = (struct wake_hot_task) {
+                                .tid = tasks[i].id.tid,
+                                .start_time = tasks[i].id.start_time,
+                                .switches_per_s = tasks[i].nvcsw_per_s,
+                        };
+        qsort(h->items, h->n, sizeof(*h->items), hot_cmp);
+        h->min_per_s = min_per_s;
+        h->valid = true;
+        return 0;
+}
+
+/*
+ * A thread hot now that was not at the last burst (new, or newly busy), or
+ * one whose switch rate went up or down by more than half while it moved
+ * by at least the floor: a pair may have started, stopped or been split by
+ * the kernel, which only a burst can tell. Threads that went quiet or
+ * exited are not a change: their edges decay at the next burst, and an
+ * exit is the plan's to see. Nothing recorded: changed.
+ */
+bool wake_hot_changed(const struct wake_hot *h, const struct task *tasks, size_t n_tasks) {
+        if (!h || !h->valid)
+                return true;
+        for (size_t i = 0; i < n_tasks; i++) {
+                const struct task *t = &tasks[i];
+                struct wake_hot_task key = { .tid = t->id.tid, .start_time = t->id.start_time }, *was;
+                double now, delta;
+
+                if (!task_is_hot(t, h->min_per_s))
+                        continue;
+                was = bsearch(&key, h->items, h->n, sizeof(*h->items), hot_cmp);
+                if (!was)
+                        return true;
+                now = t->nvcsw_per_s;
+                delta = now > was->switches_per_s ? now - was->switches_per_s : was->switches_per_s - now;
+                if (delta >= h->min_per_s && (now > 2 * was->switches_per_s || 2 * now < was->switches_per_s))
+                        return true;
+        }
+        return false;
+}
+
+void wake_hot_free(struct wake_hot *h) {
+        if (!h)
+                return;
+        free(h->items);
+        *h = (struct wake_hot) {};
+}
