@@ -83,8 +83,8 @@ passes() { ctl status --json | jq -r .counts.passes; }   # the daemon's passes s
 # CPU; then, counting only the daemon's own passes (a slow host's passes
 # and a client's start-up take what they take; a wall-clock deadline from
 # a fast host failed in the QEMU guest, where a client was co-located
-# 4.3-6.2 s after it started): 1 when the daemon read it split in 3 passes and left it
-# so (it acts in the first such pass, or the next when a member is
+# 4.3-6.2 s after it started): 1 when the daemon read it split in 3
+# passes and left it so (it acts in the first such pass, or the next when a member is
 # newborn); 2 when it read it together in 3 passes and never split: the
 # kernel keeps the pair together by itself (a loaded machine does), nothing
 # to fix; 4 when it listed no such pair in 3 passes (the client has not
@@ -117,12 +117,14 @@ await_colocated() {
 # gen_tid CLIENT_PID: the client's thread that is neither its main thread
 # nor the client thread CT and switches the most: sysbench --rate's event
 # generator (found from /proc, not from the daemon under test).
+# task_vcsw PID TID: the thread's voluntary context switches since it began
+task_vcsw() { awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/task/$2/status" 2>/dev/null; }
 gen_tid() {
         local t n best= max=-1
         for t in /proc/"$1"/task/*; do
                 t=${t##*/}
                 { [ "$t" = "$1" ] || [ "$t" = "$CT" ]; } && continue
-                n=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "/proc/$1/task/$t/status" 2>/dev/null) || continue
+                n=$(task_vcsw "$1" "$t") || continue
                 [ "${n:-0}" -gt "$max" ] && max=$n best=$t
         done
         echo "$best"
@@ -191,7 +193,7 @@ SURE=4
 vol_switches() {
         local t n sum=0
         for t in /proc/"$1"/task/*; do
-                n=$(awk '/^voluntary_ctxt_switches/ { print $2 }' "$t/status" 2>/dev/null) || continue
+                n=$(task_vcsw "$1" "${t##*/}") || continue
                 sum=$((sum + ${n:-0}))
         done
         echo "$sum"

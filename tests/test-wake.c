@@ -741,6 +741,32 @@ static void test_hot_set(void) {
         ASSERT_OK(wake_hot_record(&h, (struct task[]) { mktask(40, 40, 260, 0) }, 1, 250));
         ASSERT_TRUE(!wake_hot_changed(&h, (struct task[]) { mktask(40, 40, 500, 0) }, 1));
         ASSERT_TRUE(wake_hot_changed(&h, (struct task[]) { mktask(40, 40, 600, 0) }, 1));
+
+        /* a pair the burst saw together, seen apart in /proc: a burst; a split one apart: none */
+        {
+                struct task p[4] = {
+                        mktask(50, 50, 3000, 1), mktask(60, 60, 3000, 1),     /* together on CPU 1 */
+                        mktask(70, 70, 3000, 0), mktask(80, 80, 3000, 1),     /* split */
+                };
+                struct wake_edge e[] = {
+                        { .waker_tid = 50, .wakee_tid = 60, .wakeups_per_s = 3000, .have_split = true, .split_fraction = 0.01 },
+                        { .waker_tid = 60, .wakee_tid = 50, .wakeups_per_s = 3000, .have_split = true, .split_fraction = 0.02 },
+                        { .waker_tid = 70, .wakee_tid = 80, .wakeups_per_s = 3000, .have_split = true, .split_fraction = 0.95 },
+                        { .waker_tid = 90, .wakee_tid = 91, .wakeups_per_s = 100, .have_split = true, .split_fraction = 0 },
+                };
+                ASSERT_OK(wake_hot_record(&h, p, 4, 250));
+                ASSERT_OK(wake_hot_record_pairs(&h, e, 4, 250));
+                ASSERT_TRUE(h.n_pairs == 2 && h.n_members == 2);
+                ASSERT_TRUE(!wake_hot_changed(&h, p, 4));
+                p[0].last_cpu = 0, p[1].last_cpu = 0;          /* moved together: no change */
+                ASSERT_TRUE(!wake_hot_changed(&h, p, 4));
+                p[1].last_cpu = 1;                              /* apart */
+                ASSERT_TRUE(wake_hot_changed(&h, p, 4));
+                p[1].last_cpu = 0;
+                p[2].last_cpu = 1, p[3].last_cpu = 0;           /* the split pair, still apart */
+                ASSERT_TRUE(!wake_hot_changed(&h, p, 4));
+                ASSERT_TRUE(!wake_hot_changed(&h, p, 1));       /* a member not listed: no look */
+        }
         wake_hot_free(&h);
 }
 

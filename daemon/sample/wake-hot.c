@@ -57,16 +57,102 @@ int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks
         return 0;
 }
 
+/* A pair is "together" below this split fraction: most of its wake-ups
+ * found the wakee on the waker's CPU (a pair the kernel keeps together, or
+ * one held on one CPU). */
+#define HOT_TOGETHER_MAX 0.5
+
+static int cpu_cmp(const void *a, const void *b) {
+        const struct wake_hot_cpu *x = a, *y = b;
+
+        return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, size_t n_edges, double min_per_s) {
+        size_t n = 0, k = 0;
+
+        if (!h || (!edges && n_edges > 0))
+                return -EINVAL;
+        for (size_t i = 0; i < n_edges; i++)
+                n += edges[i].have_split && edges[i].split_fraction < HOT_TOGETHER_MAX &&
+                     edges[i].wakeups_per_s >= min_per_s;
+        if (n > h->pairs_allocated) {
+                pid_t (*p)[2] = reallocarray(h->pairs, n, sizeof(*p));
+                struct wake_hot_cpu *c = p ? reallocarray(h->members, 2 * n, sizeof(*c)) : NULL;
+                if (p)
+                        h->pairs = p;
+                if (!c) {
+                        h->n_pairs = h->n_members = 0;
+                        h->valid = false;
+                        return -ENOMEM;
+                }
+                h->members = c;
+                h->pairs_allocated = n;
+        }
+        h->n_pairs = h->n_members = 0;
+        for (size_t i = 0; i < n_edges; i++) {
+                const struct wake_edge *e = &edges[i];
+                if (!e->have_split || e->split_fraction >= HOT_TOGETHER_MAX || e->wakeups_per_s < min_per_s)
+                        continue;
+                h->pairs[h->n_pairs][0] = e->waker_tid;
+                h->pairs[h->n_pairs++][1] = e->wakee_tid;
+                h->members[h->n_members++] = (struct wake_hot_cpu) { .tid = e->waker_tid, .cpu = -1 };
+                h->members[h->n_members++] = (struct wake_hot_cpu) { .tid = e->wakee_tid, .cpu = -1 };
+        }
+        qsort(h->members, h->n_members, sizeof(*h->members), cpu_cmp);
+        for (size_t i = 0; i < h->n_members; i++)     /* unique */
+                if (k == 0 || h->members[k - 1].tid != h->members[i].tid)
+                        h->members[k++] = h->members[i];
+        h->n_members = k;
+        return 0;
+}
+
+static int member_cpu(const struct wake_hot *h, pid_t tid) {
+        struct wake_hot_cpu key = { .tid = tid }, *m;
+
+        m = bsearch(&key, h->members, h->n_members, sizeof(*h->members), cpu_cmp);
+        return m ? m->cpu : -1;
+}
+
+/*
+ * A pair the last burst saw together whose two members /proc now shows on
+ * different CPUs: the kernel may have split it (a loaded machine does,
+ * and merges it again a few seconds later), which only a burst can tell.
+ * One look at two last CPUs can be a migration in flight: that costs a
+ * burst, never a decision.
+ */
+static bool together_pair_apart(struct wake_hot *h, const struct task *tasks, size_t n_tasks) {
+        if (h->n_pairs == 0)
+                return false;
+        for (size_t i = 0; i < h->n_members; i++)
+                h->members[i].cpu = -1;
+        for (size_t i = 0; i < n_tasks; i++) {
+                struct wake_hot_cpu key = { .tid = tasks[i].id.tid }, *m;
+                m = bsearch(&key, h->members, h->n_members, sizeof(*h->members), cpu_cmp);
+                if (m)
+                        m->cpu = tasks[i].last_cpu;
+        }
+        for (size_t i = 0; i < h->n_pairs; i++) {
+                int a = member_cpu(h, h->pairs[i][0]), b = member_cpu(h, h->pairs[i][1]);
+                if (a >= 0 && b >= 0 && a != b)
+                        return true;
+        }
+        return false;
+}
+
 /*
  * A thread hot now that was not at the last burst (new, or newly busy), or
  * one whose switch rate went up or down by more than half while it moved
- * by at least the floor: a pair may have started, stopped or been split by
- * the kernel, which only a burst can tell. Threads that went quiet or
- * exited are not a change: their edges decay at the next burst, and an
- * exit is the plan's to see. Nothing recorded: changed.
+ * by at least the floor, or a together pair now apart: a pair may have
+ * started, stopped or been split by the kernel, which only a burst can
+ * tell. Threads that went quiet or exited are not a change: their edges
+ * decay at the next burst, and an exit is the plan's to see. Nothing
+ * recorded: changed.
  */
-bool wake_hot_changed(const struct wake_hot *h, const struct task *tasks, size_t n_tasks) {
+bool wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tasks) {
         if (!h || !h->valid)
+                return true;
+        if (together_pair_apart(h, tasks, n_tasks))
                 return true;
         for (size_t i = 0; i < n_tasks; i++) {
                 const struct task *t = &tasks[i];
@@ -90,5 +176,7 @@ void wake_hot_free(struct wake_hot *h) {
         if (!h)
                 return;
         free(h->items);
+        free(h->pairs);
+        free(h->members);
         *h = (struct wake_hot) {};
 }

@@ -134,16 +134,31 @@ struct wake_hot_task {
         double switches_per_s;   /* voluntary, over the pass before the burst */
 };
 
+struct wake_hot_cpu {
+        pid_t tid;
+        int cpu;                       /* its last CPU in the pass looked at; -1: not seen */
+};
+
 struct wake_hot {
         struct wake_hot_task *items;   /* sorted by (tid, start_time) */
         size_t n, allocated;
         double min_per_s;              /* hot: at least this many voluntary switches/s */
         bool valid;                    /* recorded since the last failure */
+
+        /* pairs the last burst saw together, and their members' CPUs */
+        pid_t (*pairs)[2];
+        size_t n_pairs, pairs_allocated;
+        struct wake_hot_cpu *members;  /* sorted by tid, unique */
+        size_t n_members;
 };
 
 /* Record the threads switching at least min_per_s now. -ENOMEM: nothing is
  * recorded, and wake_hot_changed() says changed until the next record. */
 int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks, double min_per_s);
+/* Record the pairs the edges show together (most wake-ups on the wakee's
+ * CPU) at min_per_s or more: the ones the kernel may split between bursts.
+ * -ENOMEM: changed until the next record, as above. */
+int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, size_t n_edges, double min_per_s);
 /* True if a burst could see something the last one did not (wake-hot.c). */
-bool wake_hot_changed(const struct wake_hot *h, const struct task *tasks, size_t n_tasks);
+bool wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tasks);
 void wake_hot_free(struct wake_hot *h);

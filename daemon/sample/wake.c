@@ -1259,7 +1259,7 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         int r;
 
         uint64_t real_now = util_now_usec();
-        bool duty;
+        bool duty, fed;
 
         if (!ws || !ret_edges || !ret_n)
                 return -EINVAL;
@@ -1277,8 +1277,9 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         if (duty && !ws->on)
                 (void) burst_timer_set(ws, burst_next_start(ws, real_now));
 
+        fed = duty && (ws->fold_on_usec > 0 || ws->on);
         if (duty)
-                stride_note_call(ws, ws->fold_on_usec > 0 || ws->on);
+                stride_note_call(ws, fed);
         window = now_usec > ws->last_edges_usec ? now_usec - ws->last_edges_usec : 0;
         /*
          * Duty cycle: the counts were taken over fold_on_usec of on-time, so
@@ -1322,6 +1323,9 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         r = wake_edge_table_export(&ws->table, &ws->out, &ws->out_allocated, &ws->n_out);
         if (r < 0)
                 return r;
+        /* the stride: the pairs this burst saw together, to watch in /proc till the next */
+        if (fed && ws->floor_per_s > 0)
+                (void) wake_hot_record_pairs(&ws->hot, ws->out, ws->n_out, ws->floor_per_s / GATE_SHARE);
         *ret_edges = ws->out;
         *ret_n = ws->n_out;
         return (int) MIN(ws->n_out, (size_t) INT_MAX);
