@@ -51,7 +51,8 @@ int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks
                                 .start_time = tasks[i].id.start_time,
                                 .switches_per_s = tasks[i].nvcsw_per_s,
                         };
-        qsort(h->items, h->n, sizeof(*h->items), hot_cmp);
+        if (h->n > 0)   /* qsort() and bsearch() take no NULL base, even for 0 items */
+                qsort(h->items, h->n, sizeof(*h->items), hot_cmp);
         h->min_per_s = min_per_s;
         h->valid = true;
         return 0;
@@ -99,7 +100,8 @@ int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, siz
                 h->members[h->n_members++] = (struct wake_hot_cpu) { .tid = e->waker_tid, .cpu = -1 };
                 h->members[h->n_members++] = (struct wake_hot_cpu) { .tid = e->wakee_tid, .cpu = -1 };
         }
-        qsort(h->members, h->n_members, sizeof(*h->members), cpu_cmp);
+        if (h->n_members > 0)
+                qsort(h->members, h->n_members, sizeof(*h->members), cpu_cmp);
         for (size_t i = 0; i < h->n_members; i++)     /* unique */
                 if (k == 0 || h->members[k - 1].tid != h->members[i].tid)
                         h->members[k++] = h->members[i];
@@ -161,7 +163,7 @@ bool wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tas
 
                 if (!task_is_hot(t, h->min_per_s))
                         continue;
-                was = bsearch(&key, h->items, h->n, sizeof(*h->items), hot_cmp);
+                was = h->n > 0 ? bsearch(&key, h->items, h->n, sizeof(*h->items), hot_cmp) : NULL;
                 if (!was)
                         return true;
                 now = t->nvcsw_per_s;

@@ -151,7 +151,8 @@ void wake_sampler_set_floor(struct wake_sampler *ws, double wake_rate_min_per_s)
  * call brought forward (wake_sampler_expect_call()) and before the call
  * after one whose threads (wake_sampler_set_tasks()) were not those of the
  * last burst: a thread newly switching at half the gate's floor or more,
- * or one whose switch rate doubled or halved (wake-hot.c). 1: each call
+ * one whose switch rate doubled or halved, or a pair the last burst saw
+ * together now on two CPUs (wake-hot.c). 1: each call
  * (the default). Needs a gate floor > 0 (wake_sampler_set_floor()).
  */
 void wake_sampler_set_stride(struct wake_sampler *ws, unsigned every);
