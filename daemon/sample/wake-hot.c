@@ -69,14 +69,17 @@ static int cpu_cmp(const void *a, const void *b) {
         return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+static bool edge_together(const struct wake_edge *e, double min_per_s) {
+        return e->have_split && e->split_fraction < HOT_TOGETHER_MAX && e->wakeups_per_s >= min_per_s;
+}
+
 int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, size_t n_edges, double min_per_s) {
         size_t n = 0, k = 0;
 
         if (!h || (!edges && n_edges > 0))
                 return -EINVAL;
         for (size_t i = 0; i < n_edges; i++)
-                n += edges[i].have_split && edges[i].split_fraction < HOT_TOGETHER_MAX &&
-                     edges[i].wakeups_per_s >= min_per_s;
+                n += edge_together(&edges[i], min_per_s);
         if (n > h->pairs_allocated) {
                 pid_t (*p)[2] = reallocarray(h->pairs, n, sizeof(*p));
                 struct wake_hot_cpu *c = p ? reallocarray(h->members, 2 * n, sizeof(*c)) : NULL;
@@ -93,7 +96,7 @@ int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, siz
         h->n_pairs = h->n_members = 0;
         for (size_t i = 0; i < n_edges; i++) {
                 const struct wake_edge *e = &edges[i];
-                if (!e->have_split || e->split_fraction >= HOT_TOGETHER_MAX || e->wakeups_per_s < min_per_s)
+                if (!edge_together(e, min_per_s))
                         continue;
                 h->pairs[h->n_pairs][0] = e->waker_tid;
                 h->pairs[h->n_pairs++][1] = e->wakee_tid;
