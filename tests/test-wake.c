@@ -12,6 +12,10 @@
  *    (sock_diag). The perf part is skipped (77) if perf_event_open is not
  *    permitted.
  *
+ *  - response times: pure, on timed wake-ups as two rings give them, and
+ *    live, a client asking at a fixed rate and a server working a known
+ *    time on each request;
+ *
  *  - the duty cycle: a storm of wake-ups (a ping-pong pinned to one CPU,
  *    ~400k wake-ups/s, sampled at a fixed period 1: four times the
  *    kernel's perf_event_max_sample_rate, and more than a 100 ms burst's
@@ -32,12 +36,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -196,6 +202,77 @@ static void test_edge_table(void) {
         ASSERT_EQ(t.dropped, 1);
         /* existing ones are still counted */
         ASSERT_OK(wake_edge_table_add(&t, 1, 2, 100, 0, false));
+
+        wake_edge_table_done(&t);
+        free(out);
+}
+
+/*
+ * Response times from timed wake-ups (wake_edge_table_time()): a client
+ * (10) asks its server (20) every 1 ms, the server answers 50 µs later.
+ * The events come as two rings would give them, each in its own order.
+ */
+static void test_response_time(void) {
+        struct wake_edge_table t;
+        struct wake_timed ev[64];
+        struct wake_edge *out = NULL;
+        size_t alloc = 0, n = 0, k = 0;
+        struct snapshot snap = {};
+
+        wake_edge_table_init(&t, 0);
+        /* the server's answers first, as if its CPU's ring were read first */
+        for (int i = 0; i < 20; i++)
+                if (i != 7)   /* one answer not seen: its question gets none */
+                        ev[k++] = (struct wake_timed) { 1000000ULL * i + 50000, 20, 10 };
+        for (int i = 0; i < 20; i++)
+                ev[k++] = (struct wake_timed) { 1000000ULL * i, 10, 20 };
+        for (size_t i = 0; i < k; i++)
+                ASSERT_OK(wake_edge_table_add(&t, ev[i].waker, ev[i].wakee, 1, 0, true));
+        wake_edge_table_time(&t, ev, k);
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        /* 19 answers of 50 µs: the unanswered question is not paired with
+         * the next round's answer (1.05 ms) */
+        ASSERT_NEAR(find_edge(out, n, 10, 20)->response_usec, 50, 1e-6);
+        /* the client's next question after an answer: 950 µs, 18 of them
+         * (after the missing answer the client's question answers nothing) */
+        ASSERT_NEAR(find_edge(out, n, 20, 10)->response_usec, 950, 1e-6);
+        /* the pair's response time is the server's */
+        snap.edges = out;
+        snap.n_edges = n;
+        ASSERT_NEAR(snapshot_pair_response_usec(&snap, 10, 20), 50, 1e-6);
+        ASSERT_NEAR(snapshot_pair_response_usec(&snap, 20, 10), 50, 1e-6);
+        ASSERT_TRUE(isnan(snapshot_pair_response_usec(&snap, 10, 30)));
+
+        /* A window with too few answers gives none: not the old one again. */
+        k = 0;
+        for (int i = 0; i < WAKE_RESPONSE_MIN - 1; i++) {
+                ev[k++] = (struct wake_timed) { 1000000ULL * i, 10, 20 };
+                ev[k++] = (struct wake_timed) { 1000000ULL * i + 80000, 20, 10 };
+        }
+        wake_edge_table_time(&t, ev, k);
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_TRUE(isnan(find_edge(out, n, 10, 20)->response_usec));
+        snap.edges = out;
+        ASSERT_TRUE(isnan(snapshot_pair_response_usec(&snap, 10, 20)));
+
+        /* A question left open at one burst's end is not answered by the
+         * next burst's first wake-up (a pass later): each burst pairs its own. */
+        k = 0;
+        ev[k++] = (struct wake_timed) { 5000000000ULL, 10, 20 };
+        wake_edge_table_time(&t, ev, k);
+        k = 0;
+        for (int i = 0; i < 10; i++) {
+                ev[k++] = (struct wake_timed) { 6000000000ULL + 1000000ULL * i + 30000, 20, 10 };
+                ev[k++] = (struct wake_timed) { 6000000000ULL + 1000000ULL * i + 100000, 10, 20 };
+        }
+        wake_edge_table_time(&t, ev, k);
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        /* 9 answers of 930 µs, none of ~1 s */
+        ASSERT_NEAR(find_edge(out, n, 10, 20)->response_usec, 930, 1e-6);
+        ASSERT_NEAR(find_edge(out, n, 20, 10)->response_usec, 70, 1e-6);
 
         wake_edge_table_done(&t);
         free(out);
@@ -942,6 +1019,122 @@ static int test_live(void) {
         return 0;
 }
 
+/*
+ * Response times live: a client that asks at a fixed rate (one byte every
+ * 4 ms, sleeping between) and a server that works RESPONSE_SPIN_USEC of
+ * wall time on each before it answers. The client's edge must read at
+ * least the server's work, and less than the time to the next request
+ * (an answer paired with the wrong question reads a period more); the
+ * server's edge is the client's wait for its next turn, the longer one.
+ */
+static int cmp_dbl(const void *x, const void *y) {
+        double a = *(const double *) x, b = *(const double *) y;
+        return a < b ? -1 : a > b;
+}
+
+static double median_of(const double *v, unsigned n) {
+        double s[16];
+
+        n = MIN(n, (unsigned) ELEMENTSOF(s));
+        memcpy(s, v, n * sizeof(*s));
+        qsort(s, n, sizeof(*s), cmp_dbl);
+        return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+static double min_of(const double *v, unsigned n) {
+        double m = v[0];
+        for (unsigned i = 1; i < n; i++)
+                m = MIN(m, v[i]);
+        return m;
+}
+
+static double max_of(const double *v, unsigned n) {
+        double m = v[0];
+        for (unsigned i = 1; i < n; i++)
+                m = MAX(m, v[i]);
+        return m;
+}
+
+#define RESPONSE_SPIN_USEC 300
+#define RESPONSE_PERIOD_USEC 4000
+
+static void fixed_rate_side(int in, int out, bool client) {
+        char c = 'x';
+
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        for (;;) {
+                if (client) {
+                        struct timespec ts = { 0, RESPONSE_PERIOD_USEC * 1000L };
+                        (void) nanosleep(&ts, NULL);
+                        if (write(out, &c, 1) != 1 || read(in, &c, 1) != 1)
+                                _exit(0);
+                        continue;
+                }
+                if (read(in, &c, 1) != 1)
+                        _exit(0);
+                for (uint64_t end = util_now_usec() + RESPONSE_SPIN_USEC; util_now_usec() < end;)
+                        ;
+                if (write(out, &c, 1) != 1)
+                        _exit(0);
+        }
+}
+
+static int test_response_live(void) {
+        struct topology topo = {};
+        struct wake_sampler *ws = NULL;
+        struct pingpong pp = {};
+        sd_event *ev = NULL;
+        double client[8], server[8];
+        unsigned got = 0;
+        int ab[2], ba[2], r;
+        uint64_t deadline;
+
+        ASSERT_OK(online_topology(&topo));
+        r = duty_sampler_new("response times", &topo, 200000, &ws, &ev);
+        if (r != 0)
+                return r;
+        ASSERT_TRUE(pipe2(ab, O_CLOEXEC) == 0 && pipe2(ba, O_CLOEXEC) == 0);
+        pp.a = fork();
+        ASSERT_TRUE(pp.a >= 0);
+        if (pp.a == 0)
+                fixed_rate_side(ba[0], ab[1], true);
+        pp.b = fork();
+        ASSERT_TRUE(pp.b >= 0);
+        if (pp.b == 0)
+                fixed_rate_side(ab[0], ba[1], false);
+        close(ab[0]), close(ab[1]), close(ba[0]), close(ba[1]);
+
+        deadline = util_now_usec() + 20 * USEC_PER_SEC;
+        while (got < ELEMENTSOF(client) && util_now_usec() < deadline) {
+                const struct wake_edge *c, *s;
+                struct wake_edge *e;
+                size_t n;
+
+                run_loop(ev, 300 * USEC_PER_MSEC);
+                ASSERT_TRUE(wake_sampler_edges(ws, util_now_usec(), &e, &n) >= 0);
+                c = find_edge(e, n, pp.a, pp.b);
+                s = find_edge(e, n, pp.b, pp.a);
+                if (!c || !s || !(c->response_usec > 0) || !(s->response_usec > 0))
+                        continue;
+                client[got] = c->response_usec;
+                server[got++] = s->response_usec;
+        }
+        pingpong_stop(&pp);
+        wake_sampler_free(ws);
+        sd_event_unref(ev);
+        fprintf(stderr, "response times: %u bursts, server's answer %.0f..%.0f µs, client's next request "
+                "%.0f..%.0f µs (work %d µs, a request every %d µs)\n", got,
+                got ? min_of(client, got) : 0, got ? max_of(client, got) : 0,
+                got ? min_of(server, got) : 0, got ? max_of(server, got) : 0,
+                RESPONSE_SPIN_USEC, RESPONSE_PERIOD_USEC);
+        ASSERT_TRUE(got >= 3);
+        /* medians: one burst on a loaded machine may hold a long preemption */
+        ASSERT_TRUE(median_of(client, got) >= RESPONSE_SPIN_USEC);
+        ASSERT_TRUE(median_of(client, got) < RESPONSE_PERIOD_USEC);
+        ASSERT_TRUE(median_of(server, got) > median_of(client, got));
+        return 0;
+}
+
 /* ---- bench ---- */
 
 static uint64_t self_cpu_usec(void) {
@@ -1031,6 +1224,7 @@ int main(int argc, char **argv) {
         test_edge_table();
         test_fallback_fixture();
         test_hot_set();
+        test_response_time();
         r = test_live();
         if (r != 0)
                 return r;
@@ -1040,5 +1234,8 @@ int main(int argc, char **argv) {
         r = test_quiet_gate();
         if (r != 0)
                 return r;
-        return test_settled_stride();
+        r = test_settled_stride();
+        if (r != 0)
+                return r;
+        return test_response_live();
 }

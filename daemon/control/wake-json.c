@@ -70,19 +70,23 @@ int wake_sampler_status_json(const struct wake_sampler *ws, struct json_object *
 }
 
 static double edge_rate(const struct snapshot *s, pid_t waker, pid_t wakee, double *ret_split) {
+        const struct wake_edge *e = snapshot_find_edge(s, waker, wakee);
+
         *ret_split = -1;
-        if (!s || !s->edges)
+        if (!e)
                 return 0;
-        /* edges from the sampler are sorted by (waker, wakee); tests' literals may not be */
-        for (size_t i = 0; i < s->n_edges; i++)
-                if (s->edges[i].waker_tid == waker && s->edges[i].wakee_tid == wakee) {
 #ifdef WAKE_EDGE_HAVE_SPLIT
-                        if (s->edges[i].have_split)
-                                *ret_split = s->edges[i].split_fraction;
+        if (e->have_split)
+                *ret_split = e->split_fraction;
 #endif
-                        return s->edges[i].wakeups_per_s;
-                }
-        return 0;
+        return e->wakeups_per_s;
+}
+
+/* An edge's response time in µs, or null (not measured). */
+static struct json_object *edge_response_json(const struct snapshot *s, pid_t waker, pid_t wakee) {
+        const struct wake_edge *e = snapshot_find_edge(s, waker, wakee);
+
+        return e && e->response_usec > 0 ? json_object_new_double(e->response_usec) : NULL;
 }
 
 static int pair_json(struct json_object *arr, const struct finding *f, const struct plan_target_state *st,
@@ -132,6 +136,13 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
                           json_object_new_double(edge_rate(s, f->members[0].tid, f->members[1].tid, &split_ab)));
         r = r ?: json_add(o, "wakeups_b_to_a_per_s",
                           json_object_new_double(edge_rate(s, f->members[1].tid, f->members[0].tid, &split_ba)));
+        /* null (no response time) is a value here, not a failure */
+        if (r >= 0 && json_object_object_add(o, "response_a_to_b_us",
+                                             edge_response_json(s, f->members[0].tid, f->members[1].tid)) < 0)
+                r = -ENOMEM;
+        if (r >= 0 && json_object_object_add(o, "response_b_to_a_us",
+                                             edge_response_json(s, f->members[1].tid, f->members[0].tid)) < 0)
+                r = -ENOMEM;
         r = r ?: json_add(o, "wake_rate_per_s", json_object_new_double(f->wake_rate_per_s));
         /* A fraction only when measured from wake-ups; the fallback's verdicts
          * are "split", "together" or "unknown" with their basis. */

@@ -1,4 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
+#include <math.h>
+
 #include "sample/sample-table.h"
 #include "sample/snapshot.h"
 
@@ -22,6 +24,24 @@ const struct task *snapshot_find_id(const struct snapshot *s, const struct task_
         const struct task *t = snapshot_find_task(s, id->tid);
 
         return t && task_id_equal(&t->id, id) ? t : NULL;
+}
+
+const struct wake_edge *snapshot_find_edge(const struct snapshot *s, pid_t waker, pid_t wakee) {
+        for (size_t i = 0; s && s->edges && i < s->n_edges; i++)
+                if (s->edges[i].waker_tid == waker && s->edges[i].wakee_tid == wakee)
+                        return &s->edges[i];
+        return NULL;
+}
+
+double snapshot_pair_response_usec(const struct snapshot *s, pid_t a, pid_t b) {
+        const struct wake_edge *e[2] = { snapshot_find_edge(s, a, b), snapshot_find_edge(s, b, a) };
+        double best = NAN;
+
+        /* 0 counts as none: edges built without the field */
+        for (int k = 0; k < 2; k++)
+                if (e[k] && e[k]->response_usec > 0 && !(e[k]->response_usec >= best))
+                        best = e[k]->response_usec;
+        return best;
 }
 
 cpumask_t snapshot_usable(const struct snapshot *s) {

@@ -140,6 +140,14 @@ struct wake_edge {
         double wakeups_per_s;        /* decayed rate estimate */
         bool have_split;             /* false: the source cannot tell (fallback) */
         double split_fraction;       /* 0..1: waker's CPU != wakee's target_cpu; valid if have_split */
+        /*
+         * Mean µs from a wake-up waker→wakee to the wakee waking the waker
+         * back, over the last burst that timed it (wake_edge_table_time()):
+         * on a client's edge to its server, the server's response time.
+         * NAN: not measured (fallback, a burst sampling one wake-up in
+         * several, too few answers).
+         */
+        double response_usec;
 };
 
 struct snapshot {
@@ -206,3 +214,12 @@ const struct memnode *snapshot_find_memnode(const struct snapshot *s, const stru
 const struct task *snapshot_find_task(const struct snapshot *s, pid_t tid);
 /* The same thread, not just the same TID: NULL if the TID now names another one. */
 const struct task *snapshot_find_id(const struct snapshot *s, const struct task_id *id);
+/* The edge waker→wakee, or NULL. Linear: the sampler's edges are sorted, tests' literals may not be. */
+const struct wake_edge *snapshot_find_edge(const struct snapshot *s, pid_t waker, pid_t wakee);
+/*
+ * A pair's response time in µs: the shorter of its two edges' (the
+ * server's answer to a request; the other way round is the client's time
+ * to its next request, which at a fixed rate is mostly waiting). NAN when
+ * neither edge has one (wake_edge.response_usec).
+ */
+double snapshot_pair_response_usec(const struct snapshot *s, pid_t a, pid_t b);

@@ -138,6 +138,11 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                         s->split_per_s += alpha * (s->split / dt - s->split_per_s);
                 }
                 s->count = s->split = 0;
+                /* a window without its own answers has no response time:
+                 * the check would count an old one as new */
+                s->response_usec = s->answers >= WAKE_RESPONSE_MIN ? s->answer_sum_ns / s->answers / 1e3 : 0;
+                s->answer_sum_ns = 0;
+                s->answers = 0;
                 if (s->rate_per_s < WAKE_EDGE_PRUNE_PER_S) {
                         s->key = 0;
                         prune = true;
@@ -159,6 +164,54 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                 return -ENOMEM;
         }
         return 0;
+}
+
+static struct wake_edge_slot *table_find(const struct wake_edge_table *t, pid_t waker, pid_t wakee) {
+        struct wake_edge_slot *s;
+
+        if (t->capacity == 0 || waker <= 0 || wakee <= 0)
+                return NULL;
+        s = table_probe(t->slots, t->capacity, edge_key(waker, wakee));
+        return s->key != 0 ? s : NULL;
+}
+
+static int timed_cmp(const void *a, const void *b) {
+        const struct wake_timed *x = a, *y = b;
+
+        return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns ? 1 : 0;
+}
+
+void wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_t n) {
+        /* Each CPU's ring is in time order, but a pair on two CPUs has its
+         * questions in one ring and its answers in the other. */
+        qsort_safe(ev, n, sizeof(*ev), timed_cmp);
+        /* nothing from an earlier burst is a question of this one, on
+         * either edge a wake-up here looks at */
+        for (size_t i = 0; i < n; i++) {
+                struct wake_edge_slot *s[2] = { table_find(t, ev[i].waker, ev[i].wakee),
+                                                table_find(t, ev[i].wakee, ev[i].waker) };
+
+                for (int k = 0; k < 2; k++)
+                        if (s[k]) {
+                                s[k]->asked_ns = 0;
+                                s[k]->answered = true;
+                        }
+        }
+        for (size_t i = 0; i < n; i++) {
+                struct wake_edge_slot *s = table_find(t, ev[i].waker, ev[i].wakee),
+                                      *q = table_find(t, ev[i].wakee, ev[i].waker);
+
+                /* this wake-up answers the wakee's last one of the waker */
+                if (q && !q->answered && ev[i].t_ns >= q->asked_ns) {
+                        q->answer_sum_ns += (double) (ev[i].t_ns - q->asked_ns);
+                        q->answers++;
+                        q->answered = true;
+                }
+                if (s) {
+                        s->asked_ns = ev[i].t_ns;
+                        s->answered = false;
+                }
+        }
 }
 
 static int edge_cmp(const void *a, const void *b) {
@@ -197,6 +250,7 @@ int wake_edge_table_export(const struct wake_edge_table *t, struct wake_edge **b
                         .split_fraction = s->split_known && s->rate_per_s > 0
                                 ? MIN(1.0, s->split_per_s / s->rate_per_s) : 0.0,
 #endif
+                        .response_usec = s->response_usec > 0 ? s->response_usec : NAN,
                 };
                 n++;
         }

@@ -56,6 +56,13 @@ struct wake_edge_slot {
         double split_per_s;      /* decayed */
         bool split_known;        /* target_cpu was available (perf) */
         bool folded;             /* has been through a fold (its rates are an average) */
+
+        /* response time (wake_edge_table_time()) */
+        uint64_t asked_ns;       /* the last wake-up along this edge in the burst being paired */
+        bool answered;           /* the wakee has woken the waker since asked_ns */
+        double answer_sum_ns;    /* this window: sum of the times to that answer */
+        unsigned answers;
+        double response_usec;    /* mean of the last window with WAKE_RESPONSE_MIN answers; 0: none */
 };
 
 struct wake_edge_table {
@@ -88,6 +95,33 @@ int wake_edge_table_fold(struct wake_edge_table *t, uint64_t window_usec, uint64
  */
 int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_usec, uint64_t observed_usec,
                                   uint64_t tau_usec);
+
+/*
+ * One wake-up of a burst with its time (CLOCK_MONOTONIC ns): the sampler
+ * keeps them while every CPU samples every wake-up (period 1), and pairs
+ * them at the burst's end.
+ */
+struct wake_timed {
+        uint64_t t_ns;
+        pid_t waker, wakee;
+};
+
+/* Answers per window below which an edge's response time is not given:
+ * the mean of fewer is one slow answer's. */
+#define WAKE_RESPONSE_MIN 8
+
+/*
+ * Response times: sort ev by time and give each wake-up A→B that B answers
+ * (B→A, the first after it) the time to that answer, on the slot of A→B.
+ * For a client's request that is the server's response time: the wake-up
+ * of the server, its work, and its reply, what a client at a fixed rate
+ * waits for and co-location changes (a split pair pays the cross-CPU
+ * wake-up). The events must be every wake-up of their CPUs (period 1): at
+ * a longer period a request's answer may be one not sampled, and the next
+ * sampled one is rounds later. Edges not in t are skipped (dropped when
+ * the table was full). Reorders ev.
+ */
+void wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_t n);
 
 /* Export the live edges into a growable array sorted by (waker, wakee). */
 int wake_edge_table_export(const struct wake_edge_table *t, struct wake_edge **buf, size_t *allocated,

@@ -22,7 +22,7 @@
 #include "sample/wake.h"
 
 /*
- * Ring buffer per CPU: 64 data pages (256 KiB) hold ~4600 samples of 56
+ * Ring buffer per CPU: 64 data pages (256 KiB) hold ~4100 samples of 64
  * bytes; the loop is woken at half full. Under a wake-up storm the daemon
  * competes for CPU with the storm, and a 128 KiB ring overflowed here
  * (a pinned pipe ping-pong, ~400k wake-ups/s, period 1) before the loop
@@ -121,6 +121,12 @@
  * samples in one tick, and wake-ups come in clumps within a tick.
  */
 #define KERNEL_RATE_SHARE 4
+/*
+ * Timed wake-ups kept per burst for the response times (wake_edge_table_time()):
+ * 16 bytes each, 1 MiB. A burst of 100 ms at period 1 under the default
+ * budget (200k samples/s) holds ~20k.
+ */
+#define TIMED_MAX 65536
 
 enum wake_mode {
         WAKE_MODE_PERF,
@@ -214,6 +220,11 @@ struct wake_sampler {
         bool tasks_given;          /* wake_sampler_set_tasks() since the last call */
         uint64_t settled_skips;    /* bursts skipped by the stride */
         struct wake_hot hot;       /* the threads that could be in a pair at the last burst */
+
+        /* this burst's wake-ups with their times, while all are sampled */
+        struct wake_timed *timed;
+        size_t n_timed, timed_allocated;
+        bool timed_ok;             /* every wake-up of the burst so far is in timed */
 
         /* edges */
         struct wake_edge_table table;
@@ -384,7 +395,11 @@ static int cpu_open_pages(struct wake_sampler *ws, struct wake_cpu *c, size_t pa
                  * the kernel then takes a sample of every event and ignores
                  * sample_period (perf_swevent_event()). The period is known
                  * here; set_period() drains before changing it. */
-                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_RAW,
+                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW,
+                /* one clock for all CPUs' rings: response times pair a
+                 * wake-up in one ring with its answer in another */
+                .use_clockid = 1,
+                .clockid = CLOCK_MONOTONIC,
                 .disabled = 1,
                 .watermark = 1,
                 .wakeup_watermark = (uint32_t) (pages * ws->page_size / 2),
@@ -566,22 +581,55 @@ static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
 
 /* ---- reading the rings ---- */
 
+/* Keep a wake-up with its time for the burst's response times, while
+ * every wake-up is sampled; one that is not makes the burst's pairing void. */
+static void timed_add(struct wake_sampler *ws, const struct wake_cpu *c, uint64_t t_ns, pid_t waker, pid_t wakee) {
+        if (!ws->timed_ok)
+                return;
+        if (c->period != 1 || ws->n_timed >= TIMED_MAX) {
+                ws->timed_ok = false;
+                return;
+        }
+        if (ws->n_timed == ws->timed_allocated) {
+                size_t na = MAX(ws->timed_allocated * 2, (size_t) 1024);
+                struct wake_timed *n = realloc(ws->timed, na * sizeof(*n));
+
+                if (!n) {
+                        ws->timed_ok = false;
+                        return;
+                }
+                ws->timed = n;
+                ws->timed_allocated = na;
+        }
+        ws->timed[ws->n_timed++] = (struct wake_timed) { .t_ns = t_ns, .waker = waker, .wakee = wakee };
+}
+
+/* Pair what the burst kept into response times (on the edges, folded at
+ * the next call), and start over. */
+static void timed_flush(struct wake_sampler *ws) {
+        if (ws->timed_ok && ws->n_timed > 0)
+                wake_edge_table_time(&ws->table, ws->timed, ws->n_timed);
+        ws->n_timed = 0;
+        ws->timed_ok = true;
+}
+
 static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uint8_t *rec, size_t size) {
         const struct wake_tp_format *f = &ws->fmt;
         uint32_t pid_tid[2], raw_size;
-        uint64_t period = c->period;
+        uint64_t period = c->period, t_ns;
         int cpu = c->cpu;
         const uint8_t *raw;
         int32_t wakee, target = -1;
         bool split;
 
-        /* header, u32 pid, u32 tid, u32 size, raw[size] */
-        if (size < sizeof(struct perf_event_header) + 8 + 4)
+        /* header, u32 pid, u32 tid, u64 time, u32 size, raw[size] */
+        if (size < sizeof(struct perf_event_header) + 8 + 8 + 4)
                 return;
         memcpy(pid_tid, rec + 8, 8);
-        memcpy(&raw_size, rec + 16, 4);
-        raw = rec + 20;
-        if (raw_size < f->min_size || 20 + (size_t) raw_size > size)
+        memcpy(&t_ns, rec + 16, 8);
+        memcpy(&raw_size, rec + 24, 4);
+        raw = rec + 28;
+        if (raw_size < f->min_size || 28 + (size_t) raw_size > size)
                 return;
 
         ws->samples++;
@@ -602,6 +650,7 @@ static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uin
         split = target >= 0 && target != cpu;
         (void) wake_edge_table_add(&ws->table, (pid_t) pid_tid[1], wakee, (double) period,
                                    split ? (double) period : 0.0, target >= 0);
+        timed_add(ws, c, t_ns, (pid_t) pid_tid[1], wakee);
 }
 
 static void handle_record(struct wake_sampler *ws, struct wake_cpu *c, const uint8_t *rec, size_t size) {
@@ -620,6 +669,7 @@ static void handle_record(struct wake_sampler *ws, struct wake_cpu *c, const uin
                         ws->win_lost += n;
                         ws->adapt_lost += n;
                         c->burst_lost += n;
+                        ws->timed_ok = false;
                         ws->win_events += (double) n * (double) c->period;
                         ws->adapt_events += (double) n * (double) c->period;
                 }
@@ -628,6 +678,7 @@ static void handle_record(struct wake_sampler *ws, struct wake_cpu *c, const uin
                 ws->throttled++;
                 ws->adapt_throttled++;
                 c->burst_throttled++;
+                ws->timed_ok = false;
                 break;
         default:
                 break;
@@ -880,6 +931,7 @@ static void burst_end(struct wake_sampler *ws, uint64_t now) {
         perf_disable_all(ws);
         for (int i = 0; i < ws->n_cpu_slots; i++)
                 (void) cpu_drain(ws, &ws->cpus[i]);
+        timed_flush(ws);
         /* the counts cover the whole burst (burst_account() moves on_since at each call) */
         burst_adapt(ws, now > ws->burst_start_usec ? now - ws->burst_start_usec : 0, now);
         burst_account(ws, now);
@@ -969,6 +1021,8 @@ static int burst_begin(struct wake_sampler *ws, uint64_t now) {
                 return r;
         }
         ws->on = true;
+        ws->n_timed = 0;
+        ws->timed_ok = true;
         ws->on_since_usec = ws->burst_start_usec = now;
         ws->bursts++;
         return 0;
@@ -1107,6 +1161,7 @@ struct wake_sampler *wake_sampler_free(struct wake_sampler *ws) {
         wake_edge_table_done(&ws->table);
         free(ws->out);
         free(ws->scratch);
+        free(ws->timed);
         free(ws->root);
         free(ws);
         return NULL;
@@ -1277,6 +1332,8 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         if (duty && !ws->on)
                 (void) burst_timer_set(ws, burst_next_start(ws, real_now));
 
+        if (ws->mode == WAKE_MODE_PERF && !duty)
+                timed_flush(ws);    /* events always open: a window is the pairing's burst */
         fed = duty && (ws->fold_on_usec > 0 || ws->on);
         if (duty)
                 stride_note_call(ws, fed);
