@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <math.h>
+#include <stdio.h>
 
 #include "common/util.h"
 #include "plan/effect.h"
@@ -350,8 +351,94 @@ static void test_tracker_gain(void) {
         effect_tracker_clear(&tr);
 }
 
+/*
+ * A pair's response time beside its round trips (effect_check()): a
+ * client at a fixed rate sends what it sends on any placement, so its
+ * round trips stay within the tolerance and the response decides; a round
+ * trips' verdict beyond the tolerance stands whatever the response says;
+ * without response times after the change the round trips decide.
+ * Round trips 10,000/s and a server's response of 60 µs before.
+ */
+struct response_case {
+        const char *what;
+        double rt_after;          /* switches/s of each member after */
+        double resp_after;        /* µs; NAN: not measured */
+        enum effect_verdict want;
+        enum evidence_basis want_basis;
+};
+
+static void test_response_judged(void) {
+        static const struct response_case cases[] = {
+                { "fixed rate, answers slower", 10100, 90, EFFECT_UNDO, EVIDENCE_RESPONSE },
+                { "fixed rate, answers faster", 9900, 40, EFFECT_KEEP, EVIDENCE_RESPONSE },
+                { "fixed rate, same", 10000, 63, EFFECT_KEEP, EVIDENCE_RESPONSE },
+                { "closed loop, faster, answers slower", 17500, 90, EFFECT_KEEP, EVIDENCE_OWN },
+                { "fewer round trips, answers faster", 7000, 40, EFFECT_UNDO, EVIDENCE_OWN },
+                { "no response times after", 10000, NAN, EFFECT_KEEP, EVIDENCE_OWN },
+        };
+        struct task tasks[2] = {
+                { .id = { .pid = 80, .tid = 80, .start_time = 7 }, .have_rates = true, .nvcsw_per_s = 10000 },
+                { .id = { .pid = 81, .tid = 81, .start_time = 8 }, .have_rates = true, .nvcsw_per_s = 10000 },
+        };
+        struct wake_edge edges[2] = {
+                { .waker_tid = 80, .wakee_tid = 81, .wakeups_per_s = 10000, .response_usec = 60 },
+                { .waker_tid = 81, .wakee_tid = 80, .wakeups_per_s = 10000, .response_usec = 900 },
+        };
+        struct snapshot snap = { .tasks = tasks, .n_tasks = 2, .edges = edges, .n_edges = 2 };
+
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                struct effect_tracker tr = {};
+                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                                    .task = tasks[0].id, .partner = tasks[1].id };
+                const struct effect_gain *g;
+                unsigned before = n_verdicts;
+
+                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 10000;
+                edges[0].response_usec = 60;
+                a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                a.response_before_usec = snapshot_pair_response_usec(&snap, 80, 81);
+                ASSERT_NEAR(a.response_before_usec, 60, 1e-9);   /* the server's, not the client's wait */
+                ASSERT_OK(effect_track(&tr, &a));
+                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = cases[c].rt_after;
+                edges[0].response_usec = cases[c].resp_after;
+                for (unsigned i = 0; i < 10 && n_verdicts == before; i++)
+                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                fprintf(stderr, "%s: %s (%s)\n", cases[c].what, effect_verdict_to_string(last_verdict.verdict),
+                        last_verdict.why);
+                ASSERT_EQ(n_verdicts, before + 1);
+                ASSERT_EQ(last_verdict.verdict, cases[c].want);
+                ASSERT_EQ(last_verdict.basis, cases[c].want_basis);
+                g = effect_gain_of(&tr, &tasks[0].id);
+                ASSERT_TRUE(!g == (cases[c].want == EFFECT_UNDO));
+                if (g && g->basis == EVIDENCE_RESPONSE) {
+                        ASSERT_NEAR(g->gain, 60 / cases[c].resp_after, 1e-9);   /* > 1: answers faster */
+                        ASSERT_STREQ(effect_measure_name(g->kind, g->basis), "response us");
+                }
+                effect_tracker_clear(&tr);
+        }
+
+        /* No response before (the fallback, a fast pair): the round trips alone. */
+        {
+                struct effect_tracker tr = {};
+                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                                    .task = tasks[0].id, .partner = tasks[1].id, .evidence_before = 10000 };
+                unsigned before = n_verdicts;
+
+                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 10000;
+                edges[0].response_usec = 500;
+                ASSERT_OK(effect_track(&tr, &a));
+                for (unsigned i = 0; i < 10 && n_verdicts == before; i++)
+                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                ASSERT_EQ(last_verdict.verdict, EFFECT_KEEP);
+                ASSERT_EQ(last_verdict.basis, EVIDENCE_OWN);
+                effect_tracker_clear(&tr);
+        }
+}
+
 int main(void) {
         test_tracker_gain();
+        test_response_judged();
         test_proxy_io_bytes();
         test_wait_for_samples();
         test_keep_and_undo();

@@ -39,6 +39,11 @@ enum action_verb {
 enum evidence_basis {
         EVIDENCE_OWN,
         EVIDENCE_IO_BYTES,
+        /* a pair's response time (lower is better): what a client sending
+         * at a fixed rate waits for, where its round trips/s stay what it
+         * sends whatever the placement; judged beside the others, never
+         * instead of them (plan/effect.c, effect_check()) */
+        EVIDENCE_RESPONSE,
 };
 
 struct action {
@@ -67,6 +72,7 @@ struct action {
         char reason[160];     /* e.g. "hog: util 98% migrations 0.6/s on 0,1" */
         double evidence_before; /* the throughput proxy measured before (effect check) */
         enum evidence_basis evidence_basis; /* what evidence_before measures; the check measures the same */
+        double response_before_usec; /* pair: its response time before, µs (0: not measured) */
         struct task_id partner; /* pair: the other member; the effect check judges the pair's
                                  * round trips, which neither member's own counts show */
 };

@@ -175,7 +175,7 @@ static void effect_verdict(const struct action *a, const struct effect_result *r
         action_target_key(a, key, sizeof(key));
         if (res->verdict != EFFECT_UNDO) {
                 log_fields(&m->log, LOG_INFO, NULL, "effect check: %s kept: %s %+.0f %% (%.4g -> %.4g, median of %u)",
-                           key, effect_measure_name(a->kind, a->evidence_basis), res->change * 100, res->before,
+                           key, effect_measure_name(a->kind, res->basis), res->change * 100, res->before,
                            res->after, res->n);
                 return;
         }

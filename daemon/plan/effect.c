@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/util.h"
 #include "plan/effect.h"
@@ -194,6 +195,9 @@ int effect_track(struct effect_tracker *tr, const struct action *a) {
         n = &tr->items[tr->n++];
         *n = (struct effect_pending) { .action = *a };
         effect_state_init_full(&n->state, a->evidence_before, effect_direction_for(a->kind));
+        n->judge_response = a->kind == DETECT_PAIR && a->response_before_usec > 0;
+        if (n->judge_response)
+                effect_state_init_full(&n->response, a->response_before_usec, EFFECT_LOWER_IS_BETTER);
         return 0;
 }
 
@@ -210,7 +214,7 @@ static const struct task *effect_task(const struct snapshot *snap, const struct 
 
 const char *effect_measure_name(enum detector kind, enum evidence_basis basis) {
         if (kind == DETECT_PAIR)
-                return basis == EVIDENCE_IO_BYTES ? "bytes/s" : "round trips/s";
+                return basis == EVIDENCE_IO_BYTES ? "bytes/s" : basis == EVIDENCE_RESPONSE ? "response us" : "round trips/s";
         return kind == DETECT_RUNDELAY ? "run delay" : "util";
 }
 
@@ -227,21 +231,22 @@ void effect_gain_forget(struct effect_tracker *tr, const struct task_id *task) {
                         tr->gains[i - 1] = tr->gains[--tr->n_gains];
 }
 
-/* A kept change's figures, replacing any earlier one of its task. -ENOMEM: not kept (shown as none). */
-static int gain_keep(struct effect_tracker *tr, const struct effect_pending *p) {
+/* A kept change's figures on the measure that decided (s), replacing any
+ * earlier one of its task. -ENOMEM: not kept (shown as none). */
+static int gain_keep(struct effect_tracker *tr, const struct effect_pending *p, const struct effect_state *s) {
         struct effect_gain g = {
                 .task = p->action.task,
                 .kind = p->action.kind,
-                .basis = p->action.evidence_basis,
-                .before = p->state.before,
-                .after = p->state.last.after,
+                .basis = s->last.basis,
+                .before = s->before,
+                .after = s->last.after,
         };
         struct effect_gain *n;
 
         if (!(g.before > 0) || !isfinite(g.after))
                 return 0;
-        g.gain = p->state.direction == EFFECT_LOWER_IS_BETTER ? (g.after > 0 ? g.before / g.after : 0)
-                                                              : g.after / g.before;
+        g.gain = s->direction == EFFECT_LOWER_IS_BETTER ? (g.after > 0 ? g.before / g.after : 0)
+                                                        : g.after / g.before;
         effect_gain_forget(tr, &g.task);
         n = realloc(tr->gains, (tr->n_gains + 1) * sizeof(*n));
         if (!n)
@@ -258,6 +263,26 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
                         tr->gains[i - 1] = tr->gains[--tr->n_gains];
 }
 
+/*
+ * The pair's response time decides when its round trips stayed within the
+ * tolerance (effect_check() above): the state that decides, or NULL to
+ * let the round trips' verdict stand.
+ */
+static struct effect_state *response_decides(struct effect_pending *p, enum effect_verdict v,
+                                             enum effect_verdict vr, double tolerance) {
+        struct effect_result *res = &p->response.last;
+        char why[sizeof(res->why)];
+
+        if (!p->judge_response || v != EFFECT_KEEP || p->state.last.change > tolerance || vr == EFFECT_PENDING)
+                return NULL;
+        /* say both: the round trips that did not tell, and the response that did */
+        snprintf(why, sizeof(why), "%s %+.0f %%; response %.0f -> %.0f us (%+.0f %%, median of %u): %s",
+                 effect_measure_name(p->action.kind, p->action.evidence_basis), p->state.last.change * 100,
+                 res->before, res->after, -res->change * 100, res->n, vr == EFFECT_UNDO ? "undo" : "keep");
+        memcpy(res->why, why, sizeof(why));
+        return &p->response;
+}
+
 void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double tolerance,
                   void (*verdict)(const struct action *a, const struct effect_result *res, void *userdata),
                   void *userdata) {
@@ -265,7 +290,8 @@ void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double
         for (size_t i = 0; i < tr->n;) {
                 struct effect_pending *p = &tr->items[i];
                 const struct task *t = effect_task(snap, &p->action.task), *partner = NULL;
-                enum effect_verdict v;
+                enum effect_verdict v, vr = EFFECT_PENDING;
+                struct effect_state *decided;
 
                 if (p->action.kind == DETECT_PAIR)
                         partner = effect_task(snap, &p->action.partner);
@@ -277,13 +303,20 @@ void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double
                 }
                 v = effect_observe(&p->state, effect_proxy_on(p->action.kind, p->action.evidence_basis, t, partner),
                                    ++p->intervals, 0, tolerance);
+                p->state.last.basis = p->action.evidence_basis;
+                if (p->judge_response) {
+                        vr = effect_observe(&p->response, snapshot_pair_response_usec(snap, t->id.tid, partner->id.tid),
+                                            p->intervals, 0, tolerance);
+                        p->response.last.basis = EVIDENCE_RESPONSE;
+                }
                 if (v == EFFECT_PENDING) {
                         i++;
                         continue;
                 }
-                if (v == EFFECT_KEEP)
-                        (void) gain_keep(tr, p);
-                verdict(&p->action, &p->state.last, userdata);
+                decided = response_decides(p, v, vr, tolerance) ?: &p->state;
+                if (decided->last.verdict == EFFECT_KEEP)
+                        (void) gain_keep(tr, p, decided);
+                verdict(&p->action, &decided->last, userdata);
                 effect_forget(tr, i);
         }
 }

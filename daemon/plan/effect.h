@@ -66,6 +66,7 @@ struct effect_result {
         double after;                  /* median of the samples used */
         double change;                 /* relative, signed so that > 0 is better, < 0 worse */
         unsigned n;                    /* samples used */
+        enum evidence_basis basis;     /* effect_check(): what was judged (the action's, or its response) */
         char why[160];                 /* "util 0.98 -> 0.71 (-28 %, 3 samples) worse than 10 %: undo" */
 };
 
@@ -116,6 +117,10 @@ const char *effect_verdict_to_string(enum effect_verdict v);
  * where its squeezed sides look like one, switches more on one CPU while
  * it moves fewer bytes; by its bytes it is undone. A server that uses
  * recv()/send() moves 0 there and keeps the switches.
+ *
+ * A pair's response time (EVIDENCE_RESPONSE, snapshot_pair_response_usec())
+ * is not a proxy of its own: it is judged beside the above where that
+ * stayed within the tolerance (effect_check()).
  */
 enum evidence_basis effect_basis_for(enum detector kind, const struct task *t, const struct task *partner);
 /* The proxy on a given basis (NAN where it cannot be had now). */
@@ -163,6 +168,10 @@ struct effect_pending {
         struct action action;        /* the SET applied; action.kind says what the proxy is */
         unsigned intervals;          /* passes since it was applied */
         struct effect_state state;
+        /* a pair with a response time before (action.response_before_usec):
+         * the same, of its response time (lower is better) */
+        bool judge_response;
+        struct effect_state response;
 };
 
 /*
@@ -190,16 +199,26 @@ struct effect_tracker {
 const struct effect_gain *effect_gain_of(const struct effect_tracker *tr, const struct task_id *task);
 /* The change on this task was released: its gain is no longer in force. */
 void effect_gain_forget(struct effect_tracker *tr, const struct task_id *task);
-/* "bytes/s", "round trips/s" (switches), "util", "run delay": what a gain is of. */
+/* "bytes/s", "round trips/s" (switches), "response us", "util", "run delay": what a gain is of. */
 const char *effect_measure_name(enum detector kind, enum evidence_basis basis);
 
 /* Track a SET of ours; anything else is ignored. -ENOMEM: not tracked (the
  * effect check is a safety net; running without it beats failing). */
 int effect_track(struct effect_tracker *tr, const struct action *a);
-/* Judge every tracked change on snap; verdict(action, result, userdata) for
+/*
+ * Judge every tracked change on snap; verdict(action, result, userdata) for
  * each that got one: EFFECT_UNDO (slower beyond tolerance: the caller
  * releases it) or EFFECT_KEEP (its gain is kept, effect_gain_of()). Gains
- * of tasks gone from snap are dropped. */
+ * of tasks gone from snap are dropped.
+ *
+ * A pair is judged by its round trips (or bytes) first: fewer beyond the
+ * tolerance is an undo, more beyond it a keep. Within it, which is what a
+ * client sending at a fixed rate shows whatever the placement, its
+ * response time decides (EVIDENCE_RESPONSE in result.basis): longer
+ * beyond the tolerance is an undo, else a keep with the response's gain.
+ * Without enough response times by then (a pair sampled one wake-up in
+ * several, the fallback) the round trips' verdict stands.
+ */
 void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double tolerance,
                   void (*verdict)(const struct action *a, const struct effect_result *res, void *userdata),
                   void *userdata);

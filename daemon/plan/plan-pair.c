@@ -648,7 +648,7 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         struct plan_target_state *st = it->st;
         uint64_t now = pp->ctx->in->now_usec, w;
         enum evidence_basis basis;
-        double v, keep;
+        double v, keep, resp;
 
         if (!it->t[0] || !it->t[1])
                 return;
@@ -658,16 +658,23 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         if (!isfinite(v) || w == 0)
                 return;
         if (basis != st->before_basis || st->before_usec == 0 || now <= st->before_usec)
-                st->before_sum = st->before_weight = 0;
+                st->before_sum = st->before_weight = st->response_sum = st->response_weight = 0;
         else {
                 keep = exp(-(double) (now - st->before_usec) / PAIR_BEFORE_TAU_USEC);
                 st->before_sum *= keep;
                 st->before_weight *= keep;
+                st->response_sum *= keep;
+                st->response_weight *= keep;
         }
         st->before_basis = basis;
         st->before_usec = now;
         st->before_sum += v * (double) w;
         st->before_weight += (double) w;
+        resp = snapshot_pair_response_usec(pp->snap, it->t[0]->id.tid, it->t[1]->id.tid);
+        if (resp > 0) {
+                st->response_sum += resp * (double) w;
+                st->response_weight += (double) w;
+        }
 }
 
 /* The effect check's "before": this window's figure, or the mean of the
@@ -683,8 +690,20 @@ static double pair_before(const struct pair_item *it, int k, enum evidence_basis
         return v;
 }
 
-static void fill_action(struct action *a, const struct pair_item *it, int k, enum action_verb verb,
-                        const cpumask_t *mask, const char *policy, const char *reason) {
+/* The check's response "before": the mean of the windows before, or this
+ * window's when none had one; 0 when not measured. */
+static double pair_response_before(const struct pair_plan *pp, const struct pair_item *it) {
+        const struct plan_target_state *st = it->st;
+        double v;
+
+        if (st && st->response_weight > 0)
+                return st->response_sum / st->response_weight;
+        v = it->t[0] && it->t[1] ? snapshot_pair_response_usec(pp->snap, it->t[0]->id.tid, it->t[1]->id.tid) : NAN;
+        return v > 0 ? v : 0;
+}
+
+static void fill_action(const struct pair_plan *pp, struct action *a, const struct pair_item *it, int k,
+                        enum action_verb verb, const cpumask_t *mask, const char *policy, const char *reason) {
         *a = (struct action) {
                 .type = ACT_AFFINITY,
                 .verb = verb,
@@ -694,6 +713,7 @@ static void fill_action(struct action *a, const struct pair_item *it, int k, enu
         };
         a->evidence_basis = effect_basis_for(DETECT_PAIR, it->t[k], it->t[1 - k]);
         a->evidence_before = pair_before(it, k, a->evidence_basis);
+        a->response_before_usec = pair_response_before(pp, it);
         snprintf(a->policy, sizeof(a->policy), "%s", policy ?: "");
         snprintf(a->reason, sizeof(a->reason), "%s", reason);
 }
@@ -715,7 +735,7 @@ static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state s
 
                 if (!it->m[k])
                         continue;
-                fill_action(&a, it, k, VERB_RELEASE, &it->m[k]->mask, it->m[k]->policy, reason);
+                fill_action(pp, &a, it, k, VERB_RELEASE, &it->m[k]->mask, it->m[k]->policy, reason);
                 r = plan_emit(pp->ctx, &a);
                 if (r < 0)
                         return r;
@@ -817,7 +837,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
 
                 if (in_place(it, k, &mask) || (it->anchored & (1u << k)))
                         continue;    /* in place already, or someone else's anchor: never ours to set */
-                fill_action(&a, it, k, VERB_SET, &mask, it->p && it->p->name ? it->p->name : it->st->policy, reason);
+                fill_action(pp, &a, it, k, VERB_SET, &mask, it->p && it->p->name ? it->p->name : it->st->policy, reason);
                 r = plan_emit(pp->ctx, &a);
                 if (r < 0)
                         return r;

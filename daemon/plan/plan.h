@@ -93,6 +93,9 @@ struct plan_target_state {
          * 1.24e6, and a co-location that cost it 14 % read +36 %.
          */
         double before_sum, before_weight;
+        /* the same for its response time, over the windows that had one
+         * (snapshot_pair_response_usec()): the check's response "before" */
+        double response_sum, response_weight;
         uint64_t before_usec;        /* the last window added */
         enum evidence_basis before_basis;
         int cpu;                     /* hog: the CPU it is pinned (or being pinned) to, else -1 */

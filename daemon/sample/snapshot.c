@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <math.h>
 
+#include "common/util.h"
 #include "sample/sample-table.h"
 #include "sample/snapshot.h"
 
@@ -34,14 +35,14 @@ const struct wake_edge *snapshot_find_edge(const struct snapshot *s, pid_t waker
 }
 
 double snapshot_pair_response_usec(const struct snapshot *s, pid_t a, pid_t b) {
-        const struct wake_edge *e[2] = { snapshot_find_edge(s, a, b), snapshot_find_edge(s, b, a) };
-        double best = NAN;
+        const struct wake_edge *ab = snapshot_find_edge(s, a, b), *ba = snapshot_find_edge(s, b, a);
 
-        /* 0 counts as none: edges built without the field */
-        for (int k = 0; k < 2; k++)
-                if (e[k] && e[k]->response_usec > 0 && !(e[k]->response_usec >= best))
-                        best = e[k]->response_usec;
-        return best;
+        /* Both, or the shorter may be the one missing and the longer (a
+         * client's wait for its next turn) would pass for the answer.
+         * 0 counts as none: edges built without the field. */
+        if (!ab || !ba || !(ab->response_usec > 0) || !(ba->response_usec > 0))
+                return NAN;
+        return MIN(ab->response_usec, ba->response_usec);
 }
 
 cpumask_t snapshot_usable(const struct snapshot *s) {

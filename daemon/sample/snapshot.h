@@ -219,7 +219,7 @@ const struct wake_edge *snapshot_find_edge(const struct snapshot *s, pid_t waker
 /*
  * A pair's response time in µs: the shorter of its two edges' (the
  * server's answer to a request; the other way round is the client's time
- * to its next request, which at a fixed rate is mostly waiting). NAN when
- * neither edge has one (wake_edge.response_usec).
+ * to its next request, which at a fixed rate is mostly waiting). NAN
+ * unless both edges have one (wake_edge.response_usec).
  */
 double snapshot_pair_response_usec(const struct snapshot *s, pid_t a, pid_t b);
