@@ -69,13 +69,14 @@ one_cpu_same() {   # both threads allowed on exactly the same single CPU
 }
 server_let_go() { [ "$(allowed_of "$1" 2>/dev/null)" = "$ORIG" ]; }
 # pair_read SERVER_PID CLIENT_PID: one look at affctl pairs (a slow host
-# runs few a second); sets ST ("server tid"), CT and SPLIT (the daemon's
-# reading: split, together, unknown; none when it lists no such pair).
+# runs few a second); sets ST ("server tid"), CT, SPLIT (the daemon's
+# reading: split, together, unknown; none when it lists no such pair) and
+# PASS (the daemon's pass that reading is of, from the same answer).
 pair_read() {
-        ST= CT= SPLIT=none
-        read -r ST CT SPLIT < <(ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" \
-                "$PAIR_OF | if . == null then \"- - none\" elif .pid_a == \$p then \"\\(.tid_a) \\(.tid_b) \\(.split)\"
-                 else \"\\(.tid_b) \\(.tid_a) \\(.split)\" end")
+        ST= CT= SPLIT=none PASS=
+        read -r PASS ST CT SPLIT < <(ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" \
+                ". as \$all | $PAIR_OF | \"\\(\$all.passes) \" + (if . == null then \"- - none\"
+                 elif .pid_a == \$p then \"\\(.tid_a) \\(.tid_b) \\(.split)\" else \"\\(.tid_b) \\(.tid_a) \\(.split)\" end)")
         [ "$ST" != - ] || ST= CT=
         return 0
 }
@@ -95,15 +96,15 @@ passes() { ctl status --json | jq -r .counts.passes; }   # the daemon's passes s
 # tells which by the client's own rate); 3 when the client exited first.
 # SPLIT is the daemon's last reading: split, together, unknown or none.
 await_colocated() {
-        local spid=$1 cpid=$2 before after seen=-1 n_split=0 n_together=0 n_none=0
+        local spid=$1 cpid=$2 seen=-1 n_split=0 n_together=0 n_none=0
         while :; do
-                before=$(passes)
                 pair_read "$spid" "$cpid"
-                after=$(passes)
                 [ -z "$ST" ] || ! one_cpu_same "$ST" "$CT" || return 0
+                # what it read so far, for a failure to say
+                AC_READ="passes read: $n_split split, $n_together together, $n_none none; last pass ${PASS:-?}"
                 kill -0 "$cpid" 2>/dev/null || return 3
-                if [ "$before" = "$after" ] && [ "$after" != "$seen" ]; then
-                        seen=$after
+                if [[ $PASS =~ ^[0-9]+$ ]] && [ "$PASS" != "$seen" ]; then
+                        seen=$PASS
                         case $SPLIT in
                         split) n_split=$((n_split + 1)) ;;
                         together) n_together=$((n_together + 1)) ;;
@@ -247,7 +248,7 @@ check_client() {
                         fi
                         ctl pairs
                         tail -20 "$RUNDIR/daemon.log"
-                        fail "$name: the client exited before it was co-located (attempt $try; its rate read at most $rate_max switches/s, -1: never read)" ;;
+                        fail "$name: the client exited before it was co-located (attempt $try; its rate read at most $rate_max switches/s, -1: never read; $AC_READ)" ;;
                 1)
                         ctl pairs
                         tail -20 "$RUNDIR/daemon.log"

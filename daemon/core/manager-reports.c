@@ -791,7 +791,10 @@ static int pairs_add_gains(const struct manager *m, struct json_object *o) {
 int manager_pairs_json(struct manager *m, struct json_object **ret) {
         int r = pairs_to_json(m->plan, &m->findings, m->snap, m->wake, ret);
 
-        if (r >= 0 && pairs_add_gains(m, *ret) < 0) {
+        /* the pass this list is of: a caller that follows a pair pass by
+         * pass reads both in one answer, not across a pass boundary */
+        if (r >= 0 && (pairs_add_gains(m, *ret) < 0 ||
+                       json_add(*ret, "passes", json_object_new_int64((int64_t) m->passes)) < 0)) {
                 json_object_put(*ret);
                 *ret = NULL;
                 return -ENOMEM;
