@@ -50,6 +50,11 @@ static inline void qsort_safe(void *base, size_t n, size_t size, int (*cmp)(cons
         if (n > 1)
                 qsort(base, n, size, cmp);
 }
+/* bsearch() in nothing finds nothing, whatever base is (the same contract). */
+static inline void *bsearch_safe(const void *key, const void *base, size_t n, size_t size,
+                                 int (*cmp)(const void *, const void *)) {
+        return n > 0 ? bsearch(key, base, n, size, cmp) : NULL;
+}
 void strv_free(char **l);
 static inline void strv_freep(char ***l) {
         strv_free(*l);

@@ -462,7 +462,7 @@ static int count_partners(const struct snapshot *s, const struct pair_item *item
 }
 
 static unsigned partners_of(const pid_t *tids, size_t n, pid_t tid) {
-        const pid_t *hit = bsearch(&tid, tids, n, sizeof(*tids), pid_cmp);
+        const pid_t *hit = bsearch_safe(&tid, tids, n, sizeof(*tids), pid_cmp);
         const pid_t *lo, *hi;
 
         if (!hit)

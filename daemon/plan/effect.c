@@ -3,7 +3,6 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "common/util.h"
 #include "plan/effect.h"
@@ -271,15 +270,13 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
 static struct effect_state *response_decides(struct effect_pending *p, enum effect_verdict v,
                                              enum effect_verdict vr, double tolerance) {
         struct effect_result *res = &p->response.last;
-        char why[sizeof(res->why)];
 
         if (!p->judge_response || v != EFFECT_KEEP || p->state.last.change > tolerance || vr == EFFECT_PENDING)
                 return NULL;
         /* say both: the round trips that did not tell, and the response that did */
-        snprintf(why, sizeof(why), "%s %+.0f %%; response %.0f -> %.0f us (%+.0f %%, median of %u): %s",
+        snprintf(res->why, sizeof(res->why), "%s %+.0f %%; response %.0f -> %.0f us (%+.0f %%, median of %u): %s",
                  effect_measure_name(p->action.kind, p->action.evidence_basis), p->state.last.change * 100,
                  res->before, res->after, -res->change * 100, res->n, vr == EFFECT_UNDO ? "undo" : "keep");
-        memcpy(res->why, why, sizeof(why));
         return &p->response;
 }
 

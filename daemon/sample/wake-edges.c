@@ -185,30 +185,21 @@ void wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size
         /* Each CPU's ring is in time order, but a pair on two CPUs has its
          * questions in one ring and its answers in the other. */
         qsort_safe(ev, n, sizeof(*ev), timed_cmp);
-        /* nothing from an earlier burst is a question of this one, on
-         * either edge a wake-up here looks at */
-        for (size_t i = 0; i < n; i++) {
-                struct wake_edge_slot *s[2] = { table_find(t, ev[i].waker, ev[i].wakee),
-                                                table_find(t, ev[i].wakee, ev[i].waker) };
-
-                for (int k = 0; k < 2; k++)
-                        if (s[k]) {
-                                s[k]->asked_ns = 0;
-                                s[k]->answered = true;
-                        }
-        }
+        /* nothing asked in an earlier burst is a question of this one */
+        t->time_round++;
         for (size_t i = 0; i < n; i++) {
                 struct wake_edge_slot *s = table_find(t, ev[i].waker, ev[i].wakee),
                                       *q = table_find(t, ev[i].wakee, ev[i].waker);
 
                 /* this wake-up answers the wakee's last one of the waker */
-                if (q && !q->answered && ev[i].t_ns >= q->asked_ns) {
+                if (q && q->asked_round == t->time_round && !q->answered && ev[i].t_ns >= q->asked_ns) {
                         q->answer_sum_ns += (double) (ev[i].t_ns - q->asked_ns);
                         q->answers++;
                         q->answered = true;
                 }
                 if (s) {
                         s->asked_ns = ev[i].t_ns;
+                        s->asked_round = t->time_round;
                         s->answered = false;
                 }
         }

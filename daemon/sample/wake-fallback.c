@@ -291,7 +291,7 @@ static size_t fds_find(const struct wake_fallback *f, size_t n, enum fd_kind kin
 
 static const struct peer *peer_find(const struct wake_fallback *f, uint32_t ino) {
         struct peer key = { .ino = ino };
-        return bsearch(&key, f->peers, f->n_peers, sizeof(*f->peers), peer_cmp);
+        return bsearch_safe(&key, f->peers, f->n_peers, sizeof(*f->peers), peer_cmp);
 }
 
 /* Link two processes: the best-matched candidate threads get an edge both ways. */

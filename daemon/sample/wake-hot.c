@@ -51,8 +51,7 @@ int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks
                                 .start_time = tasks[i].id.start_time,
                                 .switches_per_s = tasks[i].nvcsw_per_s,
                         };
-        if (h->n > 0)   /* qsort() and bsearch() take no NULL base, even for 0 items */
-                qsort(h->items, h->n, sizeof(*h->items), hot_cmp);
+        qsort_safe(h->items, h->n, sizeof(*h->items), hot_cmp);
         h->min_per_s = min_per_s;
         h->valid = true;
         return 0;
@@ -103,8 +102,7 @@ int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, siz
                 h->members[h->n_members++] = (struct wake_hot_cpu) { .tid = e->waker_tid, .cpu = -1 };
                 h->members[h->n_members++] = (struct wake_hot_cpu) { .tid = e->wakee_tid, .cpu = -1 };
         }
-        if (h->n_members > 0)
-                qsort(h->members, h->n_members, sizeof(*h->members), cpu_cmp);
+        qsort_safe(h->members, h->n_members, sizeof(*h->members), cpu_cmp);
         for (size_t i = 0; i < h->n_members; i++)     /* unique */
                 if (k == 0 || h->members[k - 1].tid != h->members[i].tid)
                         h->members[k++] = h->members[i];
@@ -115,7 +113,7 @@ int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, siz
 static int member_cpu(const struct wake_hot *h, pid_t tid) {
         struct wake_hot_cpu key = { .tid = tid }, *m;
 
-        m = bsearch(&key, h->members, h->n_members, sizeof(*h->members), cpu_cmp);
+        m = bsearch_safe(&key, h->members, h->n_members, sizeof(*h->members), cpu_cmp);
         return m ? m->cpu : -1;
 }
 
@@ -133,7 +131,7 @@ static bool together_pair_apart(struct wake_hot *h, const struct task *tasks, si
                 h->members[i].cpu = -1;
         for (size_t i = 0; i < n_tasks; i++) {
                 struct wake_hot_cpu key = { .tid = tasks[i].id.tid }, *m;
-                m = bsearch(&key, h->members, h->n_members, sizeof(*h->members), cpu_cmp);
+                m = bsearch_safe(&key, h->members, h->n_members, sizeof(*h->members), cpu_cmp);
                 if (m)
                         m->cpu = tasks[i].last_cpu;
         }
@@ -166,7 +164,7 @@ bool wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tas
 
                 if (!task_is_hot(t, h->min_per_s))
                         continue;
-                was = h->n > 0 ? bsearch(&key, h->items, h->n, sizeof(*h->items), hot_cmp) : NULL;
+                was = bsearch_safe(&key, h->items, h->n, sizeof(*h->items), hot_cmp);
                 if (!was)
                         return true;
                 now = t->nvcsw_per_s;

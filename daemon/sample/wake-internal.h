@@ -58,7 +58,8 @@ struct wake_edge_slot {
         bool folded;             /* has been through a fold (its rates are an average) */
 
         /* response time (wake_edge_table_time()) */
-        uint64_t asked_ns;       /* the last wake-up along this edge in the burst being paired */
+        uint64_t asked_ns;       /* the last wake-up along this edge in pairing asked_round */
+        uint64_t asked_round;    /* wake_edge_table.time_round when asked_ns was set */
         bool answered;           /* the wakee has woken the waker since asked_ns */
         double answer_sum_ns;    /* this window: sum of the times to that answer */
         unsigned answers;
@@ -71,6 +72,7 @@ struct wake_edge_table {
         size_t n;
         size_t max_edges;        /* hard cap; new edges beyond it are counted and dropped */
         uint64_t dropped;
+        uint64_t time_round;     /* wake_edge_table_time() calls: a question of an earlier one is stale */
 };
 
 /* Time constant of the decay; see wake.h. */
