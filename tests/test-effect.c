@@ -436,9 +436,85 @@ static void test_response_judged(void) {
         }
 }
 
+/*
+ * A feeder (sysbench --rate's event generator, 82, handing its client
+ * thread 80 each request one way) joined the pair 80 <-> 81 it feeds. Its
+ * own switches with the client fell 36 % (the client took requests it
+ * found queued without sleeping), while the pair's answers came 3x as
+ * fast: judged by the pair it feeds, it is kept; by its own switches it
+ * was undone. Answers slower after it joined: undone. The fed pair gone:
+ * no verdict.
+ */
+static void test_feeder_judged_by_its_pair(void) {
+        struct task tasks[3] = {
+                { .id = { .pid = 80, .tid = 80, .start_time = 7 }, .have_rates = true, .nvcsw_per_s = 1500 },
+                { .id = { .pid = 81, .tid = 81, .start_time = 8 }, .have_rates = true, .nvcsw_per_s = 1000 },
+                { .id = { .pid = 80, .tid = 82, .start_time = 9 }, .have_rates = true, .nvcsw_per_s = 1500 },
+        };
+        struct wake_edge edges[2] = {
+                { .waker_tid = 80, .wakee_tid = 81, .wakeups_per_s = 1000, .response_usec = 110 },
+                { .waker_tid = 81, .wakee_tid = 80, .wakeups_per_s = 1000, .response_usec = 890 },
+        };
+        struct snapshot snap = { .tasks = tasks, .n_tasks = 3, .edges = edges, .n_edges = 2 };
+        static const struct {
+                const char *what;
+                double resp_after;
+                enum effect_verdict want;
+        } cases[] = {
+                { "answers 3x as fast", 35, EFFECT_KEEP },
+                { "answers slower", 160, EFFECT_UNDO },
+        };
+
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                struct effect_tracker tr = {};
+                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                                    .task = tasks[2].id, .partner = tasks[0].id,
+                                    .work_pair = { tasks[0].id, tasks[1].id } };
+                unsigned before = n_verdicts;
+
+                tasks[0].nvcsw_per_s = tasks[2].nvcsw_per_s = 1500;
+                edges[0].response_usec = 110;
+                a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                a.response_before_usec = snapshot_pair_response_usec(&snap, 80, 81);
+                ASSERT_OK(effect_track(&tr, &a));
+                /* the feeder's switches fall by a third, the fed pair's round trips hold
+                 * (1250 -> 1225); the feeder's own hand-off reads 1075, -14 % of that */
+                tasks[2].nvcsw_per_s = 700;
+                tasks[0].nvcsw_per_s = 1450;
+                edges[0].response_usec = cases[c].resp_after;
+                ASSERT_TRUE(effect_proxy_for(DETECT_PAIR, &tasks[2], &tasks[0]) < 0.9 * a.evidence_before);
+                for (unsigned i = 0; i < 10 && n_verdicts == before; i++)
+                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                fprintf(stderr, "feeder, %s: %s (%s)\n", cases[c].what, effect_verdict_to_string(last_verdict.verdict),
+                        last_verdict.why);
+                ASSERT_EQ(n_verdicts, before + 1);
+                ASSERT_EQ(last_verdict.verdict, cases[c].want);
+                ASSERT_EQ(last_verdict.basis, EVIDENCE_RESPONSE);
+                effect_tracker_clear(&tr);
+        }
+
+        /* the pair it feeds broke up (its server went): no verdict, nothing blocked */
+        {
+                struct effect_tracker tr = {};
+                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                                    .task = tasks[2].id, .partner = tasks[0].id, .evidence_before = 1200,
+                                    .work_pair = { tasks[0].id, { .pid = 81, .tid = 81, .start_time = 99 } } };
+                unsigned before = n_verdicts;
+
+                ASSERT_OK(effect_track(&tr, &a));
+                for (unsigned i = 0; i < 10; i++)
+                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                ASSERT_EQ(n_verdicts, before);
+                ASSERT_EQ(tr.n, 0u);
+                effect_tracker_clear(&tr);
+        }
+}
+
 int main(void) {
         test_tracker_gain();
         test_response_judged();
+        test_feeder_judged_by_its_pair();
         test_proxy_io_bytes();
         test_wait_for_samples();
         test_keep_and_undo();

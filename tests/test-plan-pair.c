@@ -1043,8 +1043,18 @@ static void test_feeder(void) {
         struct finding fp, ff;
         int cpu;
 
+        /* the client 860 answered in 60 us; the feeder switches a tenth as often as the pair */
+        struct wake_edge edges[] = {
+                { .waker_tid = 860, .wakee_tid = 861, .wakeups_per_s = 1000, .response_usec = 60 },
+                { .waker_tid = 861, .wakee_tid = 860, .wakeups_per_s = 1000, .response_usec = 900 },
+                { .waker_tid = 862, .wakee_tid = 860, .wakeups_per_s = 1000 },
+        };
+
         tasks[2].id.pid = 860;
+        tasks[2].nvcsw_per_s = 4500;
         world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.snap.edges = edges;
+        w.snap.n_edges = ELEMENTSOF(edges);
         ff = mkpair(&tasks[0], &tasks[2], 1.0, "one-way");
         ff.shape = PAIR_FEEDER;
         ff.wake_rate_per_s = 1000;
@@ -1061,6 +1071,15 @@ static void test_feeder(void) {
         fp.wake_rate_per_s = 1000;
         fp.split_basis = SPLIT_BASIS_WAKEUPS;
         ASSERT_OK(findings_add(&w.findings, &fp));
+        /* a window together first, busier and slower to answer: the pair's "before" is its mean */
+        w.findings.items[1].split_fraction = 0.0;
+        tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 60000;
+        edges[0].response_usec = 90;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        w.findings.items[1].split_fraction = 1.0;
+        tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 45000;
+        edges[0].response_usec = 60;
         interval(&w);
         ASSERT_EQ(w.out.n, 3);
         ASSERT_EQ(w.out.items[0].task.tid + w.out.items[1].task.tid, 860 + 861);
@@ -1068,6 +1087,13 @@ static void test_feeder(void) {
         ASSERT_EQ(w.out.items[2].task.tid, 862);
         ASSERT_TRUE(cpumask_equal(&w.out.items[2].mask, &w.out.items[0].mask));
         ASSERT_STREQ(target(&w, 860, 862)->state, "co-located");
+        /* the feeder is judged by the pair it feeds, against that pair's own "before" */
+        ASSERT_EQ(w.out.items[2].work_pair[0].tid + w.out.items[2].work_pair[1].tid, 860 + 861);
+        ASSERT_EQ(w.out.items[0].work_pair[0].tid, 0);
+        ASSERT_EQ(w.out.items[2].evidence_basis, w.out.items[0].evidence_basis);
+        ASSERT_NEAR(w.out.items[2].evidence_before, w.out.items[0].evidence_before, 1e-9);
+        ASSERT_TRUE(w.out.items[0].evidence_before > 45000 && w.out.items[0].response_before_usec > 60);
+        ASSERT_NEAR(w.out.items[2].response_before_usec, w.out.items[0].response_before_usec, 1e-9);
 
         /* applied: held, the feeder reads as a pair (detect-pair.c's pair_rate()) and stays */
         hold_three(&w, tasks, 0, cpu);

@@ -75,6 +75,10 @@ struct action {
         double response_before_usec; /* pair: its response time before, µs (0: not measured) */
         struct task_id partner; /* pair: the other member; the effect check judges the pair's
                                  * round trips, which neither member's own counts show */
+        struct task_id work_pair[2]; /* pair: the pair whose work the check measures instead, when
+                                      * set (tid != 0): a feeder's, the pair it feeds, for a
+                                      * one-way hand-off's switches are no work (a client at a fixed
+                                      * rate that finds two requests queued takes both awake) */
 };
 
 /* Stable key of the target ("task:tid:start", "cgroup:/x", "feature:NAME", "sysctl:NAME",

@@ -161,26 +161,28 @@ static void log_action(struct manager *m, const struct action *a, int r, const c
                            a->reason, a->policy);
 }
 
-/* The effect check's verdict (plan/effect.c) on a change of ours: undo it, and
- * tell the planner not to retry for a while: a change of ours never leaves
- * its target slower. */
-/* The effect check's verdict on one change: kept (its gain is logged and
- * shown from now on), or undone and its retry blocked for RetryAfter=. */
+/* The effect check's verdict (plan/effect.c) on one change of ours: kept
+ * (its gain is logged and shown from now on), or undone and its retry
+ * blocked for RetryAfter=: a change of ours never leaves its target slower. */
 static void effect_verdict(const struct action *a, const struct effect_result *res, void *userdata) {
         struct manager *m = userdata;
         struct action undo = *a;
-        char key[160];
+        char key[160], by[48] = "";
         int r;
 
         action_target_key(a, key, sizeof(key));
+        /* a feeder is judged by the pair it feeds: say whose work that was */
+        if (a->work_pair[0].tid)
+                snprintf(by, sizeof(by), " (the pair it feeds, %d + %d)", (int) a->work_pair[0].tid,
+                         (int) a->work_pair[1].tid);
         if (res->verdict != EFFECT_UNDO) {
-                log_fields(&m->log, LOG_INFO, NULL, "effect check: %s kept: %s %+.0f %% (%.4g -> %.4g, median of %u)",
+                log_fields(&m->log, LOG_INFO, NULL, "effect check: %s kept: %s %+.0f %% (%.4g -> %.4g, median of %u)%s",
                            key, effect_measure_name(a->kind, res->basis), res->change * 100, res->before,
-                           res->after, res->n);
+                           res->after, res->n, by);
                 return;
         }
         undo.verb = VERB_RELEASE;
-        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.140s", res->why);
+        snprintf(undo.reason, sizeof(undo.reason), "effect check: %.110s%s", res->why, by);
         r = applier_apply(m->applier, &undo, util_now_usec(), m->dry_run);
         log_action(m, &undo, r, "undo");
         if (r >= 0)

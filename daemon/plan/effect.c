@@ -287,22 +287,28 @@ void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double
         for (size_t i = 0; i < tr->n;) {
                 struct effect_pending *p = &tr->items[i];
                 const struct task *t = effect_task(snap, &p->action.task), *partner = NULL;
+                const struct task *w[2] = { t, NULL };   /* whose work is measured */
+                bool fed = p->action.work_pair[0].tid != 0;
                 enum effect_verdict v, vr = EFFECT_PENDING;
                 struct effect_state *decided;
 
-                if (p->action.kind == DETECT_PAIR)
+                if (p->action.kind == DETECT_PAIR) {
                         partner = effect_task(snap, &p->action.partner);
-                /* Gone, or its pair broke up (a client disconnected): that is
-                 * no verdict on the change, and nothing is blocked for it. */
-                if (!t || (p->action.kind == DETECT_PAIR && !partner)) {
+                        w[0] = fed ? effect_task(snap, &p->action.work_pair[0]) : t;
+                        w[1] = fed ? effect_task(snap, &p->action.work_pair[1]) : partner;
+                }
+                /* Gone, or its pair (or the pair it feeds) broke up (a client
+                 * disconnected): that is no verdict on the change, and nothing
+                 * is blocked for it. */
+                if (!t || (p->action.kind == DETECT_PAIR && (!partner || !w[0] || !w[1]))) {
                         effect_forget(tr, i);
                         continue;
                 }
-                v = effect_observe(&p->state, effect_proxy_on(p->action.kind, p->action.evidence_basis, t, partner),
+                v = effect_observe(&p->state, effect_proxy_on(p->action.kind, p->action.evidence_basis, w[0], w[1]),
                                    ++p->intervals, 0, tolerance);
                 p->state.last.basis = p->action.evidence_basis;
                 if (p->judge_response) {
-                        vr = effect_observe(&p->response, snapshot_pair_response_usec(snap, t->id.tid, partner->id.tid),
+                        vr = effect_observe(&p->response, snapshot_pair_response_usec(snap, w[0]->id.tid, w[1]->id.tid),
                                             p->intervals, 0, tolerance);
                         p->response.last.basis = EVIDENCE_RESPONSE;
                 }
