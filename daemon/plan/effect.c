@@ -263,20 +263,27 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
 }
 
 /*
- * The pair's response time decides when its round trips stayed within the
- * tolerance (effect_check() above): the state that decides, or NULL to
- * let the round trips' verdict stand.
+ * The pair's response time names the gain when its round trips stayed
+ * within the tolerance (a client at a fixed rate sends as many requests
+ * wherever it runs): the state that decides, or NULL to let the round
+ * trips' verdict stand. It confirms a keep and never undoes: what the
+ * sampler times is the server's half of a round trip (the client's
+ * wake-up of the server to the server's of the client), and co-location
+ * saves most on the other half, the client's own wake-up, which it does
+ * not see. Under stress-ng the server's half read 86 -> 96 us (+11 %)
+ * while the client's 95th percentile fell 703 -> 470 us; the undo it
+ * made was of a win. A loss needs the client-seen round trip.
  */
 static struct effect_state *response_decides(struct effect_pending *p, enum effect_verdict v,
                                              enum effect_verdict vr, double tolerance) {
         struct effect_result *res = &p->response.last;
 
-        if (!p->judge_response || v != EFFECT_KEEP || p->state.last.change > tolerance || vr == EFFECT_PENDING)
+        if (!p->judge_response || v != EFFECT_KEEP || p->state.last.change > tolerance || vr != EFFECT_KEEP)
                 return NULL;
         /* say both: the round trips that did not tell, and the response that did */
-        snprintf(res->why, sizeof(res->why), "%s %+.0f %%; response %.0f -> %.0f us (%+.0f %%, median of %u): %s",
+        snprintf(res->why, sizeof(res->why), "%s %+.0f %%; response %.0f -> %.0f us (%+.0f %%, median of %u): keep",
                  effect_measure_name(p->action.kind, p->action.evidence_basis), p->state.last.change * 100,
-                 res->before, res->after, -res->change * 100, res->n, vr == EFFECT_UNDO ? "undo" : "keep");
+                 res->before, res->after, -res->change * 100, res->n);
         return &p->response;
 }
 
