@@ -259,6 +259,39 @@ static void window_moved(struct task *t, double bytes, uint64_t usec, bool born)
 }
 
 /*
+ * Every window of a pair not ours is its "before", whatever its finding
+ * said: a stream left alone as one moved 2.3 MB/s for 3 s; in the next,
+ * 300 ms window the daemon's own catch-up starved it (0.18 MB/s) and it
+ * read as a split ping-pong and was placed. Judged against that window
+ * alone it was kept at +629 % while it lost 40 %; the before is the mean.
+ */
+static void test_before_counts_windows_without_a_pingpong(void) {
+        struct task tasks[] = { mktask(100, 0.6, 0), mktask(101, 0.5, 1) };
+        double keep = exp(-1.0 / 3.0), mean;
+        struct world w;
+
+        window_moved(tasks, 2.3e6, 3 * USEC_PER_SEC, false);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        struct finding f = mkpair(&tasks[0], &tasks[1], 1.0, "stream");
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
+        f.shape = PAIR_STREAM;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 100, 101)->state, "left alone: stream");
+        window_moved(tasks, 0.18e6, 300 * USEC_PER_MSEC, false);
+        w.findings.items[0].shape = PAIR_PINGPONG;
+        interval(&w);
+        expect_colocated(&w, 100, 101);
+        mean = (2.3e6 * 3.0 * keep + 0.18e6 * 0.3) / (3.0 * keep + 0.3);
+        for (size_t i = 0; i < w.out.n; i++) {
+                ASSERT_EQ(w.out.items[i].evidence_basis, EVIDENCE_IO_BYTES);
+                ASSERT_TRUE(fabs(w.out.items[i].evidence_before - mean) < 1.0);
+        }
+        world_done(&w);
+}
+
+/*
  * The effect check's "before" of a pair judged by its bytes: the windows
  * before it was placed, time-weighted, when the deciding window reads less.
  * A stream under sliced background load: its since-birth window (3 s)
@@ -1541,6 +1574,7 @@ int main(void) {
         test_split_pair_colocated();
         test_new_member_waits_a_window();
         test_before_is_the_split_windows_mean();
+        test_before_counts_windows_without_a_pingpong();
         test_anchored_pair();
         test_anchor_let_go();
         test_allow_narrowed_held_split();

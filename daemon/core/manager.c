@@ -176,9 +176,11 @@ static void effect_verdict(const struct action *a, const struct effect_result *r
                 snprintf(by, sizeof(by), " (the pair it feeds, %d + %d)", (int) a->work_pair[0].tid,
                          (int) a->work_pair[1].tid);
         if (res->verdict != EFFECT_UNDO) {
-                log_fields(&m->log, LOG_INFO, NULL, "effect check: %s kept: %s %+.0f %% (%.4g -> %.4g, median of %u)%s",
+                /* a keep by the response time also says what the round trips did */
+                log_fields(&m->log, LOG_INFO, NULL, "effect check: %s kept: %s %+.0f %% (%.4g -> %.4g, median of %u%s%s)%s",
                            key, effect_measure_name(a->kind, res->basis), res->change * 100, res->before,
-                           res->after, res->n, by);
+                           res->after, res->n, res->basis == EVIDENCE_RESPONSE ? "; " : "",
+                           res->basis == EVIDENCE_RESPONSE ? res->why : "", by);
                 return;
         }
         undo.verb = VERB_RELEASE;

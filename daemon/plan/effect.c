@@ -280,10 +280,10 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
 
         if (!p->judge_response || v != EFFECT_KEEP || p->state.last.change > tolerance || vr != EFFECT_KEEP)
                 return NULL;
-        /* say both: the round trips that did not tell, and the response that did */
-        snprintf(res->why, sizeof(res->why), "%s %+.0f %%; response %.0f -> %.0f us (%+.0f %%, median of %u): keep",
+        /* what the round trips said, for the log line of the keep that names the response's gain */
+        snprintf(res->why, sizeof(res->why), "%s %+.0f %% (%.4g -> %.4g), within %.0f %%",
                  effect_measure_name(p->action.kind, p->action.evidence_basis), p->state.last.change * 100,
-                 res->before, res->after, -res->change * 100, res->n);
+                 p->state.last.before, p->state.last.after, tolerance * 100);
         return &p->response;
 }
 
