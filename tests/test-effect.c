@@ -374,7 +374,10 @@ static void test_response_judged(void) {
                 { "fixed rate, answers faster", 9900, 40, EFFECT_KEEP, EVIDENCE_RESPONSE },
                 { "fixed rate, same", 10000, 63, EFFECT_KEEP, EVIDENCE_RESPONSE },
                 { "closed loop, faster, answers slower", 17500, 90, EFFECT_KEEP, EVIDENCE_OWN },
-                { "fewer round trips, answers faster", 7000, 40, EFFECT_UNDO, EVIDENCE_OWN },
+                /* switches are no work at a fixed rate: answers as fast keep it */
+                { "fewer round trips, answers faster", 7000, 40, EFFECT_KEEP, EVIDENCE_RESPONSE },
+                { "fewer round trips, answers as fast", 8500, 62, EFFECT_KEEP, EVIDENCE_RESPONSE },
+                { "fewer round trips, answers slower", 7000, 90, EFFECT_UNDO, EVIDENCE_OWN },
                 { "no response times after", 10000, NAN, EFFECT_KEEP, EVIDENCE_OWN },
         };
         struct task tasks[2] = {
