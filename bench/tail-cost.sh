@@ -12,6 +12,8 @@
 #   dryrun    affinityd --dry-run with the shipped policies (watches, changes nothing)
 #   dryrunN   the same at nice N (e.g. dryrun-5, as the unit runs it: Nice=-5)
 #   noperf    affinityd --dry-run --no-perf (no sched_waking bursts)
+#   other     the daemon $AFFINITYD_OTHER (the build of another commit) in
+#             --dry-run: what a change to the sampler costs, side by side
 #
 # Each run: the daemon started and given SETTLE s (its calibration and
 # first passes), then cyclictest for DURATION s. Per run: p99, p99.9 and
@@ -48,11 +50,13 @@ WORK=$(mktemp -d /tmp/affd-tail.XXXXXX)
 DPID=
 trap '[[ -z $DPID ]] || { kill -TERM "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; }; rm -rf "$WORK"' EXIT
 
-start_daemon() {   # start_daemon NICE ARGS...
+start_daemon() {   # start_daemon [--binary PATH] NICE ARGS...
+        local bin=$B/affinityd
+        [[ $1 == --binary ]] && { bin=$2; shift 2; }
         local nice=$1; shift
         rm -rf "$WORK/rt"
         mkdir -p "$WORK/rt"
-        nice -n "$nice" "$B/affinityd" --runtime-dir "$WORK/rt" --config-dir "$SRCDIR/policies" \
+        nice -n "$nice" "$bin" --runtime-dir "$WORK/rt" --config-dir "$SRCDIR/policies" \
                 --log-level warning "$@" >"$WORK/daemon.log" 2>&1 &
         DPID=$!
         sleep "$SETTLE"
@@ -90,6 +94,7 @@ for r in $(seq "$REPEATS"); do
                 dryrun) start_daemon 0 --dry-run ;;
                 dryrun-*|dryrun[0-9]*) start_daemon "${v#dryrun}" --dry-run ;;
                 noperf) start_daemon 0 --dry-run --no-perf ;;
+                other) start_daemon --binary "${AFFINITYD_OTHER:?set AFFINITYD_OTHER for the variant other}" 0 --dry-run ;;
                 *) echo "tail-cost.sh: unknown variant '$v'" >&2; exit 2 ;;
                 esac
                 cyclictest -q -m -t "$(nproc)" -a -i 1000 --policy=other -D "$DURATION" -h 20000 \

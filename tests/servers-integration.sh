@@ -18,10 +18,11 @@
 #     event-generator thread wakes the client thread one way per request;
 #     once the pair is co-located, the generator joins its CPU (a feeder)
 #     within five of the daemon's passes and 1 s, where the test's own
-#     looks at /proc saw it apart. `affctl pairs` shows the server's
-#     response time (its round trips say nothing at a fixed rate: the
-#     effect check judges such a pair by it), and an undo by the effect
-#     check agrees with the client's own 95th-percentile latency.
+#     looks at /proc saw it apart. `affctl pairs` shows the pair's
+#     response time, what the client waits for an answer (its round trips
+#     say nothing at a fixed rate: the effect check judges such a pair by
+#     it), and an undo by the effect check agrees with the client's own
+#     95th-percentile latency.
 #  4. Redis with one redis-benchmark connection: the same as 1.
 #  5. Stopping the daemon restores every mask.
 # Needs root, jq, 2+ CPUs and the servers (the README's test command
@@ -333,7 +334,7 @@ check_undo() {
 }
 
 # check_response NAME SERVER_PID CLIENT_PID: while the co-located pair
-# runs, the daemon shows the server's response time for it (affctl pairs,
+# runs, the daemon shows its response time, the client's wait (affctl pairs,
 # the shorter of response_a_to_b_us and response_b_to_a_us), within 5 s.
 # A client that ends first is said, not failed.
 check_response() {

@@ -354,10 +354,11 @@ static void test_tracker_gain(void) {
 /*
  * A pair's response time beside its round trips (effect_check()): a
  * client at a fixed rate sends what it sends on any placement, so its
- * round trips stay within the tolerance and the response decides; a round
- * trips' verdict beyond the tolerance stands whatever the response says;
- * without response times after the change the round trips decide.
- * Round trips 10,000/s and a server's response of 60 µs before.
+ * round trips stay within the tolerance and the response (the client's
+ * wait) decides, either way; round trips that rose beyond the tolerance
+ * keep whatever the response says; switches that fell leave it to the
+ * response; without response times after the change the round trips
+ * decide. Round trips 10,000/s and a response of 60 µs before.
  */
 struct response_case {
         const char *what;
@@ -369,15 +370,14 @@ struct response_case {
 
 static void test_response_judged(void) {
         static const struct response_case cases[] = {
-                /* the server's half only: it cannot tell a loss (response_decides()) */
-                { "fixed rate, answers slower", 10100, 90, EFFECT_KEEP, EVIDENCE_OWN },
+                { "fixed rate, answers slower", 10100, 90, EFFECT_UNDO, EVIDENCE_RESPONSE },
                 { "fixed rate, answers faster", 9900, 40, EFFECT_KEEP, EVIDENCE_RESPONSE },
                 { "fixed rate, same", 10000, 63, EFFECT_KEEP, EVIDENCE_RESPONSE },
                 { "closed loop, faster, answers slower", 17500, 90, EFFECT_KEEP, EVIDENCE_OWN },
                 /* switches are no work at a fixed rate: answers as fast keep it */
                 { "fewer round trips, answers faster", 7000, 40, EFFECT_KEEP, EVIDENCE_RESPONSE },
                 { "fewer round trips, answers as fast", 8500, 62, EFFECT_KEEP, EVIDENCE_RESPONSE },
-                { "fewer round trips, answers slower", 7000, 90, EFFECT_UNDO, EVIDENCE_OWN },
+                { "fewer round trips, answers slower", 7000, 90, EFFECT_UNDO, EVIDENCE_RESPONSE },
                 { "no response times after", 10000, NAN, EFFECT_KEEP, EVIDENCE_OWN },
         };
         struct task tasks[2] = {
@@ -402,7 +402,7 @@ static void test_response_judged(void) {
                 a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
                 a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
                 a.response_before_usec = snapshot_pair_response_usec(&snap, 80, 81);
-                ASSERT_NEAR(a.response_before_usec, 60, 1e-9);   /* the server's, not the client's wait */
+                ASSERT_NEAR(a.response_before_usec, 60, 1e-9);   /* the client's wait, not the server's */
                 ASSERT_OK(effect_track(&tr, &a));
                 tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = cases[c].rt_after;
                 edges[0].response_usec = cases[c].resp_after;
@@ -446,9 +446,9 @@ static void test_response_judged(void) {
  * own switches with the client fell 36 % (the client took requests it
  * found queued without sleeping), while the pair's answers came 3x as
  * fast: judged by the pair it feeds, it is kept; by its own switches it
- * was undone. Answers slower after it joined: kept by the fed pair's
- * round trips, which held (the server's half cannot tell a loss). The fed
- * pair gone: no verdict.
+ * was undone. Answers slower after it joined (the fed pair's client waits
+ * longer while its round trips held): undone. The fed pair gone: no
+ * verdict.
  */
 static void test_feeder_judged_by_its_pair(void) {
         struct task tasks[3] = {
@@ -468,7 +468,7 @@ static void test_feeder_judged_by_its_pair(void) {
                 enum evidence_basis want_basis;
         } cases[] = {
                 { "answers 3x as fast", 35, EFFECT_KEEP, EVIDENCE_RESPONSE },
-                { "answers slower", 160, EFFECT_KEEP, EVIDENCE_OWN },
+                { "answers slower", 160, EFFECT_UNDO, EVIDENCE_RESPONSE },
         };
 
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {

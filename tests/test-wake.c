@@ -93,21 +93,21 @@ static const char format_other[] =
 static void test_format(void) {
         struct wake_tp_format f;
 
-        ASSERT_OK(wake_tp_format_parse(format_618, &f));
+        ASSERT_OK(wake_tp_format_parse(format_618, "pid", &f));
         ASSERT_EQ(f.id, 375);
         ASSERT_EQ(f.pid_offset, 24);
         ASSERT_EQ(f.target_cpu_offset, 32);
         ASSERT_EQ(f.flags_offset, 2);
         ASSERT_EQ(f.min_size, 36);
 
-        ASSERT_OK(wake_tp_format_parse(format_other, &f));
+        ASSERT_OK(wake_tp_format_parse(format_other, "pid", &f));
         ASSERT_EQ(f.id, 1234);
         ASSERT_EQ(f.pid_offset, 12);
         ASSERT_EQ(f.target_cpu_offset, -1);
         ASSERT_EQ(f.min_size, 16);
 
-        ASSERT_EQ(wake_tp_format_parse("name: x\nID: 3\nformat:\n", &f), -EBADMSG);
-        ASSERT_EQ(wake_tp_format_parse("\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n", &f), -EBADMSG);
+        ASSERT_EQ(wake_tp_format_parse("name: x\nID: 3\nformat:\n", "pid", &f), -EBADMSG);
+        ASSERT_EQ(wake_tp_format_parse("\tfield:pid_t pid;\toffset:24;\tsize:4;\tsigned:1;\n", "pid", &f), -EBADMSG);
 }
 
 /* ---- the edge table ---- */
@@ -208,40 +208,54 @@ static void test_edge_table(void) {
 }
 
 /*
- * Response times from timed wake-ups (wake_edge_table_time()): a client
- * (10) asks its server (20) every 1 ms, the server answers 50 µs later.
+ * Response times from timed wake-ups and switch-ins (wake_edge_table_time()):
+ * a client (10) asks its server (20) every 1 ms, the server is switched in
+ * 10 µs later and answers at 50 µs, and the client runs again at 65 µs.
  * The events come as two rings would give them, each in its own order.
  */
+#define SWITCH_IN(t, tid) ((struct wake_timed) { (t), 0, (tid) })
+
 static void test_response_time(void) {
         struct wake_edge_table t;
-        struct wake_timed ev[64];
+        struct wake_timed ev[128];
         struct wake_edge *out = NULL;
         size_t alloc = 0, n = 0, k = 0;
         struct snapshot snap = {};
 
         wake_edge_table_init(&t, 0);
-        /* the server's answers first, as if its CPU's ring were read first */
-        for (int i = 0; i < 20; i++)
+        /* the server's CPU first, as if its ring were read first */
+        for (int i = 0; i < 20; i++) {
+                ev[k++] = SWITCH_IN(1000000ULL * i + 10000, 20);
                 if (i != 7)   /* one answer not seen: its question gets none */
                         ev[k++] = (struct wake_timed) { 1000000ULL * i + 50000, 20, 10 };
-        for (int i = 0; i < 20; i++)
+        }
+        for (int i = 0; i < 20; i++) {
                 ev[k++] = (struct wake_timed) { 1000000ULL * i, 10, 20 };
+                /* the client switched in before its answer (something else
+                 * woke it) does not end its wait */
+                if (i == 3)
+                        ev[k++] = SWITCH_IN(1000000ULL * i + 20000, 10);
+                ev[k++] = SWITCH_IN(1000000ULL * i + 65000, 10);
+        }
         for (size_t i = 0; i < k; i++)
-                ASSERT_OK(wake_edge_table_add(&t, ev[i].waker, ev[i].wakee, 1, 0, true));
-        wake_edge_table_time(&t, ev, k);
+                if (ev[i].waker != 0)
+                        ASSERT_OK(wake_edge_table_add(&t, ev[i].waker, ev[i].wakee, 1, 0, true));
+        ASSERT_OK(wake_edge_table_time(&t, ev, k));
         ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
-        /* 19 answers of 50 µs: the unanswered question is not paired with
-         * the next round's answer (1.05 ms) */
-        ASSERT_NEAR(find_edge(out, n, 10, 20)->response_usec, 50, 1e-6);
-        /* the client's next question after an answer: 950 µs, 18 of them
-         * (after the missing answer the client's question answers nothing) */
-        ASSERT_NEAR(find_edge(out, n, 20, 10)->response_usec, 950, 1e-6);
-        /* the pair's response time is the server's */
+        /* 19 waits of 65 µs, to the client's switch-in after the answer, not
+         * to the answer (50) nor to an earlier switch-in (20); the unanswered
+         * question is not paired with the next round's answer (1.05 ms) */
+        ASSERT_NEAR(find_edge(out, n, 10, 20)->response_usec, 65, 1e-6);
+        /* the server's wait for the next question and its own switch-in:
+         * 960 µs, 18 of them (after the missing answer the client's
+         * question answers nothing) */
+        ASSERT_NEAR(find_edge(out, n, 20, 10)->response_usec, 960, 1e-6);
+        /* the pair's response time is the client's */
         snap.edges = out;
         snap.n_edges = n;
-        ASSERT_NEAR(snapshot_pair_response_usec(&snap, 10, 20), 50, 1e-6);
-        ASSERT_NEAR(snapshot_pair_response_usec(&snap, 20, 10), 50, 1e-6);
+        ASSERT_NEAR(snapshot_pair_response_usec(&snap, 10, 20), 65, 1e-6);
+        ASSERT_NEAR(snapshot_pair_response_usec(&snap, 20, 10), 65, 1e-6);
         ASSERT_TRUE(isnan(snapshot_pair_response_usec(&snap, 10, 30)));
 
         /* A window with too few answers gives none: not the old one again. */
@@ -249,30 +263,45 @@ static void test_response_time(void) {
         for (int i = 0; i < WAKE_RESPONSE_MIN - 1; i++) {
                 ev[k++] = (struct wake_timed) { 1000000ULL * i, 10, 20 };
                 ev[k++] = (struct wake_timed) { 1000000ULL * i + 80000, 20, 10 };
+                ev[k++] = SWITCH_IN(1000000ULL * i + 90000, 10);
         }
-        wake_edge_table_time(&t, ev, k);
+        ASSERT_OK(wake_edge_table_time(&t, ev, k));
         ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
         ASSERT_TRUE(isnan(find_edge(out, n, 10, 20)->response_usec));
         snap.edges = out;
         ASSERT_TRUE(isnan(snapshot_pair_response_usec(&snap, 10, 20)));
 
+        /* Answers with no switch-in seen after them time nothing: a wait
+         * whose end is not seen is not the answer's time. */
+        k = 0;
+        for (int i = 0; i < 20; i++) {
+                ev[k++] = (struct wake_timed) { 1000000ULL * i, 10, 20 };
+                ev[k++] = (struct wake_timed) { 1000000ULL * i + 50000, 20, 10 };
+        }
+        ASSERT_OK(wake_edge_table_time(&t, ev, k));
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_TRUE(isnan(find_edge(out, n, 10, 20)->response_usec));
+
         /* A question left open at one burst's end is not answered by the
          * next burst's first wake-up (a pass later): each burst pairs its own. */
         k = 0;
         ev[k++] = (struct wake_timed) { 5000000000ULL, 10, 20 };
-        wake_edge_table_time(&t, ev, k);
+        ASSERT_OK(wake_edge_table_time(&t, ev, k));
         k = 0;
         for (int i = 0; i < 10; i++) {
                 ev[k++] = (struct wake_timed) { 6000000000ULL + 1000000ULL * i + 30000, 20, 10 };
+                ev[k++] = SWITCH_IN(6000000000ULL + 1000000ULL * i + 40000, 10);
                 ev[k++] = (struct wake_timed) { 6000000000ULL + 1000000ULL * i + 100000, 10, 20 };
+                ev[k++] = SWITCH_IN(6000000000ULL + 1000000ULL * i + 110000, 20);
         }
-        wake_edge_table_time(&t, ev, k);
+        ASSERT_OK(wake_edge_table_time(&t, ev, k));
         ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
-        /* 9 answers of 930 µs, none of ~1 s */
-        ASSERT_NEAR(find_edge(out, n, 10, 20)->response_usec, 930, 1e-6);
-        ASSERT_NEAR(find_edge(out, n, 20, 10)->response_usec, 70, 1e-6);
+        /* 9 waits of 940 µs, none of ~1 s */
+        ASSERT_NEAR(find_edge(out, n, 10, 20)->response_usec, 940, 1e-6);
+        ASSERT_NEAR(find_edge(out, n, 20, 10)->response_usec, 80, 1e-6);
 
         wake_edge_table_done(&t);
         free(out);
@@ -1122,8 +1151,8 @@ static int test_response_live(void) {
         pingpong_stop(&pp);
         wake_sampler_free(ws);
         sd_event_unref(ev);
-        fprintf(stderr, "response times: %u bursts, server's answer %.0f..%.0f µs, client's next request "
-                "%.0f..%.0f µs (work %d µs, a request every %d µs)\n", got,
+        fprintf(stderr, "response times: %u bursts, the client's wait %.0f..%.0f µs, the server's for the "
+                "next request %.0f..%.0f µs (work %d µs, a request every %d µs)\n", got,
                 got ? min_of(client, got) : 0, got ? max_of(client, got) : 0,
                 got ? min_of(server, got) : 0, got ? max_of(server, got) : 0,
                 RESPONSE_SPIN_USEC, RESPONSE_PERIOD_USEC);

@@ -264,24 +264,26 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
 
 /*
  * The pair's response time decides when it was timed before and after and
- * is not longer by more than the tolerance (the state that decides, or
+ * its round trips did not say the change won (the state that decides, or
  * NULL to let the round trips' verdict stand):
  *
  *  - round trips within the tolerance (a client at a fixed rate sends as
- *    many requests wherever it runs): a keep, with the response's gain;
- *  - round trips counted by switches fell beyond it: a keep too. At a
- *    fixed rate switches are no work: MariaDB at 1,000/s switched 13-16 %
- *    less on one CPU while answering as fast, and was undone on a host
- *    where hand-pinning it halved its p99 (481 against 1,044 us). A strict
- *    ping-pong on one CPU loses only to what else runs there, and that
- *    shows in the server's answer. Bytes are work: they still undo.
+ *    many requests wherever it runs): the response time's verdict, a keep
+ *    with its gain or an undo with its loss;
+ *  - round trips counted by switches fell beyond it: the same. At a fixed
+ *    rate switches are no work: MariaDB at 1,000/s switched 13-16 % less
+ *    on one CPU while answering as fast, and was undone on a host where
+ *    hand-pinning it halved its p99 (481 against 1,044 us).
  *
- * A longer response time never undoes by itself: what the sampler times is
- * the server's half of a round trip (the client's wake-up of the server to
- * the server's of the client), and co-location saves most on the other
- * half, the client's own wake-up, which it does not see. Under stress-ng
- * the server's half read 86 -> 96 us (+11 %) while the client's 95th
- * percentile fell 703 -> 470 us.
+ * Round trips that rose beyond the tolerance are a win whatever the
+ * response says (a closed loop waits less per request when it does more),
+ * and bytes that fell are a loss: a stream taken for a ping-pong.
+ *
+ * The response time is what the client waits (wake_edge_table_time()):
+ * its request, the server's work and answer, and its own wake-up, which
+ * is what co-location changes most. The server's half alone read 86 -> 96
+ * us (+11 %) under stress-ng while the client's 95th percentile fell 703
+ * -> 470 us: that half is not timed on its own any more.
  */
 static struct effect_state *response_decides(struct effect_pending *p, enum effect_verdict v,
                                              enum effect_verdict vr, double tolerance) {
@@ -289,13 +291,20 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
         bool held = v == EFFECT_KEEP && p->state.last.change <= tolerance;
         bool switches_fell = v == EFFECT_UNDO && p->action.evidence_basis == EVIDENCE_OWN;
 
-        if (!p->judge_response || vr != EFFECT_KEEP || !(held || switches_fell))
+        if (!p->judge_response || vr == EFFECT_PENDING || !(held || switches_fell))
                 return NULL;
-        /* what the round trips said, for the log line of the keep that names the response's gain */
-        snprintf(res->why, sizeof(res->why), "%s %+.0f %% (%.4g -> %.4g), %s",
-                 effect_measure_name(p->action.kind, p->action.evidence_basis), p->state.last.change * 100,
-                 p->state.last.before, p->state.last.after,
-                 held ? "within the tolerance" : "switches, not work, while the answers held");
+        /* what the round trips said beside it: the undo's reason, or the
+         * keep's log line (which names the response's gain itself) */
+        if (vr == EFFECT_UNDO)
+                snprintf(res->why, sizeof(res->why),
+                         "response us %.4g -> %.4g (%+.0f %%, median of %u) worse than %.0f %% while %s %+.0f %%: undo",
+                         res->before, res->after, res->change * 100, res->n, tolerance * 100,
+                         effect_measure_name(p->action.kind, p->action.evidence_basis), p->state.last.change * 100);
+        else
+                snprintf(res->why, sizeof(res->why), "%s %+.0f %% (%.4g -> %.4g), %s",
+                         effect_measure_name(p->action.kind, p->action.evidence_basis), p->state.last.change * 100,
+                         p->state.last.before, p->state.last.after,
+                         held ? "within the tolerance" : "switches, not work, while the answers held");
         return &p->response;
 }
 

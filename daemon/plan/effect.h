@@ -118,9 +118,10 @@ const char *effect_verdict_to_string(enum effect_verdict v);
  * it moves fewer bytes; by its bytes it is undone. A server that uses
  * recv()/send() moves 0 there and keeps the switches.
  *
- * A pair's response time (EVIDENCE_RESPONSE, snapshot_pair_response_usec())
- * is not a proxy of its own: it is judged beside the above where that
- * stayed within the tolerance (effect_check()).
+ * A pair's response time (EVIDENCE_RESPONSE, snapshot_pair_response_usec():
+ * what its client waits for an answer) is not a proxy of its own: it is
+ * judged beside the above where that stayed within the tolerance or its
+ * switches fell (effect_check()).
  */
 enum evidence_basis effect_basis_for(enum detector kind, const struct task *t, const struct task *partner);
 /* The proxy on a given basis (NAN where it cannot be had now). */
@@ -213,9 +214,10 @@ int effect_track(struct effect_tracker *tr, const struct action *a);
  *
  * A pair is judged by its round trips (or bytes) first: fewer beyond the
  * tolerance is an undo, more beyond it a keep. Within it, which is what a
- * client sending at a fixed rate shows whatever the placement, its
- * response time decides (EVIDENCE_RESPONSE in result.basis): longer
- * beyond the tolerance is an undo, else a keep with the response's gain.
+ * client sending at a fixed rate shows whatever the placement, or with
+ * fewer switches (no work at a fixed rate), its response time decides
+ * (EVIDENCE_RESPONSE in result.basis): longer beyond the tolerance is an
+ * undo, else a keep with the response's gain.
  * Without enough response times by then (a pair sampled one wake-up in
  * several, the fallback) the round trips' verdict stands.
  */

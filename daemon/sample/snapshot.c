@@ -38,7 +38,7 @@ double snapshot_pair_response_usec(const struct snapshot *s, pid_t a, pid_t b) {
         const struct wake_edge *ab = snapshot_find_edge(s, a, b), *ba = snapshot_find_edge(s, b, a);
 
         /* Both, or the shorter may be the one missing and the longer (a
-         * client's wait for its next turn) would pass for the answer.
+         * server's wait for the next request) would pass for the answer.
          * 0 counts as none: edges built without the field. */
         if (!ab || !ba || !(ab->response_usec > 0) || !(ba->response_usec > 0))
                 return NAN;

@@ -141,11 +141,12 @@ struct wake_edge {
         bool have_split;             /* false: the source cannot tell (fallback) */
         double split_fraction;       /* 0..1: waker's CPU != wakee's target_cpu; valid if have_split */
         /*
-         * Mean µs from a wake-up waker→wakee to the wakee waking the waker
-         * back, over the last burst that timed it (wake_edge_table_time()):
-         * on a client's edge to its server, the server's response time.
-         * NAN: not measured (fallback, a burst sampling one wake-up in
-         * several, too few answers).
+         * Mean µs from a wake-up waker→wakee, through the wakee waking the
+         * waker back, to the waker's next switch-in, over the last burst
+         * that timed it (wake_edge_table_time()): on a client's edge to its
+         * server, the response time the client waits. NAN: not measured
+         * (fallback, a burst sampling one wake-up in several, no
+         * sched_switch, too few answers).
          */
         double response_usec;
 };
@@ -218,8 +219,8 @@ const struct task *snapshot_find_id(const struct snapshot *s, const struct task_
 const struct wake_edge *snapshot_find_edge(const struct snapshot *s, pid_t waker, pid_t wakee);
 /*
  * A pair's response time in µs: the shorter of its two edges' (the
- * server's answer to a request; the other way round is the client's time
- * to its next request, which at a fixed rate is mostly waiting). NAN
- * unless both edges have one (wake_edge.response_usec).
+ * client's wait for an answer to its request; the other way round is the
+ * server's wait for the next request, which at a fixed rate is mostly
+ * idle). NAN unless both edges have one (wake_edge.response_usec).
  */
 double snapshot_pair_response_usec(const struct snapshot *s, pid_t a, pid_t b);

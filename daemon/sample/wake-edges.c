@@ -33,6 +33,9 @@ void wake_edge_table_done(struct wake_edge_table *t) {
         free(t->slots);
         t->slots = NULL;
         t->capacity = t->n = 0;
+        free(t->waiting);
+        t->waiting = NULL;
+        t->waiting_capacity = 0;
 }
 
 static struct wake_edge_slot *table_probe(struct wake_edge_slot *slots, size_t capacity, uint64_t key) {
@@ -181,21 +184,76 @@ static int timed_cmp(const void *a, const void *b) {
         return x->t_ns < y->t_ns ? -1 : x->t_ns > y->t_ns ? 1 : 0;
 }
 
-void wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_t n) {
+/*
+ * The askers waiting for their switch-in, by tid: open addressing over a
+ * table reused from burst to burst; an entry of an earlier round is empty,
+ * so nothing is cleared. A thread waits for one answer at a time (it asks
+ * while it runs), so its entry is overwritten, never removed; one whose
+ * wait ended has no slot.
+ */
+static int waiting_reserve(struct wake_edge_table *t, size_t n) {
+        size_t want = 64;
+
+        while (want < n * 2)
+                want *= 2;
+        if (want <= t->waiting_capacity)
+                return 0;
+        free(t->waiting);
+        t->waiting = calloc(want, sizeof(*t->waiting));
+        t->waiting_capacity = t->waiting ? want : 0;
+        return t->waiting ? 0 : -ENOMEM;
+}
+
+static struct wake_waiting *waiting_find(struct wake_edge_table *t, pid_t tid, bool add) {
+        size_t mask = t->waiting_capacity - 1, i = edge_hash((uint64_t) tid, t->waiting_capacity);
+
+        for (size_t probes = 0; probes < t->waiting_capacity; probes++, i = (i + 1) & mask) {
+                struct wake_waiting *w = &t->waiting[i];
+                bool live = w->tid != 0 && w->round == t->time_round;
+
+                if (live && w->tid == tid)
+                        return w;
+                if (!live)
+                        return add ? w : NULL;
+        }
+        return NULL;
+}
+
+int wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_t n) {
+        int r;
+
         /* Each CPU's ring is in time order, but a pair on two CPUs has its
          * questions in one ring and its answers in the other. */
         qsort_safe(ev, n, sizeof(*ev), timed_cmp);
         /* nothing asked in an earlier burst is a question of this one */
         t->time_round++;
+        r = waiting_reserve(t, n);
+        if (r < 0)
+                return r;
         for (size_t i = 0; i < n; i++) {
-                struct wake_edge_slot *s = table_find(t, ev[i].waker, ev[i].wakee),
-                                      *q = table_find(t, ev[i].wakee, ev[i].waker);
+                struct wake_edge_slot *s, *q;
+                struct wake_waiting *w;
 
-                /* this wake-up answers the wakee's last one of the waker */
+                if (ev[i].waker == 0) {
+                        /* a switch-in: an asker that got its answer runs again */
+                        w = waiting_find(t, ev[i].wakee, false);
+                        if (w && w->slot && ev[i].t_ns >= w->asked_ns) {
+                                w->slot->answer_sum_ns += (double) (ev[i].t_ns - w->asked_ns);
+                                w->slot->answers++;
+                                w->slot = NULL;   /* the entry stays: emptying it would break probing */
+                        }
+                        continue;
+                }
+                s = table_find(t, ev[i].waker, ev[i].wakee);
+                q = table_find(t, ev[i].wakee, ev[i].waker);
+                /* this wake-up answers the wakee's last one of the waker: the
+                 * wakee waits on till it is switched in */
                 if (q && q->asked_round == t->time_round && !q->answered && ev[i].t_ns >= q->asked_ns) {
-                        q->answer_sum_ns += (double) (ev[i].t_ns - q->asked_ns);
-                        q->answers++;
                         q->answered = true;
+                        w = waiting_find(t, ev[i].wakee, true);
+                        if (w)
+                                *w = (struct wake_waiting) { .tid = ev[i].wakee, .round = t->time_round,
+                                                             .asked_ns = q->asked_ns, .slot = q };
                 }
                 if (s) {
                         s->asked_ns = ev[i].t_ns;
@@ -203,6 +261,7 @@ void wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size
                         s->answered = false;
                 }
         }
+        return 0;
 }
 
 static int edge_cmp(const void *a, const void *b) {

@@ -2,7 +2,9 @@
 /*
  * The wake sampler: sched:sched_waking through perf, one event and one
  * ring buffer per online CPU, read from the sd-event loop; falls back to
- * wake-fallback.c when perf is not permitted. See wake.h for the contract.
+ * wake-fallback.c when perf is not permitted. Beside it, in its group and
+ * ring, sched:sched_switch times the response times at period 1
+ * (switch_open()). See wake.h for the contract.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -137,6 +139,8 @@ enum wake_mode {
 struct wake_cpu {
         int cpu;
         int fd;                    /* -1: not open */
+        int switch_fd;             /* sched_switch, in fd's group and ring; -1: none (no response times) */
+        bool switch_on;            /* not PERF_EVENT_IOC_DISABLE'd: it follows fd's enable */
         void *base;                /* mmap: one meta page + data */
         size_t mmap_size;
         uint8_t *data;
@@ -154,11 +158,13 @@ struct wake_cpu {
 struct wake_sampler {
         char *root;
         enum wake_mode mode;
-        char source[128];
+        char source[256];
         char perf_error[128];
 
         /* perf */
         struct wake_tp_format fmt;
+        struct wake_tp_format switch_fmt;   /* id -1: not loaded (switch_error says why) */
+        char switch_error[96];
         struct wake_cpu *cpus;     /* index = CPU number, n_cpu_slots entries */
         int n_cpu_slots;
         unsigned n_open;
@@ -263,8 +269,9 @@ static int parse_int_after(const char *s, const char *key, int *ret) {
         return 0;
 }
 
-int wake_tp_format_parse(const char *text, struct wake_tp_format *ret) {
-        struct wake_tp_format f = { .id = -1, .pid_offset = -1, .target_cpu_offset = -1, .flags_offset = -1 };
+int wake_tp_format_parse(const char *text, const char *pid_field, struct wake_tp_format *ret) {
+        struct wake_tp_format f = { .id = -1, .type_offset = -1, .pid_offset = -1, .target_cpu_offset = -1,
+                                    .flags_offset = -1 };
         const char *line = text;
 
         while (line && *line) {
@@ -310,8 +317,10 @@ int wake_tp_format_parse(const char *text, struct wake_tp_format *ret) {
                 if (parse_int_after(semi, "offset:", &offset) < 0 || parse_int_after(semi, "size:", &size) < 0)
                         return -EBADMSG;
 
-                if (streq(name, "pid") && size == 4)
+                if (streq(name, pid_field) && size == 4)
                         f.pid_offset = offset;
+                else if (streq(name, "common_type") && size == 2)
+                        f.type_offset = offset;
                 else if (streq(name, "target_cpu") && size == 4)
                         f.target_cpu_offset = offset;
                 else if (streq(name, "common_flags") && size == 1)
@@ -326,7 +335,8 @@ int wake_tp_format_parse(const char *text, struct wake_tp_format *ret) {
         return 0;
 }
 
-int wake_tp_format_load(const char *root, struct wake_tp_format *ret, char *why, size_t why_size) {
+int wake_tp_format_load(const char *root, const char *event, const char *pid_field, struct wake_tp_format *ret,
+                        char *why, size_t why_size) {
         static const char *const dirs[] = { "/sys/kernel/tracing", "/sys/kernel/debug/tracing" };
         _cleanup_free_ char *text = NULL;
         char path[PATH_MAX];
@@ -335,7 +345,7 @@ int wake_tp_format_load(const char *root, struct wake_tp_format *ret, char *why,
         for (size_t i = 0; i < ELEMENTSOF(dirs); i++) {
                 int k;
 
-                snprintf(path, sizeof(path), "%s/events/sched/sched_waking/format", dirs[i]);
+                snprintf(path, sizeof(path), "%s/events/sched/%s/format", dirs[i], event);
                 k = util_read_full_file_at(root, path, &text, NULL);
                 if (k >= 0 || r == -ENOENT)
                         r = k;     /* keep the first error that is not "not there" (EACCES) */
@@ -352,12 +362,12 @@ int wake_tp_format_load(const char *root, struct wake_tp_format *ret, char *why,
                         snprintf(why, why_size, "tracefs not readable: %s (needs root, or CAP_PERFMON and access to tracefs)",
                                  strerror(-r));
                 else
-                        snprintf(why, why_size, "sched:sched_waking format: %s", strerror(-r));
+                        snprintf(why, why_size, "sched:%s format: %s", event, strerror(-r));
                 return r;
         }
-        r = wake_tp_format_parse(text, ret);
+        r = wake_tp_format_parse(text, pid_field, ret);
         if (r < 0)
-                snprintf(why, why_size, "sched:sched_waking format: unexpected layout");
+                snprintf(why, why_size, "sched:%s format: unexpected layout", event);
         return r;
 }
 
@@ -370,6 +380,9 @@ static long perf_event_open(struct perf_event_attr *attr, pid_t pid, int cpu, in
 static void cpu_close(struct wake_cpu *c) {
         c->source = sd_event_source_disable_unref(c->source);
         c->enabled = false;
+        if (c->switch_fd >= 0)
+                close(c->switch_fd);    /* before its group leader and ring */
+        c->switch_fd = -1;
         if (c->base)
                 munmap(c->base, c->mmap_size);
         c->base = NULL;
@@ -383,6 +396,61 @@ static void perf_close_all(struct wake_sampler *ws) {
         for (int i = 0; i < ws->n_cpu_slots; i++)
                 cpu_close(&ws->cpus[i]);
         ws->n_open = 0;
+}
+
+/*
+ * The switch-ins that end a response time (wake_edge_table_time()): a
+ * question's asker runs again on its CPU. Sampled, every one, only where
+ * every wake-up is (period 1); at a longer period nothing is timed, and
+ * the event is disabled on its own, costing what a parked one does, not
+ * a count of every switch. Otherwise it is a member of the wake-up
+ * event's group, enabled and disabled with it.
+ */
+static void switch_arm(struct wake_cpu *c) {
+        bool want = c->period == 1;
+
+        if (c->switch_fd >= 0 && c->switch_on != want &&
+            ioctl(c->switch_fd, want ? PERF_EVENT_IOC_ENABLE : PERF_EVENT_IOC_DISABLE, 0) == 0)
+                c->switch_on = want;
+}
+
+/*
+ * sched:sched_switch on c's CPU, in the group of c's wake-up event (one
+ * enable, one disable) and writing into its ring (PERF_EVENT_IOC_SET_OUTPUT:
+ * records told apart by common_type), the same clock. The kernel filter
+ * drops switches to the idle task, half of a split pair's switches, which
+ * end no wait. Any failure leaves the CPU without it: wake-ups are still
+ * sampled, response times are not (timed_add()).
+ */
+static void switch_open(struct wake_sampler *ws, struct wake_cpu *c) {
+        struct perf_event_attr attr = {
+                .type = PERF_TYPE_TRACEPOINT,
+                .size = sizeof(attr),
+                .config = (uint64_t) ws->switch_fmt.id,
+                .sample_period = 1,
+                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW,
+                .use_clockid = 1,
+                .clockid = CLOCK_MONOTONIC,
+        };
+        long fd;
+
+        if (ws->switch_fmt.id < 0 || ws->fmt.type_offset < 0 || ws->switch_fmt.type_offset < 0)
+                return;
+        fd = perf_event_open(&attr, -1, c->cpu, c->fd, PERF_FLAG_FD_CLOEXEC);
+        if (fd < 0) {
+                snprintf(ws->switch_error, sizeof(ws->switch_error), "sched:sched_switch: %s", strerror(errno));
+                return;
+        }
+        if (ioctl((int) fd, PERF_EVENT_IOC_SET_OUTPUT, c->fd) < 0) {
+                snprintf(ws->switch_error, sizeof(ws->switch_error), "sched:sched_switch output: %s",
+                         strerror(errno));
+                close((int) fd);
+                return;
+        }
+        (void) ioctl((int) fd, PERF_EVENT_IOC_SET_FILTER, "next_pid != 0");
+        c->switch_fd = (int) fd;
+        c->switch_on = true;
+        switch_arm(c);
 }
 
 static int cpu_open_pages(struct wake_sampler *ws, struct wake_cpu *c, size_t pages) {
@@ -431,6 +499,7 @@ static int cpu_open_pages(struct wake_sampler *ws, struct wake_cpu *c, size_t pa
                         c->data_size = pages * ws->page_size;
                 }
         }
+        switch_open(ws, c);
         return 0;
 }
 
@@ -480,6 +549,7 @@ static int cpu_enable(struct wake_cpu *c) {
                         return -errno;
                 c->armed_period = c->period;
         }
+        switch_arm(c);
         if (ioctl(c->fd, PERF_EVENT_IOC_RESET, 0) < 0 || ioctl(c->fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
                 return -errno;
         c->enabled = true;
@@ -514,7 +584,7 @@ static int slots_resize(struct wake_sampler *ws, int n) {
         if (!c)
                 return -ENOMEM;
         for (int i = ws->n_cpu_slots; i < n; i++)
-                c[i] = (struct wake_cpu) { .cpu = i, .fd = -1, .period = ws->period };
+                c[i] = (struct wake_cpu) { .cpu = i, .fd = -1, .switch_fd = -1, .period = ws->period };
         ws->cpus = c;
         ws->n_cpu_slots = n;
         return 0;
@@ -563,9 +633,12 @@ static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
                          ws->root);
                 return -EXDEV;
         }
-        r = wake_tp_format_load(ws->root, &ws->fmt, ws->perf_error, sizeof(ws->perf_error));
+        r = wake_tp_format_load(ws->root, "sched_waking", "pid", &ws->fmt, ws->perf_error, sizeof(ws->perf_error));
         if (r < 0)
                 return r;
+        if (wake_tp_format_load(ws->root, "sched_switch", "next_pid", &ws->switch_fmt, ws->switch_error,
+                                sizeof(ws->switch_error)) < 0)
+                ws->switch_fmt.id = -1;
         ws->scratch = malloc(UINT16_MAX + 1);
         if (!ws->scratch)
                 return -ENOMEM;
@@ -581,12 +654,13 @@ static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
 
 /* ---- reading the rings ---- */
 
-/* Keep a wake-up with its time for the burst's response times, while
- * every wake-up is sampled; one that is not makes the burst's pairing void. */
+/* Keep a wake-up (or a switch-in: waker 0) with its time for the burst's
+ * response times, while every wake-up and switch-in is sampled; one that
+ * is not makes the burst's pairing void. */
 static void timed_add(struct wake_sampler *ws, const struct wake_cpu *c, uint64_t t_ns, pid_t waker, pid_t wakee) {
         if (!ws->timed_ok)
                 return;
-        if (c->period != 1 || ws->n_timed >= TIMED_MAX) {
+        if (c->period != 1 || c->switch_fd < 0 || ws->n_timed >= TIMED_MAX) {
                 ws->timed_ok = false;
                 return;
         }
@@ -608,9 +682,31 @@ static void timed_add(struct wake_sampler *ws, const struct wake_cpu *c, uint64_
  * the next call), and start over. */
 static void timed_flush(struct wake_sampler *ws) {
         if (ws->timed_ok && ws->n_timed > 0)
-                wake_edge_table_time(&ws->table, ws->timed, ws->n_timed);
+                (void) wake_edge_table_time(&ws->table, ws->timed, ws->n_timed);
         ws->n_timed = 0;
         ws->timed_ok = true;
+}
+
+static uint16_t record_type(const uint8_t *raw, const struct wake_tp_format *f) {
+        uint16_t type;
+
+        memcpy(&type, raw + f->type_offset, 2);
+        return type;
+}
+
+/* A switch-in from the CPU's sched_switch event (switch_open()): only its
+ * time and thread, for the response times. It is no wake-up: it counts in
+ * the samples read, not in the wake-up rates the period is set by. */
+static void handle_switch(struct wake_sampler *ws, struct wake_cpu *c, const uint8_t *raw, uint64_t t_ns) {
+        int32_t next;
+
+        if (record_type(raw, &ws->switch_fmt) != (uint16_t) ws->switch_fmt.id)
+                return;
+        ws->samples++;
+        ws->win_samples++;
+        memcpy(&next, raw + ws->switch_fmt.pid_offset, 4);
+        if (next > 0)
+                timed_add(ws, c, t_ns, 0, next);
 }
 
 static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uint8_t *rec, size_t size) {
@@ -629,7 +725,14 @@ static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uin
         memcpy(&t_ns, rec + 16, 8);
         memcpy(&raw_size, rec + 24, 4);
         raw = rec + 28;
-        if (raw_size < f->min_size || 28 + (size_t) raw_size > size)
+        if (28 + (size_t) raw_size > size)
+                return;
+        if (c->switch_fd >= 0 && raw_size >= ws->switch_fmt.min_size &&
+            record_type(raw, f) != (uint16_t) f->id) {
+                handle_switch(ws, c, raw, t_ns);
+                return;
+        }
+        if (raw_size < f->min_size)
                 return;
 
         ws->samples++;
@@ -738,6 +841,7 @@ static void set_period(struct wake_sampler *ws, uint64_t period) {
                 if (ws->cpus[i].fd >= 0 && ioctl(ws->cpus[i].fd, PERF_EVENT_IOC_PERIOD, &period) == 0)
                         ws->cpus[i].armed_period = period;
                 ws->cpus[i].period = period;
+                switch_arm(&ws->cpus[i]);
         }
         ws->period = period;
         ws->period_changes++;
@@ -1088,15 +1192,20 @@ static void use_fallback(struct wake_sampler *ws) {
 }
 
 static void set_source_perf(struct wake_sampler *ws) {
+        char duty[96];
+
         if (ws->burst_usec == 0)
-                snprintf(ws->source, sizeof(ws->source), "perf");
+                snprintf(duty, sizeof(duty), "perf");
         else if (ws->stride > 1)
-                snprintf(ws->source, sizeof(ws->source),
-                         "perf, %" PRIu64 " ms bursts before one pass in %u (placement settled)",
+                snprintf(duty, sizeof(duty), "perf, %" PRIu64 " ms bursts before one pass in %u (placement settled)",
                          ws->burst_usec / USEC_PER_MSEC, ws->stride);
         else
-                snprintf(ws->source, sizeof(ws->source), "perf, %" PRIu64 " ms bursts before each pass",
+                snprintf(duty, sizeof(duty), "perf, %" PRIu64 " ms bursts before each pass",
                          ws->burst_usec / USEC_PER_MSEC);
+        if (ws->switch_error[0])
+                snprintf(ws->source, sizeof(ws->source), "%s; no response times: %s", duty, ws->switch_error);
+        else
+                snprintf(ws->source, sizeof(ws->source), "%s", duty);
 }
 
 int wake_sampler_new(const char *root, const struct topology *topo, uint64_t sample_period,

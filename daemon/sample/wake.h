@@ -73,7 +73,7 @@ struct plan_state;
 struct findings;
 
 struct wake_status {
-        char source[128];            /* as wake_sampler_source() */
+        char source[256];            /* as wake_sampler_source() */
         char perf_error[128];        /* why perf is not used; "" when it is */
         bool perf;                   /* perf events are open */
         bool adaptive;
