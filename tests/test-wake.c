@@ -12,9 +12,10 @@
  *    (sock_diag). The perf part is skipped (77) if perf_event_open is not
  *    permitted.
  *
- *  - response times: pure, on timed wake-ups as two rings give them, and
- *    live, a client asking at a fixed rate and a server working a known
- *    time on each request;
+ *  - response times: pure, on timed wake-ups and switch-ins as two rings
+ *    give them, and live, a client asking at a fixed rate and a server
+ *    working a known time on each request, and on one CPU a server that
+ *    works on after its answer (the client's wait holds that too);
  *
  *  - the duty cycle: a storm of wake-ups (a ping-pong pinned to one CPU,
  *    ~400k wake-ups/s, sampled at a fixed period 1: four times the
@@ -1086,11 +1087,36 @@ static double max_of(const double *v, unsigned n) {
 
 #define RESPONSE_SPIN_USEC 300
 #define RESPONSE_PERIOD_USEC 4000
+/* the server's CPU time after each answer in the second scenario */
+#define RESPONSE_AFTER_USEC 600
 
-static void fixed_rate_side(int in, int out, bool client) {
+/* Spend usec of this thread's CPU time (not wall time: a preempted spin is no work). */
+static void cpu_work(long usec) {
+        struct timespec ts;
+        int64_t end;
+
+        ASSERT_TRUE(clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0);
+        end = (int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec + (int64_t) usec * 1000;
+        do
+                (void) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        while ((int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec < end);
+}
+
+static void fixed_rate_side(int in, int out, bool client, int cpu, long work_usec, long after_usec) {
         char c = 'x';
 
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (cpu >= 0) {
+                cpu_set_t set;
+
+                CPU_ZERO(&set);
+                CPU_SET(cpu, &set);
+                ASSERT_TRUE(sched_setaffinity(0, sizeof(set), &set) == 0);
+        }
+        /* a server working on after its answer at a higher weight: its
+         * client on the same CPU runs only once it sleeps */
+        if (!client && after_usec > 0)
+                ASSERT_TRUE(setpriority(PRIO_PROCESS, 0, -10) == 0);
         for (;;) {
                 if (client) {
                         struct timespec ts = { 0, RESPONSE_PERIOD_USEC * 1000L };
@@ -1101,14 +1127,19 @@ static void fixed_rate_side(int in, int out, bool client) {
                 }
                 if (read(in, &c, 1) != 1)
                         _exit(0);
-                for (uint64_t end = util_now_usec() + RESPONSE_SPIN_USEC; util_now_usec() < end;)
-                        ;
+                cpu_work(work_usec);
                 if (write(out, &c, 1) != 1)
                         _exit(0);
+                if (after_usec > 0)
+                        cpu_work(after_usec);
         }
 }
 
-static int test_response_live(void) {
+/* Run the fixed-rate pair (both on cpu, or where the kernel puts them: -1)
+ * until 8 bursts timed it or 20 s; the medians of the client's wait and of
+ * the server's wait for the next request. */
+static int response_run(const char *what, int cpu, long work_usec, long after_usec, double *ret_client,
+                        double *ret_server) {
         struct topology topo = {};
         struct wake_sampler *ws = NULL;
         struct pingpong pp = {};
@@ -1119,18 +1150,18 @@ static int test_response_live(void) {
         uint64_t deadline;
 
         ASSERT_OK(online_topology(&topo));
-        r = duty_sampler_new("response times", &topo, 200000, &ws, &ev);
+        r = duty_sampler_new(what, &topo, 200000, &ws, &ev);
         if (r != 0)
                 return r;
         ASSERT_TRUE(pipe2(ab, O_CLOEXEC) == 0 && pipe2(ba, O_CLOEXEC) == 0);
         pp.a = fork();
         ASSERT_TRUE(pp.a >= 0);
         if (pp.a == 0)
-                fixed_rate_side(ba[0], ab[1], true);
+                fixed_rate_side(ba[0], ab[1], true, cpu, work_usec, after_usec);
         pp.b = fork();
         ASSERT_TRUE(pp.b >= 0);
         if (pp.b == 0)
-                fixed_rate_side(ab[0], ba[1], false);
+                fixed_rate_side(ab[0], ba[1], false, cpu, work_usec, after_usec);
         close(ab[0]), close(ab[1]), close(ba[0]), close(ba[1]);
 
         deadline = util_now_usec() + 20 * USEC_PER_SEC;
@@ -1151,16 +1182,44 @@ static int test_response_live(void) {
         pingpong_stop(&pp);
         wake_sampler_free(ws);
         sd_event_unref(ev);
-        fprintf(stderr, "response times: %u bursts, the client's wait %.0f..%.0f µs, the server's for the "
-                "next request %.0f..%.0f µs (work %d µs, a request every %d µs)\n", got,
+        fprintf(stderr, "%s: %u bursts, the client's wait %.0f..%.0f µs, the server's for the next request "
+                "%.0f..%.0f µs (work %ld µs then %ld µs, a request every %d µs)\n", what, got,
                 got ? min_of(client, got) : 0, got ? max_of(client, got) : 0,
                 got ? min_of(server, got) : 0, got ? max_of(server, got) : 0,
-                RESPONSE_SPIN_USEC, RESPONSE_PERIOD_USEC);
+                work_usec, after_usec, RESPONSE_PERIOD_USEC);
         ASSERT_TRUE(got >= 3);
         /* medians: one burst on a loaded machine may hold a long preemption */
-        ASSERT_TRUE(median_of(client, got) >= RESPONSE_SPIN_USEC);
-        ASSERT_TRUE(median_of(client, got) < RESPONSE_PERIOD_USEC);
-        ASSERT_TRUE(median_of(server, got) > median_of(client, got));
+        *ret_client = median_of(client, got);
+        *ret_server = median_of(server, got);
+        return 0;
+}
+
+/*
+ * Live response times. Where the kernel puts the pair: the client's wait
+ * is at least the server's work and less than the period. Both on one
+ * CPU, the server (nice -10) answering at once and working on 600 µs
+ * after each answer, within its slice: the client runs again only once
+ * the server sleeps, and its wait holds that. Timed to the answer alone
+ * (the server's half, as before the switch-ins were sampled) it would read
+ * a few µs: the wait a co-location adds would not show.
+ */
+static int test_response_live(void) {
+        double client, server;
+        int r;
+
+        r = response_run("response times", -1, RESPONSE_SPIN_USEC, 0, &client, &server);
+        if (r != 0)
+                return r;
+        ASSERT_TRUE(client >= RESPONSE_SPIN_USEC);
+        ASSERT_TRUE(client < RESPONSE_PERIOD_USEC);
+        ASSERT_TRUE(server > client);
+
+        r = response_run("response times, one CPU, work after the answer", 0, 0, RESPONSE_AFTER_USEC, &client,
+                         &server);
+        if (r != 0)
+                return r;
+        /* no upper bound: on a loaded CPU the client also waits for others */
+        ASSERT_TRUE(client >= RESPONSE_AFTER_USEC * 3 / 4);
         return 0;
 }
 
