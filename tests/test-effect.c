@@ -422,6 +422,34 @@ static void test_response_judged(void) {
                 effect_tracker_clear(&tr);
         }
 
+        /* Slower by the median of the windows but not in every one: the
+         * "before" may be one burst's mean, and a keep stands. Slower in
+         * every window: an undo. */
+        for (int every = 0; every <= 1; every++) {
+                static const double seq[] = { 90, 90, 90, 62, 90, 90, 90, 90 };
+                struct effect_tracker tr = {};
+                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                                    .task = tasks[0].id, .partner = tasks[1].id };
+                unsigned before = n_verdicts;
+
+                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 10000;
+                edges[0].response_usec = 60;
+                a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                a.response_before_usec = snapshot_pair_response_usec(&snap, 80, 81);
+                ASSERT_OK(effect_track(&tr, &a));
+                for (unsigned i = 0; i < ELEMENTSOF(seq) && n_verdicts == before; i++) {
+                        edges[0].response_usec = every ? 90 : seq[i];
+                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                }
+                fprintf(stderr, "answers slower, %s: %s (%s)\n", every ? "every window" : "one window as fast",
+                        effect_verdict_to_string(last_verdict.verdict), last_verdict.why);
+                ASSERT_EQ(n_verdicts, before + 1);
+                ASSERT_EQ(last_verdict.verdict, every ? EFFECT_UNDO : EFFECT_KEEP);
+                ASSERT_EQ(last_verdict.basis, EVIDENCE_RESPONSE);
+                effect_tracker_clear(&tr);
+        }
+
         /* No response before (the fallback, a fast pair): the round trips alone. */
         {
                 struct effect_tracker tr = {};
