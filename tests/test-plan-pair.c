@@ -1127,6 +1127,9 @@ static void test_feeder(void) {
         ASSERT_NEAR(w.out.items[2].evidence_before, w.out.items[0].evidence_before, 1e-9);
         ASSERT_TRUE(w.out.items[0].evidence_before > 45000 && w.out.items[0].response_before_usec > 60);
         ASSERT_NEAR(w.out.items[2].response_before_usec, w.out.items[0].response_before_usec, 1e-9);
+        /* the mean of two bursts, which the check lets a longer response undo by */
+        ASSERT_EQ(w.out.items[0].response_before_windows, 2u);
+        ASSERT_EQ(w.out.items[2].response_before_windows, 2u);
 
         /* applied: held, the feeder reads as a pair (detect-pair.c's pair_rate()) and stays */
         hold_three(&w, tasks, 0, cpu);

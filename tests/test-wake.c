@@ -285,6 +285,36 @@ static void test_response_time(void) {
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
         ASSERT_TRUE(isnan(find_edge(out, n, 10, 20)->response_usec));
 
+        /* An answer that came while the client was still on its CPU (no
+         * switch-in follows it): the client then sleeps till a timer wakes
+         * it, and that switch-in ends no wait of 1 ms. Nor does one after
+         * the client ran on and woke another thread (30). Ten such rounds
+         * beside ten plain ones: only the plain ones' 65 µs count. */
+        k = 0;
+        for (int i = 0; i < 20; i++) {
+                uint64_t t0 = 7000000000ULL + 2000000ULL * i;
+
+                ev[k++] = (struct wake_timed) { t0, 10, 20 };
+                ev[k++] = (struct wake_timed) { t0 + 50000, 20, 10 };
+                if (i % 2 == 0)
+                        ev[k++] = SWITCH_IN(t0 + 65000, 10);
+                else if (i % 4 == 1) {
+                        ev[k++] = (struct wake_timed) { t0 + 1000000, WAKE_TIMED_INTERRUPT, 10 };
+                        ev[k++] = SWITCH_IN(t0 + 1005000, 10);
+                } else {
+                        ev[k++] = (struct wake_timed) { t0 + 70000, 10, 30 };
+                        ev[k++] = SWITCH_IN(t0 + 1005000, 10);
+                }
+        }
+        ASSERT_TRUE(k <= ELEMENTSOF(ev));
+        for (size_t i = 0; i < k; i++)
+                if (ev[i].waker > 0)
+                        ASSERT_OK(wake_edge_table_add(&t, ev[i].waker, ev[i].wakee, 1, 0, true));
+        ASSERT_OK(wake_edge_table_time(&t, ev, k));
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_NEAR(find_edge(out, n, 10, 20)->response_usec, 65, 1e-6);
+
         /* A question left open at one burst's end is not answered by the
          * next burst's first wake-up (a pass later): each burst pairs its own. */
         k = 0;

@@ -73,6 +73,7 @@ struct action {
         double evidence_before; /* the throughput proxy measured before (effect check) */
         enum evidence_basis evidence_basis; /* what evidence_before measures; the check measures the same */
         double response_before_usec; /* pair: its response time before, µs (0: not measured) */
+        unsigned response_before_windows; /* the bursts that "before" is the mean of */
         struct task_id partner; /* pair: the other member; the effect check judges the pair's
                                  * round trips, which neither member's own counts show */
         struct task_id work_pair[2]; /* pair: the pair whose work the check measures instead, when

@@ -276,7 +276,8 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
  *    hand-pinning it halved its p99 (481 against 1,044 us).
  *
  * A longer response undoes only where every window after the change was
- * longer (every_window_slower()). Round trips that rose beyond the
+ * longer than a "before" of two bursts or more (every_window_slower()).
+ * Round trips that rose beyond the
  * tolerance are a win whatever the response says (a closed loop waits less per request when it does more),
  * and bytes that fell are a loss: a stream taken for a ping-pong.
  *
@@ -287,16 +288,24 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
  * -> 470 us: that half is not timed on its own any more.
  */
 /*
- * Every window since the change answered slower than the "before" by more
- * than the tolerance, not only their median: that "before" is often one
- * burst's mean (a pair is placed within a second of its first requests),
- * and a mean moves with the tail. MariaDB at 1,000/s under stress-ng read
- * 96 -> 108 us (+13 %) and was undone in 2 of 3 repeats by the median,
- * where pinning it by hand cut its p99 from 2,810 to 608 us.
+ * A longer response time is a loss only where every window since the
+ * change answered slower than the "before" by more than the tolerance, not
+ * only their median, and that "before" is the mean of at least
+ * RESPONSE_BEFORE_WINDOWS_MIN bursts: a mean moves with the tail, and a
+ * pair placed within a second of its first requests has one burst's.
+ * MariaDB at 1,000/s under stress-ng read 96 -> 108 us (+13 %) and was
+ * undone in 2 of 3 repeats by the median against one burst, where pinning
+ * it by hand cut its p99 from 2,810 to 608 us.
  */
-static bool every_window_slower(const struct effect_state *s, double tolerance) {
+#define RESPONSE_BEFORE_WINDOWS_MIN 2
+
+static bool every_window_slower(const struct effect_pending *p, double tolerance) {
+        const struct effect_state *s = &p->response;
         double v[EFFECT_MAX_SAMPLES];
         size_t n = effect_samples_get(&s->samples, v, ELEMENTSOF(v)), k = 0;
+
+        if (p->action.response_before_windows < RESPONSE_BEFORE_WINDOWS_MIN)
+                return false;
 
         for (size_t i = 0; i < n; i++) {
                 if (!isfinite(v[i]))
@@ -316,8 +325,8 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
 
         if (!p->judge_response || vr == EFFECT_PENDING || !(held || switches_fell))
                 return NULL;
-        if (vr == EFFECT_UNDO && !every_window_slower(&p->response, tolerance))
-                vr = res->verdict = EFFECT_KEEP;     /* slower by the median, not in every window */
+        if (vr == EFFECT_UNDO && !every_window_slower(p, tolerance))
+                vr = res->verdict = EFFECT_KEEP;     /* slower by the median only, or against one burst */
         /* what the round trips said beside it: the undo's reason, or the
          * keep's log line (which names the response's gain itself) */
         if (vr == EFFECT_UNDO)
@@ -330,7 +339,11 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
                          effect_measure_name(p->action.kind, p->action.evidence_basis), p->state.last.change * 100,
                          p->state.last.before, p->state.last.after,
                          held ? "within the tolerance" : "switches, not work, while the answers held",
-                         res->change < -tolerance ? "; answers slower, not in every window" : "");
+                         res->change < -tolerance
+                                 ? p->action.response_before_windows < RESPONSE_BEFORE_WINDOWS_MIN
+                                           ? "; answers slower than one burst before"
+                                           : "; answers slower, not in every window"
+                                 : "");
         return &p->response;
 }
 

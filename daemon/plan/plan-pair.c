@@ -96,6 +96,7 @@ struct pair_before {
         enum evidence_basis basis;
         double evidence;
         double response_usec;   /* 0: not measured */
+        unsigned response_windows;   /* the windows (bursts) it is the mean of */
 };
 
 struct pair_item {
@@ -674,9 +675,10 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         w = MIN(it->t[0]->window_usec, it->t[1]->window_usec);
         if (!isfinite(v) || w == 0)
                 return;
-        if (basis != st->before_basis || st->before_usec == 0 || now <= st->before_usec)
+        if (basis != st->before_basis || st->before_usec == 0 || now <= st->before_usec) {
                 st->before_sum = st->before_weight = st->response_sum = st->response_weight = 0;
-        else {
+                st->response_windows = 0;
+        } else {
                 keep = exp(-(double) (now - st->before_usec) / PAIR_BEFORE_TAU_USEC);
                 st->before_sum *= keep;
                 st->before_weight *= keep;
@@ -691,6 +693,7 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         if (resp > 0) {
                 st->response_sum += resp * (double) w;
                 st->response_weight += (double) w;
+                st->response_windows++;
         }
 }
 
@@ -723,15 +726,19 @@ static double pair_response_before(const struct pair_plan *pp, const struct pair
  * it was placed this pass (place() starts its mean anew after), or now. */
 static struct pair_before pair_before_of(const struct pair_plan *pp, const struct pair_item *it) {
         enum evidence_basis basis;
+        struct pair_before b;
 
         if (it->placed_now)
                 return it->placed_before;
         basis = effect_basis_for(DETECT_PAIR, it->t[0], it->t[1]);
-        return (struct pair_before) {
+        b = (struct pair_before) {
                 .basis = basis,
                 .evidence = pair_before(it, basis),
                 .response_usec = pair_response_before(pp, it),
         };
+        if (b.response_usec > 0)
+                b.response_windows = it->st && it->st->response_weight > 0 ? it->st->response_windows : 1;
+        return b;
 }
 
 /*
@@ -763,6 +770,7 @@ static void fill_action(const struct pair_plan *pp, struct action *a, const stru
                 .evidence_basis = b.basis,
                 .evidence_before = b.evidence,
                 .response_before_usec = b.response_usec,
+                .response_before_windows = b.response_windows,
         };
         if (judged != it) {
                 a->work_pair[0] = judged->id[0];
@@ -903,6 +911,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
         it->st->cpu = cpu;
         /* ours now: what it moves and how fast it answers from here on are no "before" */
         it->st->before_sum = it->st->before_weight = it->st->response_sum = it->st->response_weight = 0;
+        it->st->response_windows = 0;
         it->st->before_usec = 0;
         if (!it->st->placed_usec)
                 it->st->placed_usec = pp->ctx->in->now_usec;

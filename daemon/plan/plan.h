@@ -96,6 +96,7 @@ struct plan_target_state {
         /* the same for its response time, over the windows that had one
          * (snapshot_pair_response_usec()): the check's response "before" */
         double response_sum, response_weight;
+        unsigned response_windows;   /* how many windows that mean has */
         uint64_t before_usec;        /* the last window added */
         enum evidence_basis before_basis;
         int cpu;                     /* hog: the CPU it is pinned (or being pinned) to, else -1 */

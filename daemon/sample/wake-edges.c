@@ -234,7 +234,7 @@ int wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_
                 struct wake_edge_slot *s, *q;
                 struct wake_waiting *w;
 
-                if (ev[i].waker == 0) {
+                if (ev[i].waker == WAKE_TIMED_SWITCH_IN) {
                         /* a switch-in: an asker that got its answer runs again */
                         w = waiting_find(t, ev[i].wakee, false);
                         if (w && w->slot && ev[i].t_ns >= w->asked_ns) {
@@ -244,6 +244,19 @@ int wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_
                         }
                         continue;
                 }
+                /* Woken again before it ran: it slept since its answer
+                 * (which came while it was still on its CPU), and its next
+                 * switch-in ends another wait. No wake-up of a task already
+                 * woken is traced (try_to_wake_up() checks its state first). */
+                w = waiting_find(t, ev[i].wakee, false);
+                if (w)
+                        w->slot = NULL;
+                if (ev[i].waker == WAKE_TIMED_INTERRUPT)
+                        continue;
+                /* the waker runs: a wait of its own ended unseen */
+                w = waiting_find(t, ev[i].waker, false);
+                if (w)
+                        w->slot = NULL;
                 s = table_find(t, ev[i].waker, ev[i].wakee);
                 q = table_find(t, ev[i].wakee, ev[i].waker);
                 /* this wake-up answers the wakee's last one of the waker: the

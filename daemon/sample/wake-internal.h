@@ -106,15 +106,19 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                                   uint64_t tau_usec);
 
 /*
- * One wake-up of a burst with its time (CLOCK_MONOTONIC ns), or one
- * thread's switch-in (waker 0, wakee the thread sched_switch put on its
- * CPU): the sampler keeps them while every CPU samples every one (period
- * 1), and pairs them at the burst's end.
+ * One wake-up of a burst with its time (CLOCK_MONOTONIC ns), one thread's
+ * switch-in (waker WAKE_TIMED_SWITCH_IN, wakee the thread sched_switch put
+ * on its CPU), or an interrupt's wake-up (waker WAKE_TIMED_INTERRUPT: no
+ * edge, but the wakee had slept): the sampler keeps them while every CPU
+ * samples every one (period 1), and pairs them at the burst's end.
  */
 struct wake_timed {
         uint64_t t_ns;
         pid_t waker, wakee;
 };
+
+#define WAKE_TIMED_SWITCH_IN 0
+#define WAKE_TIMED_INTERRUPT (-1)
 
 /* An asker whose answer came, waiting for its switch-in (wake_edge_table_time()). */
 struct wake_waiting {
@@ -140,8 +144,11 @@ struct wake_waiting {
  * client's 95th percentile fell 703 -> 470 us. The events must be every
  * wake-up and switch-in of their CPUs (period 1): at a longer period a
  * request's answer may be one not sampled, and the next sampled one is
- * rounds later. Edges not in t are skipped (dropped when the table was
- * full). Reorders ev. -ENOMEM leaves the edges without this burst's times.
+ * rounds later. A wait whose end is not seen is not timed: its asker woke
+ * someone (it ran), or was woken again (it slept again: an answer that
+ * came while it was still on its CPU, read without sleeping). Edges not in
+ * t are skipped (dropped when the table was full). Reorders ev. -ENOMEM
+ * leaves the edges without this burst's times.
  */
 int wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_t n);
 

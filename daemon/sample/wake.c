@@ -124,9 +124,12 @@
  */
 #define KERNEL_RATE_SHARE 4
 /*
- * Timed wake-ups kept per burst for the response times (wake_edge_table_time()):
- * 16 bytes each, 1 MiB. A burst of 100 ms at period 1 under the default
- * budget (200k samples/s) holds ~20k.
+ * Timed wake-ups and switch-ins kept per burst for the response times
+ * (wake_edge_table_time()): 16 bytes each, 1 MiB. A burst of 100 ms at
+ * period 1 under the default budget (200k wake-ups/s sampled) holds ~20k
+ * wake-ups and about as many switch-ins; the switch-ins are not in the
+ * budget, which sets the wake-up event's period: at any period above 1
+ * they are not sampled (switch_arm()).
  */
 #define TIMED_MAX 65536
 
@@ -654,13 +657,20 @@ static int perf_start(struct wake_sampler *ws, const struct topology *topo) {
 
 /* ---- reading the rings ---- */
 
-/* Keep a wake-up (or a switch-in: waker 0) with its time for the burst's
- * response times, while every wake-up and switch-in is sampled; one that
- * is not makes the burst's pairing void. */
+/* Every wake-up and switch-in of c's CPU is sampled now: its events
+ * could time a response. */
+static bool cpu_timing(const struct wake_cpu *c) {
+        return c->period == 1 && c->switch_fd >= 0 && c->switch_on;
+}
+
+/* Keep a wake-up (or a switch-in, an interrupt's wake-up: struct
+ * wake_timed) with its time for the burst's response times, while every
+ * wake-up and switch-in is sampled; one that is not makes the burst's
+ * pairing void. */
 static void timed_add(struct wake_sampler *ws, const struct wake_cpu *c, uint64_t t_ns, pid_t waker, pid_t wakee) {
         if (!ws->timed_ok)
                 return;
-        if (c->period != 1 || c->switch_fd < 0 || ws->n_timed >= TIMED_MAX) {
+        if (!cpu_timing(c) || ws->n_timed >= TIMED_MAX) {
                 ws->timed_ok = false;
                 return;
         }
@@ -681,6 +691,11 @@ static void timed_add(struct wake_sampler *ws, const struct wake_cpu *c, uint64_
 /* Pair what the burst kept into response times (on the edges, folded at
  * the next call), and start over. */
 static void timed_flush(struct wake_sampler *ws) {
+        /* a CPU that gave no record may still not have sampled all of its
+         * switch-ins: a wait ended there would end at a later one */
+        for (int i = 0; i < ws->n_cpu_slots; i++)
+                if (ws->cpus[i].fd >= 0 && !cpu_timing(&ws->cpus[i]))
+                        ws->timed_ok = false;
         if (ws->timed_ok && ws->n_timed > 0)
                 (void) wake_edge_table_time(&ws->table, ws->timed, ws->n_timed);
         ws->n_timed = 0;
@@ -742,13 +757,20 @@ static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uin
         ws->win_events += (double) period;
         ws->adapt_events += (double) period;
 
-        if (f->flags_offset >= 0 && (raw[f->flags_offset] & (WAKE_TRACE_FLAG_HARDIRQ | WAKE_TRACE_FLAG_NMI)))
-                return;
         memcpy(&wakee, raw + f->pid_offset, 4);
+        if (wakee <= 0)
+                return;
+        /* An interrupt's wake-up (hard irq, NMI, or the idle task's: an
+         * interrupt on an idle CPU) makes no edge; for the response times
+         * it still says the wakee had gone to sleep again. */
+        if ((f->flags_offset >= 0 && (raw[f->flags_offset] & (WAKE_TRACE_FLAG_HARDIRQ | WAKE_TRACE_FLAG_NMI))) ||
+            pid_tid[1] == 0) {
+                timed_add(ws, c, t_ns, WAKE_TIMED_INTERRUPT, wakee);
+                return;
+        }
         if (f->target_cpu_offset >= 0)
                 memcpy(&target, raw + f->target_cpu_offset, 4);
-        /* waker 0: the idle task (an interrupt on an idle CPU); no edge */
-        if (pid_tid[1] == 0 || wakee <= 0 || (pid_t) pid_tid[1] == wakee)
+        if ((pid_t) pid_tid[1] == wakee)
                 return;
         split = target >= 0 && target != cpu;
         (void) wake_edge_table_add(&ws->table, (pid_t) pid_tid[1], wakee, (double) period,
