@@ -368,6 +368,24 @@ struct response_case {
         enum evidence_basis want_basis;
 };
 
+/* Track the co-location of the pair tasks[0] + tasks[1] from the "before"
+ * of test_response_judged(): 10,000 round trips/s, and a response of 60 µs
+ * (edges[0], the client's wait) that is the mean of `windows` bursts. */
+static void track_pair_change(struct effect_tracker *tr, struct task *tasks, struct wake_edge *edges,
+                              const struct snapshot *snap, unsigned windows) {
+        struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                            .task = tasks[0].id, .partner = tasks[1].id };
+
+        tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 10000;
+        edges[0].response_usec = 60;
+        a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+        a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+        a.response_before_usec = snapshot_pair_response_usec(snap, tasks[0].id.tid, tasks[1].id.tid);
+        a.response_before_windows = windows;
+        ASSERT_NEAR(a.response_before_usec, 60, 1e-9);   /* the client's wait, not the server's */
+        ASSERT_OK(effect_track(tr, &a));
+}
+
 static void test_response_judged(void) {
         static const struct response_case cases[] = {
                 { "fixed rate, answers slower", 10100, 90, EFFECT_UNDO, EVIDENCE_RESPONSE },
@@ -392,19 +410,10 @@ static void test_response_judged(void) {
 
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 struct effect_tracker tr = {};
-                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
-                                    .task = tasks[0].id, .partner = tasks[1].id };
                 const struct effect_gain *g;
                 unsigned before = n_verdicts;
 
-                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 10000;
-                edges[0].response_usec = 60;
-                a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
-                a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
-                a.response_before_usec = snapshot_pair_response_usec(&snap, 80, 81);
-                a.response_before_windows = 3;
-                ASSERT_NEAR(a.response_before_usec, 60, 1e-9);   /* the client's wait, not the server's */
-                ASSERT_OK(effect_track(&tr, &a));
+                track_pair_change(&tr, tasks, edges, &snap, 3);
                 tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = cases[c].rt_after;
                 edges[0].response_usec = cases[c].resp_after;
                 for (unsigned i = 0; i < 10 && n_verdicts == before; i++)
@@ -429,17 +438,9 @@ static void test_response_judged(void) {
         for (int every = 0; every <= 2; every++) {
                 static const double seq[] = { 90, 90, 90, 62, 90, 90, 90, 90 };
                 struct effect_tracker tr = {};
-                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
-                                    .task = tasks[0].id, .partner = tasks[1].id };
                 unsigned before = n_verdicts;
 
-                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 10000;
-                edges[0].response_usec = 60;
-                a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
-                a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
-                a.response_before_usec = snapshot_pair_response_usec(&snap, 80, 81);
-                a.response_before_windows = every == 2 ? 1 : 3;
-                ASSERT_OK(effect_track(&tr, &a));
+                track_pair_change(&tr, tasks, edges, &snap, every == 2 ? 1 : 3);
                 for (unsigned i = 0; i < ELEMENTSOF(seq) && n_verdicts == before; i++) {
                         edges[0].response_usec = every ? 90 : seq[i];
                         effect_check(&tr, &snap, 0.10, on_verdict, NULL);

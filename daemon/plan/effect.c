@@ -277,8 +277,8 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
  *
  * A longer response undoes only where every window after the change was
  * longer than a "before" of two bursts or more (every_window_slower()).
- * Round trips that rose beyond the
- * tolerance are a win whatever the response says (a closed loop waits less per request when it does more),
+ * Round trips that rose beyond the tolerance are a win whatever the
+ * response says (a closed loop waits less per request when it does more),
  * and bytes that fell are a loss: a stream taken for a ping-pong.
  *
  * The response time is what the client waits (wake_edge_table_time()):
