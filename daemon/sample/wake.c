@@ -593,6 +593,18 @@ static int slots_resize(struct wake_sampler *ws, int n) {
         return 0;
 }
 
+/* The switch event's error names what the CPUs open now lack: one that
+ * failed on a CPU since taken offline, or at an open since retried, is
+ * no longer the state (a format that did not load stays: id -1). */
+static void switch_error_refresh(struct wake_sampler *ws) {
+        if (ws->switch_fmt.id < 0)
+                return;
+        for (int i = 0; i < ws->n_cpu_slots; i++)
+                if (ws->cpus[i].fd >= 0 && ws->cpus[i].switch_fd < 0)
+                        return;
+        ws->switch_error[0] = '\0';
+}
+
 /* A burst starts or goes on: events enabled on every CPU in online (parked
  * ones re-enabled, missing ones opened), the others closed. */
 static int perf_sync_cpus(struct wake_sampler *ws, const cpumask_t *online, int n_cpus) {
@@ -618,6 +630,7 @@ static int perf_sync_cpus(struct wake_sampler *ws, const cpumask_t *online, int 
                 if (r < 0)
                         return r;
         }
+        switch_error_refresh(ws);
         return ws->n_open > 0 ? 0 : -ENODEV;
 }
 
