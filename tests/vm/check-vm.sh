@@ -219,11 +219,14 @@ for suite in $SUITES; do
     boot "$suite"
     VMRC[$suite]=$?
     # 126: the guest never started the command (run-in-vm.sh's boot
-    # watchdog), so no check ran and none can have failed: boot once more.
-    # The retry is reported in the summary; a second hang fails the suite.
-    if [ "${VMRC[$suite]}" = 126 ]; then
-        BOOT_RETRIED[$suite]=1
-        log "suite $suite: the boot hung before any check ran; booting once more"
+    # watchdog), so no check ran and none can have failed; 127: the guest
+    # froze as a whole (its heartbeat stopped; a check that fails or hangs
+    # reports through its own timeout and leaves the heartbeat beating):
+    # boot once more. The retry is reported in the summary; a second hang
+    # or freeze fails the suite.
+    if [ "${VMRC[$suite]}" = 126 ] || [ "${VMRC[$suite]}" = 127 ]; then
+        BOOT_RETRIED[$suite]=${VMRC[$suite]}
+        log "suite $suite: $([ "${VMRC[$suite]}" = 126 ] && echo "the boot hung before any check ran" || echo "the guest froze mid-run"); booting once more"
         rm -f "$SHARE/out/results-$suite"
         boot "$suite"
         VMRC[$suite]=$?
@@ -254,12 +257,16 @@ for suite in $SUITES; do
         done < "$RESULTS"
     fi
     # A run that died before every check reported is a failure of its own.
-    [ -z "${BOOT_RETRIED[$suite]:-}" ] || echo "INFO ${prefix}vm: the first boot hung before any check ran (run-in-vm.sh exit 126); booted again"
+    case ${BOOT_RETRIED[$suite]:-} in
+        126) echo "INFO ${prefix}vm: the first boot hung before any check ran (run-in-vm.sh exit 126); booted again" ;;
+        127) echo "INFO ${prefix}vm: the first boot froze mid-run, its heartbeat stopped (run-in-vm.sh exit 127); its results were dropped and it booted again" ;;
+    esac
     case ${VMRC[$suite]} in
         0|1) ;;
         124) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: timed out" ;;
         125) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: harness failure (no exit code from the guest)" ;;
         126) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the boot hung twice (no command started)" ;;
+        127) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the guest froze (no heartbeat), after a retry" ;;
         *) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: guest command exited ${VMRC[$suite]}" ;;
     esac
     if ! grep -q '^PASS\|^FAIL' "$RESULTS" 2>/dev/null; then

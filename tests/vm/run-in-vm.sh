@@ -17,8 +17,10 @@
 # - Exit code: the command's own; 124 = AFFINITYD_VM_TIMEOUT hit; 125 = harness
 #   failure (no exit code came back); 126 = the guest never started the
 #   command within AFFINITYD_VM_BOOT_TIMEOUT (a boot that hung: qemu is
-#   killed then, not left to eat the whole lifetime). On 124/125/126 the
-#   console log tail is printed.
+#   killed then, not left to eat the whole lifetime); 127 = the guest froze
+#   after it started the command (no heartbeat for
+#   AFFINITYD_VM_FREEZE_TIMEOUT s). On 124-127 the console log tail is
+#   printed.
 # - AFFINITYD_VM_SAVE=dir: the guest's output, console log and boot info are
 #   copied there (output.txt, console.txt, boot-info.txt) whatever the exit,
 #   so a caller can print them in its own summary.
@@ -33,6 +35,11 @@
 #                             seconds until the guest must have started the
 #                             command (measured: 14 s of guest uptime, 20-40 s
 #                             of wall time, at 2 and at 8 vCPUs)
+#   AFFINITYD_VM_FREEZE_TIMEOUT=150
+#                             seconds without the guest's heartbeat (every
+#                             10 s while the command runs, from a shell of
+#                             its own: a hung check does not stop it) until
+#                             the guest counts as frozen
 #   AFFINITYD_VM_SMP=2 AFFINITYD_VM_MEM=2G
 #                             SMP is qemu's -smp value, so a topology works:
 #                             AFFINITYD_VM_SMP=8,sockets=2,cores=2,threads=2
@@ -78,7 +85,17 @@ if [ ${#RUN} -gt 80 ]; then
     RUN=$(mktemp -d /tmp/affvm.XXXXXX)
 fi
 chmod 755 "$RUN"
-printf '%s\n' "$*" > "$RUN/cmd"
+# The command, beside a heartbeat: the guest touches $RUN/heartbeat every
+# HEARTBEAT_EVERY s while it runs, from its own shell, so a check that hangs
+# does not stop it; only a guest that stopped as a whole does (see the
+# freeze watchdog below).
+HEARTBEAT_EVERY=10
+{
+    printf '( while :; do : > /run/affvm/heartbeat; sleep %s; done ) &\n' "$HEARTBEAT_EVERY"
+    printf 'AFFVM_HEARTBEAT=$!\n'
+    printf '%s\n' "$*"
+    printf 'rc=$?; kill "$AFFVM_HEARTBEAT" 2>/dev/null; exit "$rc"\n'
+} > "$RUN/cmd"
 : > "$RUN/output"
 # snapshot=on puts its temporary overlay in $TMPDIR: keep it in the run dir
 # so it goes away with it.
@@ -172,6 +189,24 @@ while kill -0 "$QPID" 2>/dev/null && [ ! -s "$RUN/boot-info" ]; do
     fi
     sleep 1
 done
+# The freeze watchdog: once the command runs, a heartbeat older than
+# FREEZE_TIMEOUT s means the guest stopped as a whole: its checks' own
+# timeouts never fired and nothing more came back. A CI run
+# once went silent after a `timeout 120 systemctl start`, with no kernel
+# message on the console, until qemu's 600 s were up; qemu is killed then
+# (exit 127), so the caller can boot once more and say so.
+FREEZE_TIMEOUT=${AFFINITYD_VM_FREEZE_TIMEOUT:-150}
+FROZE=
+while [ -z "$BOOT_HUNG" ] && kill -0 "$QPID" 2>/dev/null; do
+    if [ -e "$RUN/heartbeat" ] &&
+       [ $(( $(date +%s) - $(stat -c %Y "$RUN/heartbeat") )) -ge "$FREEZE_TIMEOUT" ] && [ ! -s "$RUN/rc" ]; then
+        FROZE=1
+        log "the guest froze: no heartbeat for $FREEZE_TIMEOUT s (it beats every $HEARTBEAT_EVERY s): killing qemu"
+        kill "$QPID" 2>/dev/null
+        break
+    fi
+    sleep 2
+done
 wait "$QPID"
 QRC=$?
 set -e
@@ -198,6 +233,10 @@ fi
 if [ -n "$BOOT_HUNG" ]; then
     RC=126
     log "BOOT HUNG: no command started after $BOOT_TIMEOUT s"
+    console_tail
+elif [ -n "$FROZE" ]; then
+    RC=127
+    log "FROZE: the guest stopped after the command started (last output above)"
     console_tail
 elif [ "$QRC" = 124 ] || [ "$QRC" = 137 ]; then
     RC=124
