@@ -437,8 +437,13 @@ static void switch_open(struct wake_sampler *ws, struct wake_cpu *c) {
         };
         long fd;
 
-        if (ws->switch_fmt.id < 0 || ws->fmt.type_offset < 0 || ws->switch_fmt.type_offset < 0)
+        if (ws->switch_fmt.id < 0)
+                return;     /* the format did not load: switch_error says why */
+        if (ws->fmt.type_offset < 0 || ws->switch_fmt.type_offset < 0) {
+                snprintf(ws->switch_error, sizeof(ws->switch_error),
+                         "no common_type in the tracepoints' formats to tell their records apart");
                 return;
+        }
         fd = perf_event_open(&attr, -1, c->cpu, c->fd, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
                 snprintf(ws->switch_error, sizeof(ws->switch_error), "sched:sched_switch: %s", strerror(errno));
@@ -593,26 +598,34 @@ static int slots_resize(struct wake_sampler *ws, int n) {
         return 0;
 }
 
+static void set_source_perf(struct wake_sampler *ws);
+
 /* The switch event's error names what the CPUs open now lack: one that
  * failed on a CPU since taken offline, or at an open since retried, is
- * no longer the state (a format that did not load stays: id -1). */
-static void switch_error_refresh(struct wake_sampler *ws) {
-        if (ws->switch_fmt.id < 0)
-                return;
-        for (int i = 0; i < ws->n_cpu_slots; i++)
+ * no longer the state (a format that did not load stays: id -1). A text
+ * that changed, either way, is shown (the source). */
+static void switch_error_refresh(struct wake_sampler *ws, const char *before) {
+        bool all = ws->switch_fmt.id >= 0 && ws->n_open > 0;
+
+        for (int i = 0; all && i < ws->n_cpu_slots; i++)
                 if (ws->cpus[i].fd >= 0 && ws->cpus[i].switch_fd < 0)
-                        return;
-        ws->switch_error[0] = '\0';
+                        all = false;
+        if (all)
+                ws->switch_error[0] = '\0';
+        if (ws->mode == WAKE_MODE_PERF && !streq(before, ws->switch_error))
+                set_source_perf(ws);
 }
 
 /* A burst starts or goes on: events enabled on every CPU in online (parked
  * ones re-enabled, missing ones opened), the others closed. */
 static int perf_sync_cpus(struct wake_sampler *ws, const cpumask_t *online, int n_cpus) {
+        char before[sizeof(ws->switch_error)];
         int r;
 
         r = slots_resize(ws, n_cpus);
         if (r < 0)
                 return r;
+        snprintf(before, sizeof(before), "%s", ws->switch_error);
         for (int i = 0; i < ws->n_cpu_slots; i++) {
                 struct wake_cpu *c = &ws->cpus[i];
 
@@ -630,7 +643,7 @@ static int perf_sync_cpus(struct wake_sampler *ws, const cpumask_t *online, int 
                 if (r < 0)
                         return r;
         }
-        switch_error_refresh(ws);
+        switch_error_refresh(ws, before);
         return ws->n_open > 0 ? 0 : -ENODEV;
 }
 
