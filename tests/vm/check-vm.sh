@@ -224,9 +224,12 @@ for suite in $SUITES; do
     # reports through its own timeout and leaves the heartbeat beating):
     # boot once more. The retry is reported in the summary; a second hang
     # or freeze fails the suite.
-    if [ "${VMRC[$suite]}" = 126 ] || [ "${VMRC[$suite]}" = 127 ]; then
+    # (watchdog.txt: the harness's, not a command's own exit 126 or 127)
+    if grep -qx 'boot-hung\|froze' "$SHARE/out/vm-$suite/watchdog.txt" 2>/dev/null; then
         BOOT_RETRIED[$suite]=${VMRC[$suite]}
         log "suite $suite: $([ "${VMRC[$suite]}" = 126 ] && echo "the boot hung before any check ran" || echo "the guest froze mid-run"); booting once more"
+        rm -rf "$SHARE/out/vm-$suite.try1"
+        mv "$SHARE/out/vm-$suite" "$SHARE/out/vm-$suite.try1"
         rm -f "$SHARE/out/results-$suite"
         boot "$suite"
         VMRC[$suite]=$?
@@ -261,12 +264,13 @@ for suite in $SUITES; do
         126) echo "INFO ${prefix}vm: the first boot hung before any check ran (run-in-vm.sh exit 126); booted again" ;;
         127) echo "INFO ${prefix}vm: the first boot froze mid-run, its heartbeat stopped (run-in-vm.sh exit 127); its results were dropped and it booted again" ;;
     esac
-    case ${VMRC[$suite]} in
-        0|1) ;;
-        124) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: timed out" ;;
-        125) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: harness failure (no exit code from the guest)" ;;
-        126) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the boot hung twice (no command started)" ;;
-        127) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the guest froze (no heartbeat), after a retry" ;;
+    watchdog=$(cat "$SHARE/out/vm-$suite/watchdog.txt" 2>/dev/null || true)
+    case ${VMRC[$suite]}:$watchdog in
+        0:|1:) ;;
+        124:*) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: timed out" ;;
+        125:*) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: harness failure (no exit code from the guest)" ;;
+        126:boot-hung) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the boot hung twice (no command started)" ;;
+        127:froze) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the guest froze (no heartbeat) again after a retry" ;;
         *) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: guest command exited ${VMRC[$suite]}" ;;
     esac
     if ! grep -q '^PASS\|^FAIL' "$RESULTS" 2>/dev/null; then

@@ -23,7 +23,9 @@
 #   printed.
 # - AFFINITYD_VM_SAVE=dir: the guest's output, console log and boot info are
 #   copied there (output.txt, console.txt, boot-info.txt) whatever the exit,
-#   so a caller can print them in its own summary.
+#   so a caller can print them in its own summary, and watchdog.txt says
+#   "boot-hung" or "froze" when exit 126 or 127 was the watchdog's (empty
+#   when it was the command's own).
 #
 # The image comes from build-image.sh (called here; a no-op when cached).
 #
@@ -89,12 +91,15 @@ chmod 755 "$RUN"
 # HEARTBEAT_EVERY s while it runs, from its own shell, so a check that hangs
 # does not stop it; only a guest that stopped as a whole does (see the
 # freeze watchdog below).
+# The command runs in a bash of its own (cmd.user): its `wait`, `$!`, `exit`
+# or `set -e` are its own business, not the heartbeat's.
 HEARTBEAT_EVERY=10
+printf '%s\n' "$*" > "$RUN/cmd.user"
 {
     printf '( while :; do : > /run/affvm/heartbeat; sleep %s; done ) &\n' "$HEARTBEAT_EVERY"
-    printf 'AFFVM_HEARTBEAT=$!\n'
-    printf '%s\n' "$*"
-    printf 'rc=$?; kill "$AFFVM_HEARTBEAT" 2>/dev/null; exit "$rc"\n'
+    printf 'beat=$!\n'
+    printf 'bash /run/affvm/cmd.user; rc=$?\n'
+    printf 'kill "$beat" 2>/dev/null; exit "$rc"\n'
 } > "$RUN/cmd"
 : > "$RUN/output"
 # snapshot=on puts its temporary overlay in $TMPDIR: keep it in the run dir
@@ -195,11 +200,12 @@ done
 # once went silent after a `timeout 120 systemctl start`, with no kernel
 # message on the console, until qemu's 600 s were up; qemu is killed then
 # (exit 127), so the caller can boot once more and say so.
+# Before the first beat, boot-info's time stands for it.
 FREEZE_TIMEOUT=${AFFINITYD_VM_FREEZE_TIMEOUT:-150}
 FROZE=
+last_beat() { stat -c %Y "$RUN/heartbeat" 2>/dev/null || stat -c %Y "$RUN/boot-info" 2>/dev/null || date +%s; }
 while [ -z "$BOOT_HUNG" ] && kill -0 "$QPID" 2>/dev/null; do
-    if [ -e "$RUN/heartbeat" ] &&
-       [ $(( $(date +%s) - $(stat -c %Y "$RUN/heartbeat") )) -ge "$FREEZE_TIMEOUT" ] && [ ! -s "$RUN/rc" ]; then
+    if [ $(( $(date +%s) - $(last_beat) )) -ge "$FREEZE_TIMEOUT" ] && [ ! -s "$RUN/rc" ]; then
         FROZE=1
         log "the guest froze: no heartbeat for $FREEZE_TIMEOUT s (it beats every $HEARTBEAT_EVERY s): killing qemu"
         kill "$QPID" 2>/dev/null
@@ -229,6 +235,9 @@ if [ -n "${AFFINITYD_VM_SAVE:-}" ] && mkdir -p "$AFFINITYD_VM_SAVE"; then
     cp "$RUN/output" "$AFFINITYD_VM_SAVE/output.txt" 2>/dev/null || true
     cp "$RUN/console.log" "$AFFINITYD_VM_SAVE/console.txt" 2>/dev/null || true
     cp "$RUN/boot-info" "$AFFINITYD_VM_SAVE/boot-info.txt" 2>/dev/null || true
+    # which watchdog ended the run, if one did: a command of the guest's own
+    # may exit 126 or 127 too
+    { [ -n "$BOOT_HUNG" ] && echo boot-hung; [ -n "$FROZE" ] && echo froze; } > "$AFFINITYD_VM_SAVE/watchdog.txt"
 fi
 if [ -n "$BOOT_HUNG" ]; then
     RC=126
