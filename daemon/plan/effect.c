@@ -263,31 +263,6 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
 }
 
 /*
- * The pair's response time decides when it was timed before and after and
- * its round trips did not say the change won (the state that decides, or
- * NULL to let the round trips' verdict stand):
- *
- *  - round trips within the tolerance (a client at a fixed rate sends as
- *    many requests wherever it runs): the response time's verdict, a keep
- *    with its gain or an undo with its loss;
- *  - round trips counted by switches fell beyond it: the same. At a fixed
- *    rate switches are no work: MariaDB at 1,000/s switched 13-16 % less
- *    on one CPU while answering as fast, and was undone on a host where
- *    hand-pinning it halved its p99 (481 against 1,044 us).
- *
- * A longer response undoes only where every window after the change was
- * longer than a "before" of two bursts or more (every_window_slower()).
- * Round trips that rose beyond the tolerance are a win whatever the
- * response says (a closed loop waits less per request when it does more),
- * and bytes that fell are a loss: a stream taken for a ping-pong.
- *
- * The response time is what the client waits (wake_edge_table_time()):
- * its request, the server's work and answer, and its own wake-up, which
- * is what co-location changes most. The server's half alone read 86 -> 96
- * us (+11 %) under stress-ng while the client's 95th percentile fell 703
- * -> 470 us: that half is not timed on its own any more.
- */
-/*
  * A longer response time is a loss only where every window since the
  * change answered slower than the "before" by more than the tolerance, not
  * only their median, and that "before" is the mean of at least
@@ -317,6 +292,31 @@ static bool every_window_slower(const struct effect_pending *p, double tolerance
         return k > 0;
 }
 
+/*
+ * The pair's response time decides when it was timed before and after and
+ * its round trips did not say the change won (the state that decides, or
+ * NULL to let the round trips' verdict stand):
+ *
+ *  - round trips within the tolerance (a client at a fixed rate sends as
+ *    many requests wherever it runs): the response time's verdict, a keep
+ *    with its gain or an undo with its loss;
+ *  - round trips counted by switches fell beyond it: the same. At a fixed
+ *    rate switches are no work: MariaDB at 1,000/s switched 13-16 % less
+ *    on one CPU while answering as fast, and was undone on a host where
+ *    hand-pinning it halved its p99 (481 against 1,044 us).
+ *
+ * A longer response undoes only where every window after the change was
+ * longer than a "before" of two bursts or more (every_window_slower()).
+ * Round trips that rose beyond the tolerance are a win whatever the
+ * response says (a closed loop waits less per request when it does more),
+ * and bytes that fell are a loss: a stream taken for a ping-pong.
+ *
+ * The response time is what the client waits (wake_edge_table_time()):
+ * its request, the server's work and answer, and its own wake-up, which
+ * is what co-location changes most. The server's half alone read 86 -> 96
+ * us (+11 %) under stress-ng while the client's 95th percentile fell 703
+ * -> 470 us: that half is not timed on its own any more.
+ */
 static struct effect_state *response_decides(struct effect_pending *p, enum effect_verdict v,
                                              enum effect_verdict vr, double tolerance) {
         struct effect_result *res = &p->response.last;
