@@ -219,6 +219,14 @@ static struct wake_waiting *waiting_find(struct wake_edge_table *t, pid_t tid, b
         return NULL;
 }
 
+/* tid's wait, if it has one, ended without a switch-in to time it by */
+static void waiting_cancel(struct wake_edge_table *t, pid_t tid) {
+        struct wake_waiting *w = waiting_find(t, tid, false);
+
+        if (w)
+                w->slot = NULL;
+}
+
 int wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_t n) {
         int r;
 
@@ -248,15 +256,11 @@ int wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_
                  * (which came while it was still on its CPU), and its next
                  * switch-in ends another wait. No wake-up of a task already
                  * woken is traced (try_to_wake_up() checks its state first). */
-                w = waiting_find(t, ev[i].wakee, false);
-                if (w)
-                        w->slot = NULL;
+                waiting_cancel(t, ev[i].wakee);
                 if (ev[i].waker == WAKE_TIMED_INTERRUPT)
                         continue;
                 /* the waker runs: a wait of its own ended unseen */
-                w = waiting_find(t, ev[i].waker, false);
-                if (w)
-                        w->slot = NULL;
+                waiting_cancel(t, ev[i].waker);
                 s = table_find(t, ev[i].waker, ev[i].wakee);
                 q = table_find(t, ev[i].wakee, ev[i].waker);
                 /* this wake-up answers the wakee's last one of the waker: the
