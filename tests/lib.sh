@@ -99,9 +99,28 @@ start_daemon() {
 stop_daemon() {
         [ -n "${DAEMON_PID:-}" ] || return 0
         kill -TERM "$DAEMON_PID" 2>/dev/null || true
+        kill -CONT "$DAEMON_PID" 2>/dev/null || true   # a frozen one (daemon_freeze) too
         wait "$DAEMON_PID" 2>/dev/null || true
         DAEMON_PID=
 }
+
+# daemon_freeze / daemon_thaw: the daemon stopped (SIGSTOP) while the test
+# makes a change it must see only whole, never halfway (a split made of
+# several tasksets, hops to another CPU and back): daemon_freeze returns
+# once every thread of it has stopped, for a signal stops a thread only
+# after the system call it is in, which may be a change of its own.
+daemon_stopped() {
+        local s st
+        for s in /proc/"$DAEMON_PID"/task/*/stat; do
+                st=$(sed 's/.*) //' "$s" 2>/dev/null) || continue
+                [ "${st%% *}" = T ] || return 1
+        done
+}
+daemon_freeze() {
+        kill -STOP "$DAEMON_PID"
+        wait_for 5 daemon_stopped || fail "the daemon did not stop within 5 s of SIGSTOP"
+}
+daemon_thaw() { kill -CONT "$DAEMON_PID"; }
 
 ctl() { "$AFFCTL" --runtime-dir "$RUNDIR" "$@"; }
 

@@ -360,11 +360,11 @@ wait_for 10 test -s "$work/st.pids" || fail "stream did not start"
 # the kernel placed it: it cannot co-locate it halfway through. 3 s: the
 # stream's rate split, the baseline below, over the load's on/off slices
 # (stress-ng's are up to 0.5 s; one second of it read 15-25k messages/s).
-kill -STOP "$DAEMON_PID"
+daemon_freeze
 t_a=$(last_t "$work/st.out")
 cpu_pct_over "$S1" 3 >"$work/s1.pct" & cpu_pct_over "$S2" 3 >"$work/s2.pct"; wait $!
 t_b=$(last_t "$work/st.out")
-kill -CONT "$DAEMON_PID"
+daemon_thaw
 stream_util=$(awk -v a="$(cat "$work/s1.pct")" -v b="$(cat "$work/s2.pct")" 'BEGIN { printf "%.0f", a + b }')
 if [ "$stream_util" -lt 120 ]; then
         echo "# the stream's two sides get ${stream_util} % of a CPU together here, under MaxCombinedUtil=120 %: the detector may take it for a ping-pong"

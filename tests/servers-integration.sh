@@ -41,7 +41,7 @@ if ! mountpoint -q /sys/kernel/tracing; then
 fi
 
 work=$(mktemp -d /tmp/affd-servers.XXXXXX)
-trap '[ -z "${DAEMON_PID:-}" ] || kill -CONT "$DAEMON_PID" 2>/dev/null; servers_stop; cleanup; rm -rf "$work"; [ -z "${MOUNTED_TRACEFS:-}" ] || umount /sys/kernel/tracing' EXIT
+trap 'servers_stop; cleanup; rm -rf "$work"; [ -z "${MOUNTED_TRACEFS:-}" ] || umount /sys/kernel/tracing' EXIT
 scope_enter   # the daemon under test changes this test's processes only
 mariadb_start "$work" "$work" || fail "MariaDB did not start"
 redis_start "$work" "$work" || fail "Redis did not start"
@@ -359,8 +359,6 @@ check_response() {
 # server's (CI saw it: within the 0.3 s, as it should), and the server's
 # let-go is then a change under its feet (affinityd(8) COEXISTENCE), which
 # releases the pair.
-freeze() { kill -STOP "$DAEMON_PID"; }
-thaw() { kill -CONT "$DAEMON_PID"; }
 
 # start_split CMD...: the client on the last CPU, every thread of the server
 # on CPU 0, both let go to all CPUs at once after 0.3 s; sets CLIENT_PID.
@@ -371,25 +369,25 @@ thaw() { kill -CONT "$DAEMON_PID"; }
 start_split() {
         local spid=$1; shift
         ctl revert "$spid" >/dev/null 2>&1 || true
-        freeze
+        daemon_freeze
         taskset -a -p -c 0 "$spid" >/dev/null
         taskset -c "$LAST" "$@" >"$work/client.log" 2>&1 &
         CLIENT_PID=$!
         sleep 0.3
         taskset -a -p -c "$ORIG" "$CLIENT_PID" >/dev/null
         taskset -a -p -c "$ORIG" "$spid" >/dev/null
-        thaw
+        daemon_thaw
 }
 
 # resplit SERVER_PID CLIENT_PID: the running pair apart for 0.3 s again.
 resplit() {
-        freeze
+        daemon_freeze
         taskset -a -p -c 0 "$1" >/dev/null
         taskset -a -p -c "$LAST" "$2" >/dev/null
         sleep 0.3
         taskset -a -p -c "$ORIG" "$2" >/dev/null
         taskset -a -p -c "$ORIG" "$1" >/dev/null
-        thaw
+        daemon_thaw
 }
 
 for i in 1 2 3; do
