@@ -31,6 +31,13 @@ set +e; out=$("$AFFCTL" check "$work/bad.conf" 2>&1); set -e
 [[ $out == *"bad.conf:2: MetricsTextfile="*"must end in .prom"* ]] || fail "a MetricsTextfile= without .prom is not refused: $out"
 
 sed -i '/^\[Daemon\]/a MetricsTextfile='"$work"'/textfile/affinityd.prom' "$cfg/affinityd.conf"
+# The measured gain must be shown, whichever it is: a host where a split
+# costs 1.2x, under stress-ng, can move fewer bytes on one CPU than split,
+# and the effect check would undo the change whose gain this test follows.
+# EffectTolerance=100% keeps every verdict a keep (its figure shown as it
+# is, and within it a timed pair's response time is the measure that
+# decides); the verdicts themselves are test-effect's.
+sed -i '/^\[Daemon\]/a EffectTolerance=100%' "$cfg/affinityd.conf"
 # The pair is held split (pingpong --hold: CPU 0 and CPU 1) and the pair
 # policy may change narrowed masks, so it is split whatever the load: a
 # loaded machine's kernel otherwise keeps a released pair together, and
@@ -69,17 +76,18 @@ pair_gain() { ctl pairs --json | jq -r '[.pairs[] | select(.gain != null) | .gai
 has_gain() { [ -n "$(pair_gain)" ]; }
 wait_for 30 has_gain || { ctl pairs; tail -5 "$RUNDIR/daemon.log"; fail "no measured gain on the co-located pair within 30 s"; }
 g=$(pair_gain)
-ctl actions --json | jq -e --argjson g "$g" '[.actions[] | select(.gain == $g and .gain_of == "bytes/s")] | length >= 1' >/dev/null ||
-        { ctl actions --json; fail "affctl actions does not show the pair's gain $g in bytes/s"; }
+# by its bytes, or by its response time where that was timed (effect_check())
+measure=$(ctl actions --json | jq -r --argjson g "$g" '[.actions[] | select(.gain == $g) | .gain_of][0] // empty')
+[ "$measure" = "bytes/s" ] || [ "$measure" = "response us" ] ||
+        { ctl actions --json; fail "affctl actions does not show the pair's gain $g in bytes/s or response us (measure: '$measure')"; }
 ctl metrics >"$work/m.txt"
 parse "$work/m.txt" "affinityd_changes_gain_ratio{kind=pair}>=$(awk -v g="$g" 'BEGIN { print g - 1e-6 }')" ||
         fail "the metrics do not show the pair's gain $g"
 ctl status >"$work/status.txt"
-grep -q '% bytes/s)' "$work/status.txt" || { cat "$work/status.txt"; fail "affctl status does not show the gain of the change"; }
-grep -q 'effect check: .* kept: bytes/s' "$RUNDIR/daemon.log" || fail "the log does not say the change was kept, and by how much"
+grep -qF "% $measure)" "$work/status.txt" || { cat "$work/status.txt"; fail "affctl status does not show the gain of the change"; }
+grep -qF "kept: $measure" "$RUNDIR/daemon.log" || fail "the log does not say the change was kept, and by how much"
 pp1=$(head -n1 "$work/pp.pids")
-ctl explain "$pp1" --json | jq -e '[.. | strings | select(test("measured: bytes/s"))] | length >= 1' >/dev/null ||
-        ctl explain "$(tail -n1 "$work/pp.pids")" --json | jq -e '[.. | strings | select(test("measured: bytes/s"))] | length >= 1' >/dev/null ||
-        fail "affctl explain does not show the measured gain of the change"
-echo "# the pair's measured gain: $(awk -v g="$g" 'BEGIN { printf "%+.0f %%", (g - 1) * 100 }') bytes/s; $(grep 'effect check: .* kept' "$RUNDIR/daemon.log" | tail -1)"
+explains() { ctl explain "$1" --json | jq -e --arg m "measured: $measure" '[.. | strings | select(contains($m))] | length >= 1' >/dev/null; }
+explains "$pp1" || explains "$(tail -n1 "$work/pp.pids")" || fail "affctl explain does not show the measured gain of the change"
+echo "# the pair's measured gain: $(awk -v g="$g" 'BEGIN { printf "%+.0f %%", (g - 1) * 100 }') $measure; $(grep 'effect check: .* kept' "$RUNDIR/daemon.log" | tail -1)"
 echo "ok: affctl metrics and $prom parse; pair changes, applied, states, own cost, measured gain"
