@@ -473,6 +473,68 @@ static void test_response_judged(void) {
 }
 
 /*
+ * A pair judged by its bytes keeps a change only where they held: lower
+ * in every window since it by more than half the tolerance is an undo,
+ * though the median is within the tolerance and the answers came faster
+ * (a stream taken for a ping-pong); windows on both sides of the
+ * "before" (a client at a fixed rate) or a small fall keep it by the
+ * response. 100 kB/s and 60 µs before, 50 µs after.
+ */
+static void test_bytes_held(void) {
+        static const struct {
+                const char *what;
+                double seq[4];            /* bytes/s of each member, window after window */
+                enum effect_verdict want;
+                enum evidence_basis want_basis;
+        } cases[] = {
+                { "a stream: -8 % in every window", { 92000, 91000, 93000, 92000 }, EFFECT_UNDO, EVIDENCE_IO_BYTES },
+                { "fixed rate: both sides of before", { 92000, 101000, 93000, 99000 }, EFFECT_KEEP, EVIDENCE_RESPONSE },
+                { "-3 % in every window", { 97000, 97000, 96000, 97000 }, EFFECT_KEEP, EVIDENCE_RESPONSE },
+                { "-20 %: beyond the tolerance", { 80000, 80000, 80000, 80000 }, EFFECT_UNDO, EVIDENCE_IO_BYTES },
+        };
+        struct task tasks[2] = {
+                { .id = { .pid = 90, .tid = 90, .start_time = 7 }, .have_rates = true, .have_io_rate = true,
+                  .nvcsw_per_s = 10000 },
+                { .id = { .pid = 91, .tid = 91, .start_time = 8 }, .have_rates = true, .have_io_rate = true,
+                  .nvcsw_per_s = 10000 },
+        };
+        struct wake_edge edges[2] = {
+                { .waker_tid = 90, .wakee_tid = 91, .wakeups_per_s = 10000, .response_usec = 60 },
+                { .waker_tid = 91, .wakee_tid = 90, .wakeups_per_s = 10000, .response_usec = 900 },
+        };
+        struct snapshot snap = { .tasks = tasks, .n_tasks = 2, .edges = edges, .n_edges = 2 };
+
+        for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
+                struct effect_tracker tr = {};
+                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                                    .task = tasks[0].id, .partner = tasks[1].id };
+                unsigned before = n_verdicts;
+
+                tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 100000;
+                edges[0].response_usec = 60;
+                a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                ASSERT_EQ(a.evidence_basis, EVIDENCE_IO_BYTES);
+                a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                a.response_before_usec = snapshot_pair_response_usec(&snap, 90, 91);
+                a.response_before_windows = 3;
+                ASSERT_NEAR(a.response_before_usec, 60, 1e-9);
+                ASSERT_OK(effect_track(&tr, &a));
+                edges[0].response_usec = 50;
+                for (unsigned i = 0; i < 12 && n_verdicts == before; i++) {
+                        tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = cases[c].seq[i % 4];
+                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                }
+                fprintf(stderr, "bytes, %s: %s (%s)\n", cases[c].what, effect_verdict_to_string(last_verdict.verdict),
+                        last_verdict.why);
+                ASSERT_EQ(n_verdicts, before + 1);
+                ASSERT_EQ(last_verdict.verdict, cases[c].want);
+                ASSERT_EQ(last_verdict.basis, cases[c].want_basis);
+                ASSERT_TRUE(!effect_gain_of(&tr, &tasks[0].id) == (cases[c].want == EFFECT_UNDO));
+                effect_tracker_clear(&tr);
+        }
+}
+
+/*
  * A feeder (sysbench --rate's event generator, 82, handing its client
  * thread 80 each request one way) joined the pair 80 <-> 81 it feeds. Its
  * own switches with the client fell 36 % (the client took requests it
@@ -553,6 +615,7 @@ static void test_feeder_judged_by_its_pair(void) {
 int main(void) {
         test_tracker_gain();
         test_response_judged();
+        test_bytes_held();
         test_feeder_judged_by_its_pair();
         test_proxy_io_bytes();
         test_wait_for_samples();
