@@ -142,6 +142,52 @@ static void test_stream(void) {
         findings_clear(&f);
 }
 
+/*
+ * Squeezed by a load, a stream's utils are a ping-pong's (0.46 + 0.46 split
+ * under stress-ng 40 %), but it still reads and writes several messages a
+ * wake-up (10-14 a switch) where a ping-pong makes one read and one write
+ * (2.0): a stream. One side alone, a side with no read()/write() calls
+ * (recv()/send()), or a pair held on one CPU by us is no stream by them.
+ */
+static void test_stream_by_calls(void) {
+        struct task tasks[] = { mktask(210, 0.46, 0), mktask(211, 0.46, 1) };
+        struct wake_edge edges[] = { mkedge(210, 211, 3000, 1), mkedge(211, 210, 2600, 1) };
+        struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        struct findings f = {};
+
+        for (int k = 0; k < 2; k++) {
+                tasks[k].nvcsw_per_s = 3000;
+                tasks[k].have_io_rate = true;
+                tasks[k].io_calls_per_s = 34000;
+                tasks[k].io_bytes_per_s = 1.1e6;
+        }
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        fprintf(stderr, "stream by calls: %s\n", f.items[0].note);
+        ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
+        ASSERT_TRUE(strstr(f.items[0].note, "reads and writes a switch"));
+
+        /* a ping-pong: one read and one write a switch */
+        tasks[0].io_calls_per_s = tasks[1].io_calls_per_s = 6000;
+        run(&s, &f);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        /* one side batching, the other not */
+        tasks[0].io_calls_per_s = 34000;
+        run(&s, &f);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        /* the other through recv()/send(): nothing counted there */
+        tasks[1].io_calls_per_s = 0;
+        run(&s, &f);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        /* held on one CPU by us: judged by its effect check, not here */
+        tasks[1].io_calls_per_s = 34000;
+        tasks[0].allowed = tasks[1].allowed = CPU1;
+        tasks[0].affinity_ours = tasks[1].affinity_ours = true;
+        run(&s, &f);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        findings_clear(&f);
+}
+
 /* Held by us on one CPU, two members cannot use more than it: a reading
  * above (1.21, a QEMU guest's clock skew) is no stream, and the pair the
  * effect check kept stays. Split, or on a span of two CPUs, the same
@@ -553,6 +599,7 @@ int main(void) {
         test_split_pair();
         test_owners();
         test_stream();
+        test_stream_by_calls();
         test_held_one_cpu_is_no_stream();
         test_thresholds();
         test_not_ours();

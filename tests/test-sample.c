@@ -8,6 +8,7 @@
  */
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <limits.h>
@@ -211,10 +212,13 @@ static void test_parse_status(void) {
         ASSERT_EQ(c, 7);
         ASSERT_TRUE(sample_parse_schedstat("1 2\n", &a, &b, &c) < 0);
         /* /proc/PID/task/TID/io as Linux 6.x writes it */
+        struct io_counts io;
         ASSERT_OK(sample_parse_io("rchar: 1000\nwchar: 234\nsyscr: 10\nsyscw: 5\nread_bytes: 0\n"
-                                  "write_bytes: 0\ncancelled_write_bytes: 0\n", &a));
-        ASSERT_EQ(a, 1234);
-        ASSERT_TRUE(sample_parse_io("rchar: 1000\n", &a) < 0);
+                                  "write_bytes: 0\ncancelled_write_bytes: 0\n", &io));
+        ASSERT_EQ(io.bytes, 1234);
+        ASSERT_EQ(io.calls, 15);
+        ASSERT_TRUE(sample_parse_io("rchar: 1000\n", &io) < 0);
+        ASSERT_TRUE(sample_parse_io("rchar: 1000\nwchar: 234\n", &io) < 0);
         ASSERT_OK(sample_parse_sched_migrations("x (1, #threads: 1)\n---\nse.nr_migrations   :   42\n", &a));
         ASSERT_EQ(a, 42);
         ASSERT_EQ(sample_parse_sched_migrations("x\nnr_switches : 1\n", &a), -ENODATA);
@@ -1247,12 +1251,12 @@ static void test_live_accounting(void) {
 /* io bytes (rchar + wchar) of a thread now, as the test reads them itself */
 static uint64_t io_bytes_of(pid_t pid) {
         char path[64], buf[512];
-        uint64_t v = 0;
+        struct io_counts v = {};
 
         snprintf(path, sizeof(path), "/proc/%d/io", (int) pid);
         ASSERT_TRUE(util_read_file_at(NULL, path, buf, sizeof(buf)) > 0);
         ASSERT_OK(sample_parse_io(buf, &v));
-        return v;
+        return v.bytes;
 }
 
 /*
@@ -1319,6 +1323,9 @@ static void test_live_io(void) {
         ASSERT_TRUE(own > 0);
         ASSERT_TRUE((ta->io_bytes_per_s + tb->io_bytes_per_s) / 2 > own / 2);
         ASSERT_TRUE((ta->io_bytes_per_s + tb->io_bytes_per_s) / 2 < own * 2);
+        /* one byte a call on each side: the calls' rate is the bytes' */
+        ASSERT_TRUE(fabs(ta->io_calls_per_s - ta->io_bytes_per_s) <= 0.01 * ta->io_bytes_per_s);
+        ASSERT_TRUE(fabs(tb->io_calls_per_s - tb->io_bytes_per_s) <= 0.01 * tb->io_bytes_per_s);
         ASSERT_TRUE(!tz->have_io_rate);
         sampler_free(s);
         topology_free(topo);

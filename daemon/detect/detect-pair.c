@@ -15,8 +15,9 @@
  * release it and the kernel would split it again.
  *
  * A pair whose members are both busy (combined util above
- * MaxCombinedUtil=, default 120 %) is a pipelined stream, not a ping-pong:
- * co-locating one costs ~25 % here. Its finding's shape is PAIR_STREAM and
+ * MaxCombinedUtil=, default 120 %), or that read and write several
+ * messages a wake-up (pipelined()), is a pipelined stream, not a
+ * ping-pong: co-locating one costs ~25 % here. Its finding's shape is PAIR_STREAM and
  * the planner leaves it alone. So it does a hub (PAIR_HUB): a thread that
  * serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates (one
  * Redis thread, several clients). Pinned to one client's CPU it would be
@@ -363,6 +364,32 @@ static double combined_util(const struct task *a, const struct task *b, unsigned
         return one_cpu ? MIN(u, 1.0) : u;
 }
 
+/*
+ * Reads and writes per switch, on each side: a request and its answer are
+ * one read and one write on each side per wake-up (a pipe ping-pong reads
+ * 2.0, split or on one CPU, quiet or with every CPU 40 % busy), where a
+ * pipelined stream reads and writes several messages per wake-up (10-14
+ * split here, quiet and under that load; 3.0-3.5 where the kernel kept it
+ * together part of the time). Twice a ping-pong's on both sides is a
+ * stream, however a load squeezes its utils under MaxCombinedUtil=: under
+ * stress-ng one read 0.92 CPU split, was taken for a ping-pong and lost
+ * 10-20 % on one CPU. A side that moves nothing through read()/write()
+ * (recv()/send(): MariaDB, PostgreSQL) says nothing, nor does a pair held
+ * on one CPU, which its effect check judged.
+ */
+#define DETECT_PAIR_STREAM_CALLS_PER_SWITCH 4.0
+
+static double calls_per_switch(const struct task *t) {
+        double sw = t->nvcsw_per_s + t->nivcsw_per_s;
+
+        return t->have_io_rate && t->io_calls_per_s > 0 && sw > 0 ? t->io_calls_per_s / sw : 0;
+}
+
+static bool pipelined(const struct task *a, const struct task *b, unsigned anchored) {
+        return !held_together(a, b, anchored) && calls_per_switch(a) > DETECT_PAIR_STREAM_CALLS_PER_SWITCH &&
+               calls_per_switch(b) > DETECT_PAIR_STREAM_CALLS_PER_SWITCH;
+}
+
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
                        const struct task *b, const struct pair_item *it, double rate, unsigned partners,
                        unsigned anchored, bool feeder, struct findings *out) {
@@ -397,18 +424,23 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         if (!cpumask_format_list(&f.cpus_seen, cpus, sizeof(cpus)))
                 strcpy(cpus, "...");
 
-        f.shape = partners >= DETECT_PAIR_HUB_PARTNERS ? PAIR_HUB
-                  : combined > umax                    ? PAIR_STREAM
-                  : feeder                             ? PAIR_FEEDER
-                                                       : PAIR_PINGPONG;
+        f.shape = partners >= DETECT_PAIR_HUB_PARTNERS          ? PAIR_HUB
+                  : combined > umax || pipelined(a, b, anchored) ? PAIR_STREAM
+                  : feeder                                      ? PAIR_FEEDER
+                                                                : PAIR_PINGPONG;
         if (f.shape == PAIR_HUB)
                 snprintf(f.note, sizeof(f.note),
                          "hub: a member exchanges with %u threads at pair rates (%.0f/%.0f wake-ups/s with this one)",
                          partners, it->lo_to_hi, it->hi_to_lo);
-        else if (f.shape == PAIR_STREAM)
+        else if (f.shape == PAIR_STREAM && combined > umax)
                 snprintf(f.note, sizeof(f.note),
                          "stream: combined util %.2f > %.2f (%.0f/%.0f wake-ups/s)",
                          combined, umax, it->lo_to_hi, it->hi_to_lo);
+        else if (f.shape == PAIR_STREAM)
+                snprintf(f.note, sizeof(f.note),
+                         "stream: %.1f and %.1f reads and writes a switch > %.0f (%.0f/%.0f wake-ups/s)",
+                         calls_per_switch(a), calls_per_switch(b), DETECT_PAIR_STREAM_CALLS_PER_SWITCH,
+                         it->lo_to_hi, it->hi_to_lo);
         else if (f.shape == PAIR_FEEDER)
                 snprintf(f.note, sizeof(f.note), "one-way: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d, util %.2f+%.2f",
                          it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, split_text, sizeof(split_text)),

@@ -49,7 +49,7 @@
 /* What kind of exchange a pair finding is; only a ping-pong is co-located. */
 enum pair_shape {
         PAIR_PINGPONG,
-        PAIR_STREAM,   /* both busy (combined util > MaxCombinedUtil=): co-locating costs ~25 % */
+        PAIR_STREAM,   /* both busy (combined util > MaxCombinedUtil=) or pipelined: co-locating costs ~25 % */
         PAIR_HUB,      /* a member serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates */
         PAIR_FEEDER,   /* one thread of a process wakes another one way at a pair rate: joins only
                         * a pair we hold (the planner's chain()), never placed alone */

@@ -46,8 +46,12 @@ int sample_parse_status(const char *buf, struct status_fields *ret);
 
 /* /proc/P/task/T/schedstat: "run_ns wait_ns slices". */
 int sample_parse_schedstat(const char *buf, uint64_t *ret_run_ns, uint64_t *ret_wait_ns, uint64_t *ret_slices);
-/* /proc/PID/task/TID/io: rchar + wchar. -EINVAL if either line is missing. */
-int sample_parse_io(const char *buf, uint64_t *ret_bytes);
+/* /proc/PID/task/TID/io: bytes (rchar + wchar) and calls (syscr + syscw)
+ * through read()/write() and their kin. -EINVAL if a line is missing. */
+struct io_counts {
+        uint64_t bytes, calls;
+};
+int sample_parse_io(const char *buf, struct io_counts *ret);
 /* /proc/P/task/T/sched: the se.nr_migrations line. -ENODATA if absent. */
 int sample_parse_sched_migrations(const char *buf, uint64_t *ret);
 

@@ -172,19 +172,18 @@ int sample_parse_status(const char *buf, struct status_fields *ret) {
         return f.have_allowed || f.have_ctxt || f.have_uid || f.have_tgid ? 0 : -EINVAL;
 }
 
-int sample_parse_io(const char *buf, uint64_t *ret_bytes) {
-        unsigned long long r = 0, w = 0;
-        bool have_r = false, have_w = false;
+int sample_parse_io(const char *buf, struct io_counts *ret) {
+        static const char *const keys[] = { "rchar:", "wchar:", "syscr:", "syscw:" };
+        unsigned long long v[ELEMENTSOF(keys)] = {};
+        unsigned have = 0;
 
-        for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-                if (strncmp(l, "rchar:", 6) == 0)
-                        have_r = sscanf(l + 6, "%llu", &r) == 1;
-                else if (strncmp(l, "wchar:", 6) == 0)
-                        have_w = sscanf(l + 6, "%llu", &w) == 1;
-        }
-        if (!have_r || !have_w)
+        for (const char *l = buf; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+                for (size_t k = 0; k < ELEMENTSOF(keys); k++)
+                        if (strncmp(l, keys[k], 6) == 0 && sscanf(l + 6, "%llu", &v[k]) == 1)
+                                have |= 1u << k;
+        if (have != (1u << ELEMENTSOF(keys)) - 1)
                 return -EINVAL;
-        *ret_bytes = (uint64_t) r + (uint64_t) w;
+        *ret = (struct io_counts) { .bytes = v[0] + v[1], .calls = v[2] + v[3] };
         return 0;
 }
 

@@ -923,7 +923,8 @@ static bool busy_enough_for_sched(const struct sampler *s, const struct task *t,
 struct thread_sample {
         struct stat_fields f;
         struct status_fields st;
-        uint64_t run_ns, wait_ns, slices, migrations, io_bytes;
+        uint64_t run_ns, wait_ns, slices, migrations;
+        struct io_counts io;
         bool fresh;             /* first sight (or a new task in the slot) */
         bool ran;               /* ran since the last read */
         bool need_status, need_schedstat, need_sched, need_io;
@@ -1060,7 +1061,7 @@ static bool thread_read_files(struct sampler *s, pid_t pid, pid_t tid, const str
                         n = 0;
                 } else if (n < 0)
                         goto vanished;
-                ts->got_io = n > 0 && sample_parse_io(s->buf, &ts->io_bytes) >= 0;
+                ts->got_io = n > 0 && sample_parse_io(s->buf, &ts->io) >= 0;
         }
         return true;
 
@@ -1107,10 +1108,15 @@ static void rates_since_last(const struct sampler *s, struct task *t, const stru
             ts->migrations >= t->nr_migrations)
                 t->migrations_per_s = (double) (ts->migrations - t->nr_migrations) * (double) USEC_PER_SEC /
                                       (double) (now - q->sched_upto);
-        t->have_io_rate = ts->got_io && t->have_io && q->io_upto && now > q->io_upto && ts->io_bytes >= t->io_bytes;
-        t->io_bytes_per_s = t->have_io_rate ? (double) (ts->io_bytes - t->io_bytes) * (double) USEC_PER_SEC /
-                                                      (double) (now - q->io_upto)
-                                            : 0;
+        t->have_io_rate = ts->got_io && t->have_io && q->io_upto && now > q->io_upto && ts->io.bytes >= t->io_bytes &&
+                          ts->io.calls >= t->io_calls;
+        t->io_bytes_per_s = t->io_calls_per_s = 0;
+        if (t->have_io_rate) {
+                double per_s = (double) USEC_PER_SEC / (double) (now - q->io_upto);
+
+                t->io_bytes_per_s = (double) (ts->io.bytes - t->io_bytes) * per_s;
+                t->io_calls_per_s = (double) (ts->io.calls - t->io_calls) * per_s;
+        }
 }
 
 /* A thread born in this window: rates over its whole life. */
@@ -1123,7 +1129,8 @@ static void rates_since_birth(const struct sampler *s, struct task *t, const str
         t->rates_since_birth = true;
         /* a new thread's io counters start at 0 */
         t->have_io_rate = ts->got_io;
-        t->io_bytes_per_s = ts->got_io ? (double) ts->io_bytes / age_s : 0;
+        t->io_bytes_per_s = ts->got_io ? (double) ts->io.bytes / age_s : 0;
+        t->io_calls_per_s = ts->got_io ? (double) ts->io.calls / age_s : 0;
         t->util = ts->got_schedstat ? (double) ts->run_ns / ((double) born_usec * 1000.0)
                                     : (double) (ts->f.utime + ts->f.stime) / (double) s->clk_tck / age_s;
         t->util = t->util < 0 ? 0 : t->util > 1.0 ? 1.0 : t->util;
@@ -1155,7 +1162,8 @@ static void counters_keep(const struct sampler *s, struct proc_rec *p, pid_t tid
         /* a counter not read this time is stale: the next rate needs a fresh pair */
         t->have_io = ts->got_io;
         if (ts->got_io) {
-                t->io_bytes = ts->io_bytes;
+                t->io_bytes = ts->io.bytes;
+                t->io_calls = ts->io.calls;
                 q->io_upto = now;
         }
         if (ts->need_schedstat || ts->need_sched)
@@ -1253,7 +1261,7 @@ static void thread_carry(struct sampler *s, uint32_t i) {
         struct thread_priv *q = &s->priv[i];
 
         t->util = t->nvcsw_per_s = t->nivcsw_per_s = t->run_delay_ms_per_s = t->migrations_per_s = 0;
-        t->io_bytes_per_s = 0;
+        t->io_bytes_per_s = t->io_calls_per_s = 0;
         t->have_io_rate = false;
         t->have_rates = true;
         t->window_usec = 0;

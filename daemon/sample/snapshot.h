@@ -90,7 +90,7 @@ struct task {
         uint64_t run_ns, wait_ns, slices;   /* /proc/.../schedstat; valid if have_schedstat */
         uint64_t nvcsw, nivcsw;             /* voluntary / involuntary switches */
         uint64_t nr_migrations;             /* se.nr_migrations; valid if have_migrations */
-        uint64_t io_bytes;                  /* /proc/.../io rchar + wchar; valid if have_io */
+        uint64_t io_bytes, io_calls;        /* /proc/.../io rchar + wchar, syscr + syscw; valid if have_io */
         bool have_schedstat, have_migrations, have_io;
         /* The current mask is one affinityd set (the manager marks it from the
          * applier's list before detection), so "narrowed" does not mean
@@ -113,6 +113,10 @@ struct task {
          */
         bool have_io_rate;
         double io_bytes_per_s;
+        /* The calls that moved them (syscr + syscw) per second: a request
+         * and its answer are a read and a write on each side per wake-up, a
+         * pipelined stream makes several (detect-pair.c). */
+        double io_calls_per_s;
         cpumask_t cpus_seen;        /* CPUs seen as last_cpu over the recent windows */
         uint64_t window_usec;       /* length of the window the rates cover; 0: the snapshot's
                                      * window_usec (threads carried unchanged, rates 0) */
