@@ -85,6 +85,12 @@ fi
 # The pod's /etc/affinityd, from the manifest's ConfigMap.
 /usr/bin/python3 "$top_srcdir/tests/deploy-manifest.py" "$top_srcdir" --config "$work/etc" ||
 	fail "cannot write the ConfigMap's files"
+# The pair is held split (pingpong --hold: CPU 0 and CPU 1), and the pair
+# policy (the shipped one, replaced by name from /etc/affinityd) may change
+# narrowed masks: released, a host's kernel may merge the pair by itself
+# before the daemon looks, and then there is nothing to co-locate.
+{ cat "$top_srcdir/policies/policies.d/50-pingpong.policy"; printf '\n[Action]\nAllowNarrowed=yes\n'; } \
+	>"$work/etc/policies.d/50-pingpong.policy"
 mkdir -p "$work/run" "$work/textfile"
 MOUNTS=(-v "$work/run:/run/affinityd" -v "$work/etc:/etc/affinityd:ro" -v /sys/fs/cgroup:/sys/fs/cgroup
 	-v "$work/textfile:/var/lib/prometheus/node-exporter")
@@ -116,7 +122,7 @@ run_container() {
 clog() { echo "--- podman logs $1, last 30 lines:"; podman logs "$1" 2>&1 | tail -30; }
 hctl() { "$AFFCTL" --runtime-dir "$work/run" "$@"; }
 
-"$PINGPONG" --cpus 0,1 --duration 300 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+"$PINGPONG" --cpus 0,1 --hold --duration 300 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
 CHILDREN+=("$!")
 wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
 { read -r P1; read -r P2; } <"$work/pp.pids"
