@@ -51,8 +51,9 @@ command -v stress-ng >/dev/null || { echo "pairs-load: needs stress-ng (apt-get 
 [[ -z $OTHER || -x $OTHER ]] || { echo "pairs-load: --other $OTHER is not an executable" >&2; exit 2; }
 
 OUT=$(mktemp -d)
-DPID= LPID=
-trap '[[ -n $DPID ]] && kill "$DPID" 2>/dev/null; [[ -n $LPID ]] && kill "$LPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$OUT"' EXIT
+LPID=
+# the rounds run in a pipeline's subshell: a daemon's PID is left in a file
+trap '[[ -s $OUT/dpid ]] && kill "$(cat "$OUT/dpid")" 2>/dev/null; [[ -n $LPID ]] && kill "$LPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$OUT"' EXIT
 
 # workload_cmd WORKLOAD VARIANT: the workload's command line
 workload_cmd() {
@@ -67,7 +68,7 @@ workload_cmd() {
 # affinity changes and its effect check's keeps and undos, one a thread;
 # "-" without a daemon)
 run() {
-        local w=$1 v=$2 bin= rd r verdicts=-
+        local w=$1 v=$2 bin= rd r verdicts=- DPID
         case $v in
         affinityd) bin=$B/affinityd ;;
         other) bin=$OTHER ;;
@@ -76,12 +77,14 @@ run() {
                 rd=$(mktemp -d "$OUT/rt.XXXXXX")
                 "$bin" --runtime-dir "$rd" --config-dir "$SRCDIR/policies" >"$rd/log" 2>&1 &
                 DPID=$!
+                echo "$DPID" >"$OUT/dpid"
                 sleep "$SETTLE"
         fi
         # shellcheck disable=SC2046 # the command line is words
         r=$($(workload_cmd "$w" "$v") 2>/dev/null | tail -n1 | grep -o '^rate=[0-9.]*' | cut -d= -f2)
         if [[ -n $bin ]]; then
-                kill "$DPID"; wait "$DPID" 2>/dev/null; DPID=
+                kill "$DPID"; wait "$DPID" 2>/dev/null
+                : >"$OUT/dpid"
                 verdicts="set:$(grep -c 'set affinity' "$rd/log")/kept:$(grep -c 'effect check: .* kept:' "$rd/log")/undone:$(grep 'effect check:' "$rd/log" | grep -vc ' kept:')"
         fi
         echo "${r:-0} $verdicts"

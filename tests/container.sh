@@ -8,7 +8,7 @@
 # host (tests/workloads/pingpong):
 #   1. the daemon in the container co-locates it; affctl in the container
 #      and the host's affctl (over the socket in that directory) say so,
-#      naming pingpong[PID], and the metrics file shows its 2 changes;
+#      naming pingpong[PID], and the metrics file shows its changes (1 or 2);
 #   2. `podman stop` (SIGTERM): the masks are as they were before;
 #   3. co-located again, `podman kill` (SIGKILL, nothing restored): the
 #      masks stay pinned; a new container on the same journal (in dry-run,

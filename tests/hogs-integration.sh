@@ -71,13 +71,11 @@ migrations_of() { awk '/^se.nr_migrations/ {print $3}' "/proc/$1/sched"; }
 is_single_cpu() { [[ "$(allowed_of "$1")" =~ ^[0-9]+$ ]]; }
 hogs_json() { ctl hogs --json; }
 
-# start_hogs N NAME [HOG OPTION...]: N hog processes on CPUs 0-1 (unpinned
-# within them); PIDs in $work/NAME.pids
+# start_hogs N NAME: N hog processes on CPUs 0-1 (unpinned within them); PIDs in $work/NAME.pids
 start_hogs() {
         local n=$1 name=$2
-        shift 2
         rm -f "$work/$name.pids"
-        taskset -c "$CPUS" "$HOG" -n "$n" -d 0 -p "$work/$name.pids" "$@" >/dev/null 2>&1 &
+        taskset -c "$CPUS" "$HOG" -n "$n" -d 0 -p "$work/$name.pids" >/dev/null 2>&1 &
         CHILDREN+=("$!")
         eval "${name}_MAIN=$!"
         wait_for 10 test -s "$work/$name.pids" || fail "hog workload did not start"

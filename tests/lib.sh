@@ -111,6 +111,7 @@ stop_daemon() {
 # after the system call it is in, which may be a change of its own.
 daemon_stopped() {
         local s st
+        [ -d "/proc/$DAEMON_PID" ] || return 1
         for s in /proc/"$DAEMON_PID"/task/*/stat; do
                 st=$(sed 's/.*) //' "$s" 2>/dev/null) || continue
                 [ "${st%% *}" = T ] || return 1
