@@ -134,20 +134,24 @@ a=${TWO[0]} b=${TWO[1]}
 # the host's: here it did; on a CI host of the same kind the two hogs stayed
 # each on its CPU for the whole 60 s ("not migrating: 0.00/s"), and the
 # daemon rightly left them alone. So once the daemon has seen them, the
-# test moves each one still unpinned to the other CPU and its mask back, 5
+# test moves each one still unpinned to the other CPU and its mask back, 20
 # times, as a balancer would, with the daemon frozen: it sees the hops at
-# its next pass, never a mask halfway. (Hogs that hopped by themselves, by
+# its next reading of them, never a mask halfway. (Its hop count is the
+# rate over that reading's span times one pass, and the span can be a few
+# passes: 20 keep it over Migrations= for seconds.) (Hogs that hopped by themselves, by
 # sched_setaffinity, overwrote a pin made between their read of the mask
 # and their write under stress-ng, and a change by someone else twice is
 # "left alone for good".)
-seen_both() {
-        hogs_json | jq -e --argjson a "$a" --argjson b "$b" \
-                '[.hogs[] | select(.tid == $a or .tid == $b)] | length == 2' >/dev/null
-}
-wait_for 10 seen_both || { hogs_json >&2; fail "affctl hogs does not list the two hogs within 10 s"; }
+# Seen: two passes after they started, the daemon has read each hog once
+# at least, so the hops count in its next reading. (Waiting for affctl
+# hogs to list them does not do: a hog that never hopped is not listed.)
+passes() { ctl status --json | jq -r .counts.passes; }
+p0=$(passes)
+passes_past() { [ "$(passes)" -ge "$1" ]; }
+wait_for 20 passes_past $((p0 + 2)) || fail "the daemon made no 2 passes within 20 s"
 cpu_of() { local f; read -r -a f <"/proc/$1/stat" && echo "${f[38]}"; }   # where it last ran
 daemon_freeze
-for round in 1 2 3 4 5; do
+for round in $(seq 20); do
         for h in "$a" "$b"; do
                 [ "$(allowed_of "$h")" = "$orig_mask" ] || continue
                 taskset -pc "$(( $(cpu_of "$h") == 0 ? 1 : 0 ))" "$h" >/dev/null

@@ -99,7 +99,11 @@ start_daemon() {
 stop_daemon() {
         [ -n "${DAEMON_PID:-}" ] || return 0
         kill -TERM "$DAEMON_PID" 2>/dev/null || true
-        kill -CONT "$DAEMON_PID" 2>/dev/null || true   # a frozen one (daemon_freeze) too
+        # a frozen one (daemon_freeze) too; only then: a SIGCONT beside the
+        # SIGTERM of one that runs is most likely what hung an ASan daemon's
+        # exit in a CI rehearsal (LeakSanitizer's tracer waited for ever for
+        # the thread it attached to stop)
+        ! daemon_stopped || kill -CONT "$DAEMON_PID" 2>/dev/null || true
         wait "$DAEMON_PID" 2>/dev/null || true
         DAEMON_PID=
 }
