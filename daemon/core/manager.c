@@ -305,8 +305,10 @@ static void calibrate_now(struct manager *m) {
                 if (n >= (int) sizeof(buf))
                         break;
         }
-        log_fields(&m->log, LOG_INFO, NULL, "co-location buys on this host: %s (one CPU %.0f round trips/s; %llu ms)",
-                   buf, m->calibration.same_per_s, (unsigned long long) m->calibration.cost_usec / USEC_PER_MSEC);
+        log_fields(&m->log, LOG_INFO, NULL,
+                   "co-location buys on this host: %s (one CPU %.0f round trips/s; %u reading(s), %llu ms)", buf,
+                   m->calibration.same_per_s, m->calibration.readings,
+                   (unsigned long long) m->calibration.cost_usec / USEC_PER_MSEC);
 }
 
 static void check_hotplug(struct manager *m) {
