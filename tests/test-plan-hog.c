@@ -145,6 +145,32 @@ static void test_two_hogs_pinned(void) {
 }
 
 /*
+ * In dry-run the pins are reported, once a cool-down: turned off, the
+ * daemon makes them at its next pass, not a cool-down after the report.
+ * Before, the cool-down a reported pin armed held the real one back for
+ * Cooldown= (the topology VM's pairs waited 30 s so).
+ */
+static void test_dry_run_then_live(void) {
+        struct world w;
+
+        world_init_hogs(&w, 2);
+        add_task(&w, 101, 0.90, 80, 2.0, 0);
+        add_task(&w, 102, 0.85, 120, 2.0, 0);
+        w.dry_run = true;
+        world_steps(&w, 3);
+        ASSERT_EQ(w.n_sets, 2);                 /* "would pin" */
+        ASSERT_EQ(n_pinned(&w), 0);
+        world_steps(&w, 5);                     /* reported once, not every pass */
+        ASSERT_EQ(w.n_sets, 0);
+        w.dry_run = false;
+        world_step(&w);
+        ASSERT_EQ(w.n_sets, 2);
+        ASSERT_EQ(n_pinned(&w), 2);
+        ASSERT_TRUE(world_pinned_cpu(&w, 101) != world_pinned_cpu(&w, 102));
+        world_done(&w);
+}
+
+/*
  * A hog set of which only one member hops: the still sibling (same program,
  * no finding ever) is pinned with it, and an unrelated busy thread that
  * does not hop is not. Before, a sibling that had never hopped was no item
@@ -201,6 +227,26 @@ static void test_quiet_hog_left_alone(void) {
         w.mig_free[0] = 0.0;
         world_steps(&w, 10);
         ASSERT_EQ(n_pinned(&w), 0);
+        world_done(&w);
+}
+
+/*
+ * A reading of se.nr_migrations that spans passes (the sampler skips it
+ * while a thread runs little) counts every hop since the last one: 5 hops
+ * in 5 s, not a pass's share of them. The decayed rate over Window=10s is
+ * then 5 / 10; one second's share read 0.1/s, not migrating.
+ */
+static void test_reading_spans_passes(void) {
+        struct world w;
+        struct task *t;
+
+        world_init_hogs(&w, 2);
+        t = add_task(&w, 101, 0.95, 30, 0, 0);
+        world_steps(&w, 3);
+        w.mig_free[0] = 1.0;
+        t->migrations_window_usec = 5 * USEC_PER_SEC;
+        world_step(&w);
+        ASSERT_NEAR(hog_state(&w, 101)->migrations_window_per_s, 0.5, 0.01);
         world_done(&w);
 }
 
@@ -1134,9 +1180,11 @@ static void test_target_involves(void) {
 int main(void) {
         test_target_involves();
         test_two_hogs_pinned();
+        test_dry_run_then_live();
         test_still_sibling_pinned();
         test_quiet_hog_left_alone();
         test_slow_hopper_pinned();
+        test_reading_spans_passes();
         test_n_plus_one_never_pinned();
         test_n_plus_one_releases();
         test_uncovered_busy_thread_counts();

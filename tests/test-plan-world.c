@@ -139,6 +139,10 @@ static void world_apply(struct world *w) {
                 struct managed *m = world_managed(w, a->task.tid);
 
                 ASSERT_EQ(a->type, ACT_AFFINITY);
+                if (w->dry_run) {       /* the applier only logs "would" */
+                        *(a->verb == VERB_SET ? &w->n_sets : &w->n_releases) += 1;
+                        continue;
+                }
                 if (a->verb == VERB_RELEASE) {
                         w->n_releases++;
                         /* every SET of this step comes after every RELEASE */
@@ -214,6 +218,7 @@ void world_step(struct world *w) {
                 .n_managed = w->n_managed,
                 .now_usec = w->now,
                 .self_pid = w->self_pid,
+                .dry_run = w->dry_run,
         };
         action_list_clear(&w->out);
         ASSERT_OK(plan_run(w->state, &in, &w->out));

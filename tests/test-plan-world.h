@@ -41,6 +41,7 @@ struct world {
         unsigned total_sets, total_releases;
         uint64_t now;
         pid_t self_pid;                    /* the daemon's PID in plan_input (0: none) */
+        bool dry_run;                      /* plan_input's: the actions are counted, not applied */
 
         /* Set by the test. detect: the findings of this step into w->findings (cleared before). */
         void (*detect)(struct world *w);

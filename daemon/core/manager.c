@@ -494,6 +494,7 @@ static int pass_plan(struct manager *m, uint64_t t0, size_t *ret_n_managed) {
                 .now_usec = t0,
                 .self_pid = getpid(),
                 .calibration = &m->calibration,
+                .dry_run = m->dry_run,
         };
         action_list_clear(&m->actions);
         r = plan_run(m->plan, &in, &m->actions);

@@ -375,7 +375,8 @@ static double combined_util(const struct task *a, const struct task *b, unsigned
  * stress-ng one read 0.92 CPU split, was taken for a ping-pong and lost
  * 10-20 % on one CPU. A side that moves nothing through read()/write()
  * (recv()/send(): MariaDB, PostgreSQL) says nothing, nor does a pair held
- * on one CPU, which its effect check judged.
+ * together (on one CPU, or on one span of them: held_together()), which
+ * its effect check judges.
  */
 #define DETECT_PAIR_STREAM_CALLS_PER_SWITCH 4.0
 

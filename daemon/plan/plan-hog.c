@@ -333,8 +333,11 @@ static void judge(struct hog_plan *hp, struct hog_item *it) {
                 double W = (double) detect_window_usec(it->p, DETECT_HOG) / USEC_PER_SEC;
                 double hops;
 
+                /* the hops since the last reading, which may span passes
+                 * (a pass's window alone undercounted them so) */
                 if (t->have_migrations)
-                        hops = t->migrations_per_s * win_s;
+                        hops = t->migrations_per_s *
+                               (t->migrations_window_usec ? (double) t->migrations_window_usec / USEC_PER_SEC : win_s);
                 else    /* no se.nr_migrations: count the CPU changes we can see */
                         hops = st->last.last_cpu >= 0 && t->last_cpu != st->last.last_cpu;
                 if (W <= 0)
@@ -664,7 +667,7 @@ static int release(struct hog_plan *hp, struct hog_item *it, bool move, const ch
         it->st->cpu = -1;
         if (!move)
                 /* no re-pin right after a release: that is how flapping starts */
-                it->st->cooldown_until_usec = ctx->in->now_usec + ctx->in->config->daemon.cooldown_usec;
+                plan_cooldown_arm(ctx, it->st);
         plan_set_state(it->st, PLAN_RELEASED, "%s", reason);
         return 0;
 }
@@ -867,7 +870,6 @@ static bool place_held_back(struct hog_plan *hp, struct hog_item *it) {
 /* Pin the hog to CPU c, and claim the CPU for this pass. */
 static int place_pin(struct hog_plan *hp, struct hog_item *it, int c) {
         struct plan_ctx *ctx = hp->ctx;
-        const struct plan_input *in = ctx->in;
         struct plan_target_state *st = it->st;
         char reason[160], cpus[64];
         cpumask_t one = cpumask_of(c);
@@ -886,7 +888,7 @@ static int place_pin(struct hog_plan *hp, struct hog_item *it, int c) {
         ctx->cpu_claim[c] = 1;
         it->placed = true;
         st->cpu = c;
-        st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+        plan_cooldown_arm(ctx, st);
         if (it->t->last_cpu >= 0 && it->t->last_cpu < hp->topo->n_cpus && hp->soft[it->t->last_cpu] > 0)
                 hp->soft[it->t->last_cpu]--;
         plan_set_state(st, PLAN_PINNING, "pinning to %d", c);

@@ -806,7 +806,7 @@ static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state s
         it->st->seen = 0;
         it->st->placed_usec = 0;
         /* no co-location right after a release: that is how flapping starts */
-        it->st->cooldown_until_usec = pp->ctx->in->now_usec + pp->ctx->in->config->daemon.cooldown_usec;
+        plan_cooldown_arm(pp->ctx, it->st);
         plan_set_pair_state(it->st, state, "%s", reason);
         return 0;
 }
@@ -1369,7 +1369,6 @@ static bool no_gain_here(const struct pair_plan *pp, const struct pair_item *it)
 }
 
 static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
-        const struct plan_input *in = pp->ctx->in;
         enum no_cpu_reason ncr;
         char detail[160];
         int cpu;
@@ -1385,7 +1384,7 @@ static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][12
                 plan_set_pair_state(it->st, PAIR_WATCHING, "split; no action budget left this interval");
                 return 0;
         }
-        it->st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+        plan_cooldown_arm(pp->ctx, it->st);
         return place(pp, it, cpu, "co-locate");
 }
 

@@ -288,7 +288,6 @@ static void presence_count(struct spread_pass *sp) {
 /* Whole-group releases: the policy no longer spreads, or the group has
  * been absent Hysteresis= intervals. 1: released; 0: not; negative errno. */
 static int group_release(struct spread_pass *sp) {
-        const struct plan_input *in = sp->ctx->in;
         struct plan_target_state *st = sp->g->st;
         char why[128];
         int r;
@@ -313,7 +312,7 @@ static int group_release(struct spread_pass *sp) {
         r = release_all(sp->ctx, sp->g, why);
         if (r < 0)
                 return r;
-        st->cooldown_until_usec = in->now_usec + in->config->daemon.cooldown_usec;
+        plan_cooldown_arm(sp->ctx, st);
         plan_set_state(st, PLAN_RELEASED, "%s", why);
         return 1;
 }

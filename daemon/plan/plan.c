@@ -240,6 +240,20 @@ int plan_emit(struct plan_ctx *ctx, const struct action *a) {
         return 0;
 }
 
+void plan_cooldown_arm(const struct plan_ctx *ctx, struct plan_target_state *st) {
+        st->cooldown_until_usec = ctx->in->now_usec + ctx->in->config->daemon.cooldown_usec;
+        st->cooldown_dry_run = ctx->in->dry_run;
+}
+
+/* Out of dry-run: the cool-downs its reported changes armed are over. */
+static void cooldowns_end_dry_run(struct plan_state *s) {
+        for (size_t i = 0; i < s->n_targets; i++)
+                if (s->targets[i]->cooldown_dry_run) {
+                        s->targets[i]->cooldown_until_usec = 0;
+                        s->targets[i]->cooldown_dry_run = false;
+                }
+}
+
 const struct policy *plan_policy_by_name(const struct config *c, const char *name) {
         if (!c || !name || !name[0])
                 return NULL;
@@ -403,6 +417,8 @@ int plan_run(struct plan_state *state, const struct plan_input *in_orig, struct 
         };
 
         plan_state_forget_exited(state, in->snap);
+        if (!in->dry_run)
+                cooldowns_end_dry_run(state);
 
         if (in->snap->coexist.sched_ext) {
                 r = plan_yield_affinity(&ctx);

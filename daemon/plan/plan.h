@@ -60,6 +60,7 @@ struct plan_target_state {
         unsigned seen;               /* consecutive intervals the finding was present */
         unsigned absent;             /* consecutive intervals it was absent */
         uint64_t cooldown_until_usec;
+        bool cooldown_dry_run;       /* armed by a change only reported (plan_cooldown_arm()) */
         uint64_t no_retry_until_usec;
         char state[48];              /* a string of common/states.h: plan_state_id or pair_state */
         char why[160];               /* last decision's reason (affctl hogs/pairs/explain) */
@@ -166,6 +167,7 @@ struct plan_input {
         /* What co-location buys on this machine (sample/calibrate.h); NULL or
          * not done: unknown, pairs are placed as the policy says. */
         const struct calibration *calibration;
+        bool dry_run;                /* the changes are only reported (plan_cooldown_arm()) */
 };
 
 struct action_list {
@@ -241,6 +243,15 @@ const struct policy *plan_policy_by_name(const struct config *c, const char *nam
 cpumask_t plan_policy_cpus(const struct policy *p);
 /* Append an action; a SET spends one unit of ctx->actions_left (releases are never held back). */
 int plan_emit(struct plan_ctx *ctx, const struct action *a);
+/*
+ * After a change of a target (a pin, a release): no other change of it for
+ * the daemon's Cooldown=, for that is how flapping starts. One armed by a
+ * change made in dry-run, which only reported it, ends when dry-run does:
+ * an operator who read "would co-locate" and turned dry-run off gets the
+ * change at the next pass, not a cool-down later (the topology VM's pairs
+ * waited 30 s so, one of them past its check's deadline).
+ */
+void plan_cooldown_arm(const struct plan_ctx *ctx, struct plan_target_state *st);
 /* The mask a managed task had before we changed it (parsed m->original); false if unknown. */
 bool plan_managed_original(const struct managed *m, cpumask_t *ret);
 

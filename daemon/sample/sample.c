@@ -1104,10 +1104,13 @@ static void rates_since_last(const struct sampler *s, struct task *t, const stru
             ts->wait_ns >= t->wait_ns)
                 t->run_delay_ms_per_s = (double) (ts->wait_ns - t->wait_ns) / (double) (now - q->schedstat_upto);
         t->migrations_per_s = 0;
+        t->migrations_window_usec = 0;
         if (ts->got_sched && t->have_migrations && q->sched_upto && now > q->sched_upto &&
-            ts->migrations >= t->nr_migrations)
+            ts->migrations >= t->nr_migrations) {
+                t->migrations_window_usec = now - q->sched_upto;
                 t->migrations_per_s = (double) (ts->migrations - t->nr_migrations) * (double) USEC_PER_SEC /
-                                      (double) (now - q->sched_upto);
+                                      (double) t->migrations_window_usec;
+        }
         t->have_io_rate = ts->got_io && t->have_io && q->io_upto && now > q->io_upto && ts->io.bytes >= t->io_bytes &&
                           ts->io.calls >= t->io_calls;
         t->io_bytes_per_s = t->io_calls_per_s = 0;
@@ -1261,6 +1264,7 @@ static void thread_carry(struct sampler *s, uint32_t i) {
         struct thread_priv *q = &s->priv[i];
 
         t->util = t->nvcsw_per_s = t->nivcsw_per_s = t->run_delay_ms_per_s = t->migrations_per_s = 0;
+        t->migrations_window_usec = 0;
         t->io_bytes_per_s = t->io_calls_per_s = 0;
         t->have_io_rate = false;
         t->have_rates = true;
@@ -1285,6 +1289,11 @@ static void thread_carry_active(struct sampler *s, uint32_t i, uint64_t prev_kno
                 q->schedstat_upto = now;
         if (q->sched_upto >= prev_known)
                 q->sched_upto = now;
+        /* a thread that did not run made no read() or write() either: else
+         * its next calls per second would span two windows against one for
+         * its switches, and a stream would read as half one */
+        if (q->io_upto >= prev_known)
+                q->io_upto = now;
 }
 
 /* Re-read a carried thread's allowed CPUs (status): someone may narrow them

@@ -103,6 +103,9 @@ struct task {
         double run_delay_ms_per_s;  /* ms spent runnable-but-waiting per second */
         double nvcsw_per_s, nivcsw_per_s;
         double migrations_per_s;
+        /* what that rate covers: since the last read of se.nr_migrations,
+         * which skips passes where the thread ran little; 0: window_usec */
+        uint64_t migrations_window_usec;
         /*
          * Bytes passed through read()/write() and their kin per second
          * (rchar + wchar): what a pipe, FIFO or read/write socket pair
