@@ -121,6 +121,23 @@ status_text() { systemctl show -p StatusText --value "$UNIT"; }
 has_status_text() { [ -n "$(status_text)" ]; }
 pid_alive() { kill -0 "$1" 2>/dev/null; }
 
+# explain_tasks TID...: on a failure, what the daemon saw and said of each
+# thread, whole (--wide: the planner's word is the last column and a cut one
+# tells nothing), and its journal lines that name them.
+explain_tasks() {
+    local t
+    for t in "$@"; do
+        say "affctl explain $t:"
+        affctl --wide explain "$t" 2>&1 | head -n 25 | sed 's/^/    /' || true
+    done
+    say "affctl pairs:"
+    affctl --wide pairs 2>&1 | head -n 20 | sed 's/^/    /' || true
+    say "affctl status, what co-location buys here: $(affctl status 2>&1 | grep -i '^co-location' || echo '(not shown)')"
+    say "journal lines of the daemon that name them:"
+    journalctl -u "$UNIT" --no-pager -o cat | grep -E "[:( ]($(paste -sd '|' <<< "$(printf '%s\n' "$@")"))[ :)]" |
+        tail -n 15 | sed 's/^/    /' || true
+}
+
 # A check that needs the daemon running starts it if an earlier check left it
 # stopped; if it cannot, the check fails at once instead of waiting out every
 # deadline (a missing or crashing daemon fails `systemctl start` quickly).
@@ -670,10 +687,7 @@ check_hog_pin() {
     done
     affctl_json hogs
     if [ -n "$bad" ]; then
-        for t in $tids; do
-            say "affctl explain $t:"
-            affctl explain "$t" 2>&1 | head -n 25 | sed 's/^/    /' || true
-        done
+        explain_tasks $tids
         fail "$bad"
     fi
 }
@@ -754,10 +768,7 @@ check_pair_colocate() {
     affctl_json pairs
     if [ "$ok" = 0 ]; then
         # What the daemon saw, for whoever debugs this.
-        for t in $tids; do
-            say "affctl explain $t:"
-            affctl explain "$t" 2>&1 | head -n 25 | sed 's/^/    /' || true
-        done
+        explain_tasks $tids
         say "workload log:"
         journalctl -u e2e-pair --no-pager -n 5 -o cat | sed 's/^/    /' || true
         fail "pair not co-located on one CPU: $(for t in $tids; do printf '%s:%s ' "$t" "$(cpus_of "$t")"; done)"
@@ -969,7 +980,7 @@ check_topo_hogs() {
     # shellcheck disable=SC2086
     bad=$(hog_verdict $cpus)
     if [ -n "$bad" ]; then
-        for t in $tids; do affctl explain "$t" 2>&1 | head -n 20 | sed 's/^/    /' || true; done
+        explain_tasks $tids
         fail "$(paste -sd ';' <<< "$bad")"
     fi
     echo "$tids" > "$STATE/topo-hog-tids"
@@ -1032,7 +1043,8 @@ check_topo_pairs() {
     done
     bad=$(pair_verdict "${pairs[@]}")
     if [ -n "$bad" ]; then
-        for p in "${pids[@]}"; do for t in $p; do affctl explain "$t" 2>&1 | head -n 20 | sed 's/^/    /' || true; done; done
+        # shellcheck disable=SC2048,SC2086 # each element is "TID TID"
+        explain_tasks ${pids[*]}
         fail "$(paste -sd ';' <<< "$bad")"
     fi
 }
@@ -1069,7 +1081,7 @@ check_topo_span() {
     say "pair $pids: Cpus_allowed_list $ma and $mb; the core of CPU $(cpu_list_expand "$ma" | head -n1): $core"
     journalctl -u "$UNIT" --no-pager -o cat | grep -F "pair: co-locate" | tail -n 1 | sed 's/^/    journal: /' || true
     if [ "$ma" != "$mb" ] || [ "$ma" != "$core" ] || single_cpu "$ma"; then
-        for t in $pids; do affctl explain "$t" 2>&1 | head -n 20 | sed 's/^/    /' || true; done
+        explain_tasks $pids
         fail "pair not on one core's siblings with Span=core: $ma and $mb (core: $core)"
     fi
     journalctl -u "$UNIT" --no-pager -o cat | grep -F "pair: co-locate" | grep -qF "on CPUs $core" ||
