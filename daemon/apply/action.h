@@ -72,6 +72,8 @@ struct action {
         char reason[160];     /* e.g. "hog: util 98% migrations 0.6/s on 0,1" */
         double evidence_before; /* the throughput proxy measured before (effect check) */
         enum evidence_basis evidence_basis; /* what evidence_before measures; the check measures the same */
+        double evidence_before_mean; /* pair: the mean of its windows before, which evidence_before is
+                                      * at least (a burst window reads above it); 0: not known */
         double response_before_usec; /* pair: its response time before, µs (0: not measured) */
         unsigned response_before_windows; /* the bursts that "before" is the mean of */
         struct task_id partner; /* pair: the other member; the effect check judges the pair's

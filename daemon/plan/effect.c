@@ -263,18 +263,18 @@ static void gains_prune(struct effect_tracker *tr, const struct snapshot *snap) 
 }
 
 /*
- * Every window since the change worse than the "before" by more than
- * margin (relative, in the state's direction), not only their median.
+ * Every window since the change worse than before by more than margin
+ * (relative, in the state's direction), not only their median.
  */
-static bool every_window_worse(const struct effect_state *s, double margin) {
+static bool every_window_worse(const struct effect_state *s, double before, double margin) {
         double v[EFFECT_MAX_SAMPLES];
         size_t n = effect_samples_get(&s->samples, v, ELEMENTSOF(v)), k = 0;
 
         for (size_t i = 0; i < n; i++) {
                 if (!isfinite(v[i]))
                         continue;
-                if (s->direction == EFFECT_LOWER_IS_BETTER ? v[i] <= s->before * (1 + margin)
-                                                           : v[i] >= s->before * (1 - margin))
+                if (s->direction == EFFECT_LOWER_IS_BETTER ? v[i] <= before * (1 + margin)
+                                                           : v[i] >= before * (1 - margin))
                         return false;
                 k++;
         }
@@ -295,7 +295,7 @@ static bool every_window_worse(const struct effect_state *s, double margin) {
 
 static bool every_window_slower(const struct effect_pending *p, double tolerance) {
         return p->action.response_before_windows >= RESPONSE_BEFORE_WINDOWS_MIN &&
-               every_window_worse(&p->response, tolerance);
+               every_window_worse(&p->response, p->response.before, tolerance);
 }
 
 /*
@@ -308,19 +308,25 @@ static bool every_window_slower(const struct effect_pending *p, double tolerance
  * rate sends as many bytes wherever it runs, so its windows fall on both
  * sides of its "before"; a closed loop that answers faster moves more.
  * Half: the tolerance is what one median must clear, and a loss in every
- * window is the stronger evidence. Rewrites the verdict as an undo; true
- * when it did.
+ * window is the stronger evidence. The windows are held to the mean of
+ * the pair's windows before, not to the "before" the median is, which is
+ * at least the deciding window's figure: a client at a fixed rate placed
+ * in a window of its bursts would read lower than that in every window
+ * after, and lose a co-location that cut its tail. Rewrites the verdict
+ * as an undo; true when it did.
  */
 static bool bytes_fell(struct effect_pending *p, enum effect_verdict v, double tolerance) {
         struct effect_result *res = &p->state.last;
+        double mean = p->action.evidence_before_mean;
+        double ref = mean > 0 ? MIN(mean, p->state.before) : p->state.before;
 
         if (v != EFFECT_KEEP || p->action.evidence_basis != EVIDENCE_IO_BYTES || res->change >= 0 ||
-            !every_window_worse(&p->state, tolerance / 2))
+            !every_window_worse(&p->state, ref, tolerance / 2))
                 return false;
         res->verdict = EFFECT_UNDO;
         snprintf(res->why, sizeof(res->why),
-                 "%.4g -> %.4g (%+.0f %%, median of %u), lower in every window by more than %.0f %%: undo",
-                 res->before, res->after, res->change * 100, res->n, tolerance * 50);
+                 "%.4g -> %.4g (%+.0f %%, median of %u), lower in every window than %.4g by more than %.0f %%: undo",
+                 res->before, res->after, res->change * 100, res->n, ref, tolerance * 50);
         return true;
 }
 

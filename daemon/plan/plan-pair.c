@@ -95,6 +95,7 @@ static const double distance_cost[] = { 0.0, 0.05, 0.10, 0.20, 0.25 };
 struct pair_before {
         enum evidence_basis basis;
         double evidence;
+        double evidence_mean;   /* the windows' mean alone (note_window()); 0: none */
         double response_usec;   /* 0: not measured */
         unsigned response_windows;   /* the windows (bursts) it is the mean of */
 };
@@ -734,6 +735,8 @@ static struct pair_before pair_before_of(const struct pair_plan *pp, const struc
         b = (struct pair_before) {
                 .basis = basis,
                 .evidence = pair_before(it, basis),
+                .evidence_mean = it->st && it->st->before_weight > 0 && it->st->before_basis == basis
+                                         ? it->st->before_sum / it->st->before_weight : 0,
                 .response_usec = pair_response_before(pp, it),
         };
         if (b.response_usec > 0)
@@ -769,6 +772,7 @@ static void fill_action(const struct pair_plan *pp, struct action *a, const stru
                 .partner = it->id[1 - k],
                 .evidence_basis = b.basis,
                 .evidence_before = b.evidence,
+                .evidence_before_mean = b.evidence_mean,
                 .response_before_usec = b.response_usec,
                 .response_before_windows = b.response_windows,
         };
