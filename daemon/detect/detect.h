@@ -172,6 +172,8 @@ void detect_task_finding(struct finding *f, enum detector kind, const struct pol
  * round trip cost ~5 together ones). At 5 % the same arithmetic loses
  * ~16 %. Pinning a ping-pong pair together costs it nothing (streams,
  * which it would cost, are told apart by their combined utilisation).
+ * The planner co-locates from a lower share where the host's calibration
+ * prices a split higher (plan-pair.c, split_share_min()).
  */
 #define DETECT_PAIR_SPLIT_MIN 0.05
 

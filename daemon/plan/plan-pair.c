@@ -1266,6 +1266,32 @@ static int keep_or_move(struct pair_plan *pp, struct pair_item *it, char akey[2]
 }
 
 /*
+ * The share of a pair's wake-ups split across CPUs that is worth a pin on
+ * this host. A split round trip costs what the calibration measured a
+ * split costs against one CPU (gain g), so a pair split for a share f of
+ * them runs about 1 + f (g - 1) times as long as on one CPU, more with
+ * the migrations that go with it: a pin pays PAIR_SPLIT_LOSS_MIN from
+ * f = PAIR_SPLIT_LOSS_MIN / (g - 1). Under stress-ng --cpu 2 --cpu-load
+ * 40 on a 5.86x host the kernel kept a pipe ping-pong together for 96-98 %
+ * of its round trips, moving it 5-8 times a second, and it made 0.70-0.83x
+ * of the same pair pinned by hand; at a fixed 5 % the daemon never acted.
+ * Only ever lower than DETECT_PAIR_SPLIT_MIN, where the detector calls a
+ * pair split (a 1.2x host waits for that as before), and never below
+ * PAIR_SPLIT_SHARE_FLOOR: a share of a percent is what a pair shows when a
+ * wake-up now and then lands before the balancer's tick.
+ */
+#define PAIR_SPLIT_LOSS_MIN 0.10
+#define PAIR_SPLIT_SHARE_FLOOR 0.01
+
+static double split_share_min(const struct pair_plan *pp, const struct pair_item *it) {
+        double g = calibration_gain_for(pp->ctx->in->calibration, pp->topo, it->t[0]->last_cpu, it->t[1]->last_cpu);
+
+        if (!(g > 1))
+                return DETECT_PAIR_SPLIT_MIN;
+        return MAX(MIN(PAIR_SPLIT_LOSS_MIN / (g - 1), DETECT_PAIR_SPLIT_MIN), PAIR_SPLIT_SHARE_FLOOR);
+}
+
+/*
  * Not ours: co-locate once it has been split for Hysteresis= intervals
  * more than it was together: a together interval takes one off rather
  * than starting over, because with the fallback source the split may be
@@ -1285,7 +1311,7 @@ static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
                 plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
                 return false;
         }
-        if (f->split_fraction < DETECT_PAIR_SPLIT_MIN) {
+        if (f->split_fraction < split_share_min(pp, it)) {
                 if (st->seen > 0)
                         st->seen--;
                 plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
