@@ -1447,10 +1447,10 @@ static struct calibration mkcalib(double smt, double core, double llc) {
 
 /*
  * The split share worth a pin is the host's: a pair the kernel keeps on
- * one CPU for 97 % of its wake-ups (split 3 %) is co-located where a split
- * costs 9x (from 0.1 / 8 = 1.25 %), not where it costs 2x or where nothing
- * was measured (the detector's 5 %), nor at 0.5 % split on any host (the
- * floor, 1 %).
+ * one CPU for 97 % of its wake-ups (split 3 %, or 1 %) is co-located where
+ * a split costs 9x (from 0.05 / 8 = 0.625 %), not where it costs 2x (5 %)
+ * or where nothing was measured (the detector's 5 %); 0.5 % is not enough
+ * at 9x, and at 30x the floor (0.5 %) holds.
  */
 static void test_split_share_by_host(void) {
         static const struct {
@@ -1458,9 +1458,12 @@ static void test_split_share_by_host(void) {
                 bool placed;
         } cases[] = {
                 { 9.0, 0.03, true },
+                { 9.0, 0.01, true },
                 { 2.0, 0.03, false },
                 { 0, 0.03, false },
                 { 9.0, 0.005, false },
+                { 30.0, 0.004, false },
+                { 30.0, 0.006, true },
                 { 2.0, 0.06, true },
         };
 

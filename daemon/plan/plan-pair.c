@@ -1270,25 +1270,26 @@ static int keep_or_move(struct pair_plan *pp, struct pair_item *it, char akey[2]
  * this host. A split round trip costs what the calibration measured a
  * split costs against one CPU (gain g), so a pair split for a share f of
  * them runs about 1 + f (g - 1) times as long as on one CPU, more with
- * the migrations that go with it: a pin pays PAIR_SPLIT_LOSS_MIN from
- * f = PAIR_SPLIT_LOSS_MIN / (g - 1). Under stress-ng --cpu 2 --cpu-load
- * 40 on a 5.86x host the kernel kept a pipe ping-pong together for 96-98 %
- * of its round trips, moving it 5-8 times a second, and it made 0.70-0.83x
- * of the same pair pinned by hand; at a fixed 5 % the daemon never acted.
- * Only ever lower than DETECT_PAIR_SPLIT_MIN, where the detector calls a
- * pair split (a 1.2x host waits for that as before), and never below
- * PAIR_SPLIT_SHARE_FLOOR: a share of a percent is what a pair shows when a
- * wake-up now and then lands before the balancer's tick.
+ * the migrations that go with it: a pin pays what the calibration asks of
+ * any co-location (CALIB_GAIN_MIN) from f = (CALIB_GAIN_MIN - 1) / (g - 1).
+ * Under stress-ng --cpu 2 --cpu-load 40 on a 6.6-9.2x host the kernel kept
+ * a pipe ping-pong together for 96-99 % of its wake-ups, moving it 5-8
+ * times a second, and it made 0.70-0.83x of the same pair pinned by hand
+ * (more than the split share alone costs: the moves cost too); at a fixed
+ * 5 % the daemon never acted, at 10 % / (g - 1) it waited seconds on
+ * readings of 1 %. Only ever lower than DETECT_PAIR_SPLIT_MIN, where the
+ * detector calls a pair split (a 1.2x host waits for that as before), and
+ * never below PAIR_SPLIT_SHARE_FLOOR (a burst reads thousands of the
+ * pair's wake-ups, so half a percent is tens of them, not one).
  */
-#define PAIR_SPLIT_LOSS_MIN 0.10
-#define PAIR_SPLIT_SHARE_FLOOR 0.01
+#define PAIR_SPLIT_SHARE_FLOOR 0.005
 
 static double split_share_min(const struct pair_plan *pp, const struct pair_item *it) {
         double g = calibration_gain_for(pp->ctx->in->calibration, pp->topo, it->t[0]->last_cpu, it->t[1]->last_cpu);
 
         if (!(g > 1))
                 return DETECT_PAIR_SPLIT_MIN;
-        return MAX(MIN(PAIR_SPLIT_LOSS_MIN / (g - 1), DETECT_PAIR_SPLIT_MIN), PAIR_SPLIT_SHARE_FLOOR);
+        return MAX(MIN((CALIB_GAIN_MIN - 1) / (g - 1), DETECT_PAIR_SPLIT_MIN), PAIR_SPLIT_SHARE_FLOOR);
 }
 
 /*
