@@ -136,9 +136,8 @@ a=${TWO[0]} b=${TWO[1]}
 # daemon rightly left them alone. So once the daemon has seen them, the
 # test moves each one still unpinned to the other CPU and its mask back, 20
 # times, as a balancer would, with the daemon frozen: it sees the hops at
-# its next reading of them, never a mask halfway. (Its hop count is the
-# rate over that reading's span times one pass, and the span can be a few
-# passes: 20 keep it over Migrations= for seconds.) (Hogs that hopped by themselves, by
+# its next reading of them, never a mask halfway; 20 hops keep its decayed
+# rate over Migrations= for seconds. (Hogs that hopped by themselves, by
 # sched_setaffinity, overwrote a pin made between their read of the mask
 # and their write under stress-ng, and a change by someone else twice is
 # "left alone for good".)

@@ -248,8 +248,8 @@ int plan_emit(struct plan_ctx *ctx, const struct action *a);
  * the daemon's Cooldown=, for that is how flapping starts. One armed by a
  * change made in dry-run, which only reported it, ends when dry-run does:
  * an operator who read "would co-locate" and turned dry-run off gets the
- * change at the next pass, not a cool-down later (the topology VM's pairs
- * waited 30 s so, one of them past its check's deadline).
+ * change at the next pass, not a cool-down later (the topology VM's pairs,
+ * reported while their check read their PIDs, waited 30 s so).
  */
 void plan_cooldown_arm(const struct plan_ctx *ctx, struct plan_target_state *st);
 /* The mask a managed task had before we changed it (parsed m->original); false if unknown. */

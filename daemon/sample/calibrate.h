@@ -35,10 +35,11 @@
  * read as paying when it does not costs a pin the effect check can undo.
  * So a reading that some level is free is measured once more at once, and
  * each level keeps the larger gain of the two (calibration_merge()). In
- * the topology VM (8 vCPUs of TCG on 2 host CPUs) one start's pair that the
- * kernel had moved onto two cores of one socket stayed split past its
- * test's deadline, while the same guest's co-located pair made 3x its
- * round trips.
+ * the topology VM (8 vCPUs of TCG on 2 host CPUs) one level read 1.29x to
+ * 5.86x from one daemon start to the next; in one CI run a pair the kernel
+ * had moved onto two cores of one socket stayed split past its test's
+ * deadline (the likeliest reason a low reading of that level; the log did
+ * not say) while the guest's co-located pair made 3x its round trips.
  */
 #define CALIB_READINGS_FOR_FREE 2
 

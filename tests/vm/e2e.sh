@@ -125,7 +125,8 @@ pid_alive() { kill -0 "$1" 2>/dev/null; }
 # thread, whole (--wide: the planner's word is the last column and a cut one
 # tells nothing), and its journal lines that name them.
 explain_tasks() {
-    local t
+    local t any
+    any=$(IFS='|'; echo "$*")
     for t in "$@"; do
         say "affctl explain $t:"
         affctl --wide explain "$t" 2>&1 | head -n 25 | sed 's/^/    /' || true
@@ -134,7 +135,7 @@ explain_tasks() {
     affctl --wide pairs 2>&1 | head -n 20 | sed 's/^/    /' || true
     say "affctl status, what co-location buys here: $(affctl status 2>&1 | grep -i '^co-location' || echo '(not shown)')"
     say "journal lines of the daemon that name them:"
-    journalctl -u "$UNIT" --no-pager -o cat | grep -E "[:( ]($(paste -sd '|' <<< "$(printf '%s\n' "$@")"))[ :)]" |
+    journalctl -u "$UNIT" --no-pager -o cat | grep -E "[:( ]($any)[ :)]" |
         tail -n 15 | sed 's/^/    /' || true
 }
 
