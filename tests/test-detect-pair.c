@@ -439,7 +439,7 @@ static const struct finding *fallback_case(struct findings *f, int cpu_a, int cp
         run(&s, f);
         ASSERT_EQ(f->n, 1);
         /* whatever the verdict, the words never say "split 0%" */
-        ASSERT_TRUE(strstr(detect_pair_split_text(&f->items[0], text, sizeof(text)), "0%") == NULL);
+        ASSERT_TRUE(strstr(detect_pair_split_text(&f->items[0], DETECT_PAIR_SPLIT_MIN, text, sizeof(text)), "0%") == NULL);
         ASSERT_TRUE(strstr(f->items[0].note, "split 0%") == NULL);
         return &f->items[0];
 }
@@ -456,13 +456,13 @@ static void test_no_split_evidence(void) {
         ASSERT_NEAR(x->split_fraction, 1.0, 1e-9);
         ASSERT_EQ(x->split_basis, SPLIT_BASIS_MIGRATIONS);
         ASSERT_NEAR(x->migrations_per_s, 38, 1e-9);
-        ASSERT_STREQ(detect_pair_split_text(x, text, sizeof(text)), "split: migrating 38/s");
+        ASSERT_STREQ(detect_pair_split_text(x, DETECT_PAIR_SPLIT_MIN, text, sizeof(text)), "split: migrating 38/s");
 
         /* still all window, on one CPU: together; on two: split all window */
         x = fallback_case(&f, 1, 1, 0, 0);
         ASSERT_NEAR(x->split_fraction, 0.0, 1e-9);
         ASSERT_EQ(x->split_basis, SPLIT_BASIS_MIGRATIONS);
-        ASSERT_STREQ(detect_pair_split_text(x, text, sizeof(text)), "together: on one CPU, not migrating");
+        ASSERT_STREQ(detect_pair_split_text(x, DETECT_PAIR_SPLIT_MIN, text, sizeof(text)), "together: on one CPU, not migrating");
         x = fallback_case(&f, 0, 1, 0.2, 0.2);
         ASSERT_NEAR(x->split_fraction, 1.0, 1e-9);
         ASSERT_EQ(x->split_basis, SPLIT_BASIS_MIGRATIONS);

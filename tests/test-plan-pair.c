@@ -1480,11 +1480,17 @@ static void test_split_share_by_host(void) {
                 interval(&w);
                 fprintf(stderr, "gain %.1f, split %.3f: %s (%s)\n", cases[c].gain, cases[c].split,
                         target(&w, 100, 101)->state, target(&w, 100, 101)->why);
-                if (cases[c].placed)
+                if (cases[c].placed) {
                         (void) expect_colocated(&w, 100, 101);
-                else {
+                        /* worded by the host's price: placed for a split, not "together" */
+                        ASSERT_TRUE(strstr(w.out.items[0].reason, "together") == NULL);
+                        ASSERT_TRUE(strstr(w.out.items[0].reason, "split") != NULL);
+                } else {
                         ASSERT_EQ(w.out.n, 0);
                         ASSERT_STREQ(target(&w, 100, 101)->state, "watching");
+                        /* the price beside the share where the host lowered it */
+                        ASSERT_TRUE((strstr(target(&w, 100, 101)->why, "a pin pays from") != NULL) ==
+                                    (cases[c].gain > 2));
                 }
                 world_done(&w);
         }

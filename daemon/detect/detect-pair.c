@@ -325,12 +325,14 @@ static double fallback_split(const struct task *a, const struct task *b, enum sp
         return apart ? 1.0 : -1.0;
 }
 
-char *detect_pair_split_text(const struct finding *f, char *buf, size_t size) {
-        bool split = f->split_fraction >= DETECT_PAIR_SPLIT_MIN;
+char *detect_pair_split_text(const struct finding *f, double split_min, char *buf, size_t size) {
+        bool split = f->split_fraction >= split_min;
 
         switch (f->split_basis) {
         case SPLIT_BASIS_WAKEUPS:
-                snprintf(buf, size, "%s %.0f%%", split ? "split" : "together, split", f->split_fraction * 100);
+                /* a host-priced threshold is in half percents: so is the share */
+                snprintf(buf, size, "%s %.*f%%", split ? "split" : "together, split",
+                         split_min < DETECT_PAIR_SPLIT_MIN ? 1 : 0, f->split_fraction * 100);
                 break;
         case SPLIT_BASIS_MIGRATIONS:
                 if (f->migrations_per_s >= DETECT_PAIR_FALLBACK_MIGRATING_PER_S)
@@ -444,14 +446,14 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                          it->lo_to_hi, it->hi_to_lo);
         else if (f.shape == PAIR_FEEDER)
                 snprintf(f.note, sizeof(f.note), "one-way: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d, util %.2f+%.2f",
-                         it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, split_text, sizeof(split_text)),
+                         it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, DETECT_PAIR_SPLIT_MIN, split_text, sizeof(split_text)),
                          a->last_cpu, b->last_cpu, a->util, b->util);
         else
                 snprintf(f.note, sizeof(f.note),
                          "%s: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d (seen %s), util %.2f+%.2f",
                          f.split_fraction < 0 ? "pair" : f.split_fraction >= DETECT_PAIR_SPLIT_MIN ? "split pair"
                                                                                                    : "pair together",
-                         it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, split_text, sizeof(split_text)),
+                         it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, DETECT_PAIR_SPLIT_MIN, split_text, sizeof(split_text)),
                          a->last_cpu, b->last_cpu, cpus[0] ? cpus : "?", a->util, b->util);
         return findings_add(out, &f);
 }

@@ -194,8 +194,11 @@ void detect_task_finding(struct finding *f, enum detector kind, const struct pol
 #define DETECT_PAIR_FALLBACK_STILL_PER_S 0.5
 
 /* "split 47%", "split: migrating 38/s", "together: both on CPU 0, not migrating",
- * "split unknown: ..." for the logs, affctl pairs and the planner's states. */
-char *detect_pair_split_text(const struct finding *f, char *buf, size_t size);
+ * "split unknown: ..." for the logs, affctl pairs and the planner's states.
+ * split_min: the share of wake-ups split from which the pair reads "split"
+ * rather than "together": the detector's DETECT_PAIR_SPLIT_MIN, or the
+ * planner's, priced by the host (lower where a split costs more). */
+char *detect_pair_split_text(const struct finding *f, double split_min, char *buf, size_t size);
 
 /* Does the policy's [Match] cover this task? Pure: uses task->proc. */
 bool policy_matches(const struct policy *p, const struct task *t);

@@ -857,6 +857,36 @@ static int release_half(struct pair_plan *pp, struct pair_item *it) {
 }
 
 /*
+ * The share of a pair's wake-ups split across CPUs that is worth a pin on
+ * this host. A split round trip costs what the calibration measured a
+ * split costs against one CPU (gain g), so a pair split for a share f of
+ * them runs about 1 + f (g - 1) times as long as on one CPU, more with
+ * the migrations that go with it: a pin pays what the calibration asks of
+ * any co-location (CALIB_GAIN_MIN) from f = (CALIB_GAIN_MIN - 1) / (g - 1).
+ * Under stress-ng --cpu 2 --cpu-load 40 on a 6.6-9.2x host the kernel kept
+ * a pipe ping-pong together for 96-99 % of its wake-ups, moving it 5-8
+ * times a second, and it made 0.70-0.83x of the same pair pinned by hand
+ * (more than the split share alone costs: the moves cost too); at a fixed
+ * 5 % the daemon never acted, at 10 % / (g - 1) it waited seconds on
+ * readings of 1 %. Only ever lower than DETECT_PAIR_SPLIT_MIN, where the
+ * detector calls a pair split (a 1.2x host waits for that as before), and
+ * never below PAIR_SPLIT_SHARE_FLOOR: the share is a rate decayed over
+ * the sampler's bursts, and for a ping-pong of tens of thousands of
+ * wake-ups/s half a percent is tens of them a burst. At 1,000/s it is one
+ * or two a 100 ms burst, and the kernel already keeps such a pair together
+ * for the rest; a pin then takes the split that lands in its p99.
+ */
+#define PAIR_SPLIT_SHARE_FLOOR 0.005
+
+static double split_share_min(const struct pair_plan *pp, const struct pair_item *it) {
+        double g = calibration_gain_for(pp->ctx->in->calibration, pp->topo, it->t[0]->last_cpu, it->t[1]->last_cpu);
+
+        if (!(g > 1))
+                return DETECT_PAIR_SPLIT_MIN;
+        return MAX(MIN((CALIB_GAIN_MIN - 1) / (g - 1), DETECT_PAIR_SPLIT_MIN), PAIR_SPLIT_SHARE_FLOOR);
+}
+
+/*
  * Member k needs no SET for mask one: our pin is that already, or its own
  * mask is (someone held it there; with AllowNarrowed=yes it is no anchor,
  * but a SET to the mask it has changes nothing, and the applier keeps no
@@ -896,7 +926,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
                  it->t[1] ? it->t[1]->comm : "?", (int) it->id[1].tid, pair_role_to_string(role[1]),
                  it->anchored & 2u ? held_by : "", where, f ? f->wake_rate_per_s : 0,
                  f && f->shape == PAIR_FEEDER ? " one way" : "",
-                 f ? detect_pair_split_text(f, split, sizeof(split)) : "split ?", mem) < 0)
+                 f ? detect_pair_split_text(f, split_share_min(pp, it), split, sizeof(split)) : "split ?", mem) < 0)
                 reason[0] = '\0';
         it->placed_before = pair_before_of(pp, it);
         it->placed_now = true;
@@ -1266,33 +1296,6 @@ static int keep_or_move(struct pair_plan *pp, struct pair_item *it, char akey[2]
 }
 
 /*
- * The share of a pair's wake-ups split across CPUs that is worth a pin on
- * this host. A split round trip costs what the calibration measured a
- * split costs against one CPU (gain g), so a pair split for a share f of
- * them runs about 1 + f (g - 1) times as long as on one CPU, more with
- * the migrations that go with it: a pin pays what the calibration asks of
- * any co-location (CALIB_GAIN_MIN) from f = (CALIB_GAIN_MIN - 1) / (g - 1).
- * Under stress-ng --cpu 2 --cpu-load 40 on a 6.6-9.2x host the kernel kept
- * a pipe ping-pong together for 96-99 % of its wake-ups, moving it 5-8
- * times a second, and it made 0.70-0.83x of the same pair pinned by hand
- * (more than the split share alone costs: the moves cost too); at a fixed
- * 5 % the daemon never acted, at 10 % / (g - 1) it waited seconds on
- * readings of 1 %. Only ever lower than DETECT_PAIR_SPLIT_MIN, where the
- * detector calls a pair split (a 1.2x host waits for that as before), and
- * never below PAIR_SPLIT_SHARE_FLOOR (a burst reads thousands of the
- * pair's wake-ups, so half a percent is tens of them, not one).
- */
-#define PAIR_SPLIT_SHARE_FLOOR 0.005
-
-static double split_share_min(const struct pair_plan *pp, const struct pair_item *it) {
-        double g = calibration_gain_for(pp->ctx->in->calibration, pp->topo, it->t[0]->last_cpu, it->t[1]->last_cpu);
-
-        if (!(g > 1))
-                return DETECT_PAIR_SPLIT_MIN;
-        return MAX(MIN((CALIB_GAIN_MIN - 1) / (g - 1), DETECT_PAIR_SPLIT_MIN), PAIR_SPLIT_SHARE_FLOOR);
-}
-
-/*
  * Not ours: co-locate once it has been split for Hysteresis= intervals
  * more than it was together: a together interval takes one off rather
  * than starting over, because with the fallback source the split may be
@@ -1305,17 +1308,24 @@ static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
         unsigned hyst = MAX(pp->ctx->in->config->daemon.hysteresis_intervals, 1u);
         struct plan_target_state *st = it->st;
         const struct finding *f = it->f;
+        double split_min = split_share_min(pp, it);
         char split[96];
 
-        detect_pair_split_text(f, split, sizeof(split));
+        detect_pair_split_text(f, split_min, split, sizeof(split));
         if (f->split_fraction < 0) {
                 plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
                 return false;
         }
-        if (f->split_fraction < split_share_min(pp, it)) {
+        if (f->split_fraction < split_min) {
                 if (st->seen > 0)
                         st->seen--;
-                plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split, f->wake_rate_per_s);
+                /* the host's price beside the share, where it is not the detector's */
+                if (split_min < DETECT_PAIR_SPLIT_MIN)
+                        plan_set_pair_state(st, PAIR_WATCHING, "%s (a pin pays from %.1f%% on this host), "
+                                            "%.0f wake-ups/s each way", split, split_min * 100, f->wake_rate_per_s);
+                else
+                        plan_set_pair_state(st, PAIR_WATCHING, "%s, %.0f wake-ups/s each way", split,
+                                            f->wake_rate_per_s);
                 return false;
         }
         st->seen = plan_count_up(st->seen, UINT32_MAX);
