@@ -933,6 +933,35 @@ static void test_policy_and_budget(void) {
         ASSERT_STREQ(target(&w, 700, 701)->state, "left alone: blocked");
         world_done(&w);
 
+        /* placed once (split by the wake-ups: at the first pass): its
+         * actions are not of a second look */
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        expect_colocated(&w, 700, 701);
+        ASSERT_TRUE(!w.out.items[0].looked_again && !w.out.items[1].looked_again);
+        world_done(&w);
+
+        /* released for a second look: held off PLAN_SECOND_LOOK_USEC, then
+         * placed again, its actions marked so (the check's verdict is final) */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int k = 0; k < 2; k++)
+                ASSERT_OK(plan_state_second_look(w.state, &tasks[k].id, w.now + PLAN_SECOND_LOOK_USEC,
+                                                 "effect check: released for a second look"));
+        ASSERT_TRUE(plan_state_looked_again(w.state, &tasks[0].id));
+        ASSERT_TRUE(!plan_state_looked_again(w.state, &(struct task_id) { .pid = 700, .tid = 700, .start_time = 1 }));
+        for (uint64_t until = w.now + PLAN_SECOND_LOOK_USEC; w.now < until;) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 700, 701)->state, "left alone: blocked");
+        }
+        interval(&w);
+        expect_colocated(&w, 700, 701);
+        ASSERT_TRUE(w.out.items[0].looked_again && w.out.items[1].looked_again);
+        world_done(&w);
+
         /* together by itself: watched, not touched */
         tasks[1].last_cpu = 0;
         world_init(&w, tasks, ELEMENTSOF(tasks));

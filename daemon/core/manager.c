@@ -189,7 +189,11 @@ static void effect_verdict(const struct action *a, const struct effect_result *r
         log_action(m, &undo, r, "undo");
         if (r >= 0)
                 m->actions_undone++;
-        (void) plan_state_block(m->plan, key, util_now_usec() + m->config->daemon.retry_after_usec, undo.reason);
+        if (res->second_look)
+                (void) plan_state_second_look(m->plan, &a->task, util_now_usec() + PLAN_SECOND_LOOK_USEC, undo.reason);
+        else
+                (void) plan_state_block(m->plan, key, util_now_usec() + m->config->daemon.retry_after_usec,
+                                        undo.reason);
 }
 
 /* A policy that was removed or disabled by a reload leaves no change behind. */

@@ -67,6 +67,8 @@ struct effect_result {
         double change;                 /* relative, signed so that > 0 is better, < 0 worse */
         unsigned n;                    /* samples used */
         enum evidence_basis basis;     /* effect_check(): what was judged (the action's, or its response) */
+        bool second_look;              /* effect_check(): an undo for a second look at the kernel's
+                                        * placement, not a loss (plan_state_second_look()) */
         char why[160];                 /* "util 0.98 -> 0.71 (-28 %, 3 samples) worse than 10 %: undo" */
 };
 

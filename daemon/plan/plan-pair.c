@@ -775,6 +775,7 @@ static void fill_action(const struct pair_plan *pp, struct action *a, const stru
                 .evidence_before_mean = b.evidence_mean,
                 .response_before_usec = b.response_usec,
                 .response_before_windows = b.response_windows,
+                .looked_again = plan_state_looked_again(pp->ctx->state, &it->id[k]),
         };
         if (judged != it) {
                 a->work_pair[0] = judged->id[0];

@@ -143,6 +143,32 @@ static bool task_key(const struct task_id *id, char *buf, size_t size) {
         return action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = *id }, buf, size) != NULL;
 }
 
+int plan_state_second_look(struct plan_state *s, const struct task_id *id, uint64_t until_usec, const char *why) {
+        struct plan_target_state *t;
+        char key[128];
+
+        if (!s || !id || !task_key(id, key, sizeof(key)))
+                return -EINVAL;
+        t = plan_state_get(s, key);
+        if (!t)
+                return -ENOMEM;
+        t->task = *id;
+        t->looked_again = true;
+        t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
+        snprintf(t->why, sizeof(t->why), "%s", why ?: "released for a second look");
+        return 0;
+}
+
+bool plan_state_looked_again(const struct plan_state *s, const struct task_id *id) {
+        const struct plan_target_state *t;
+        char key[128];
+
+        if (!s || !id || !task_key(id, key, sizeof(key)))
+                return false;
+        t = plan_state_find(s, key);
+        return t && t->looked_again && t->task.start_time == id->start_time;
+}
+
 int plan_state_foreign(struct plan_state *s, const struct task_id *id) {
         struct plan_target_state *t;
         char key[128];
@@ -166,7 +192,8 @@ int plan_state_foreign(struct plan_state *s, const struct task_id *id) {
 
 /*
  * Targets that count foreign changes outlive the garbage collection (the
- * second change may come an hour after the first) and go when their thread
+ * second change may come an hour after the first), as do those looked at
+ * again (a second second look would make it a loop), and go when their thread
  * does: a reused TID has another start time, so it would never match, but
  * the list must not grow with every thread that ever exited.
  */
@@ -176,7 +203,7 @@ static void plan_state_forget_exited(struct plan_state *s, const struct snapshot
         for (size_t i = 0; i < s->n_targets; i++) {
                 struct plan_target_state *t = s->targets[i];
 
-                if (t->foreign_changes > 0 && !snapshot_find_id(snap, &t->task)) {
+                if ((t->foreign_changes > 0 || t->looked_again) && !snapshot_find_id(snap, &t->task)) {
                         free(t);
                         continue;
                 }
@@ -191,7 +218,7 @@ static void plan_state_gc(struct plan_state *s, uint64_t now_usec) {
         for (size_t i = 0; i < s->n_targets; i++) {
                 struct plan_target_state *t = s->targets[i];
 
-                if (s->generation - t->generation > PLAN_GC_GENERATIONS && t->foreign_changes == 0 &&
+                if (s->generation - t->generation > PLAN_GC_GENERATIONS && t->foreign_changes == 0 && !t->looked_again &&
                     t->cooldown_until_usec <= now_usec && t->no_retry_until_usec <= now_usec) {
                         free(t);
                         continue;

@@ -106,6 +106,10 @@ struct plan_target_state {
         /* "task:" keys: times someone else changed the affinity we set on this
          * thread (plan_state_foreign()); kept until the thread exits. */
         unsigned foreign_changes;
+        /* "task:" keys: the effect check released this thread's pair once
+         * for a second look (plan_state_second_look()); the next verdict on
+         * it is final. Kept until the thread exits, as foreign_changes. */
+        bool looked_again;
         struct task_id task;
         uint64_t generation;         /* plan_run pass that last looked at it (garbage collection) */
 };
@@ -142,6 +146,23 @@ bool plan_recheck_soon(const struct plan_state *s);
  * action_target_key() ("task:TID:START"); the planner honours both.
  */
 int plan_state_block(struct plan_state *s, const char *key, uint64_t until_usec, const char *why);
+
+/*
+ * The effect check kept a pair by bytes that showed no clear gain, on a
+ * "before" that may be of the pair's first second only
+ * (effect_result.second_look): thread id was released, and is not placed
+ * again before PLAN_SECOND_LOOK_USEC (nor before its Cooldown= ends), so
+ * that the next "before", the mean of the windows where the kernel puts
+ * the pair, is of the kernel's placement now, over several windows. Marks
+ * the thread as looked at again: the next verdict on it is final. Five
+ * seconds: the windows' mean decays over 3 s, and under background load
+ * that comes in slices of up to half a second a stream's rate is steady
+ * within a few percent over four windows.
+ */
+#define PLAN_SECOND_LOOK_USEC (5 * USEC_PER_SEC)
+int plan_state_second_look(struct plan_state *s, const struct task_id *id, uint64_t until_usec, const char *why);
+/* Was thread id released for a second look already? */
+bool plan_state_looked_again(const struct plan_state *s, const struct task_id *id);
 
 /*
  * Someone else changed the affinity affinityd set on thread id (the
