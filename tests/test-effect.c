@@ -474,6 +474,27 @@ static void test_response_judged(void) {
 }
 
 /*
+ * Two threads tid and tid + 1 that move bytes through read()/write() and
+ * wake each other 10,000 times a second each way (the client's wait
+ * 60 µs), in a snapshot of their own: a pair the check judges by bytes.
+ */
+struct bytes_pair {
+        struct task tasks[2];
+        struct wake_edge edges[2];
+        struct snapshot snap;
+};
+
+static void bytes_pair_init(struct bytes_pair *bp, pid_t tid) {
+        for (int k = 0; k < 2; k++) {
+                bp->tasks[k] = (struct task) { .id = { .pid = tid + k, .tid = tid + k, .start_time = 7 + k },
+                                               .have_rates = true, .have_io_rate = true, .nvcsw_per_s = 10000 };
+                bp->edges[k] = (struct wake_edge) { .waker_tid = tid + k, .wakee_tid = tid + 1 - k,
+                                                    .wakeups_per_s = 10000, .response_usec = k ? 900 : 60 };
+        }
+        bp->snap = (struct snapshot) { .tasks = bp->tasks, .n_tasks = 2, .edges = bp->edges, .n_edges = 2 };
+}
+
+/*
  * A pair judged by its bytes keeps a change only where they held: lower
  * in every window since it by more than half the tolerance is an undo,
  * though the median is within the tolerance and the answers came faster
@@ -508,24 +529,19 @@ static void test_bytes_held(void) {
                 /* the first window after the change is dropped: it straddles it */
                 { "a win", { 80000, 120000, 118000, 121000 }, 0, EFFECT_KEEP, EVIDENCE_IO_BYTES, 6 },
         };
-        struct task tasks[2] = {
-                { .id = { .pid = 90, .tid = 90, .start_time = 7 }, .have_rates = true, .have_io_rate = true,
-                  .nvcsw_per_s = 10000 },
-                { .id = { .pid = 91, .tid = 91, .start_time = 8 }, .have_rates = true, .have_io_rate = true,
-                  .nvcsw_per_s = 10000 },
-        };
-        struct wake_edge edges[2] = {
-                { .waker_tid = 90, .wakee_tid = 91, .wakeups_per_s = 10000, .response_usec = 60 },
-                { .waker_tid = 91, .wakee_tid = 90, .wakeups_per_s = 10000, .response_usec = 900 },
-        };
-        struct snapshot snap = { .tasks = tasks, .n_tasks = 2, .edges = edges, .n_edges = 2 };
+        struct bytes_pair bp;
+        struct task *tasks = bp.tasks;
+        struct wake_edge *edges = bp.edges;
+        struct snapshot *snap = &bp.snap;
+
+        bytes_pair_init(&bp, 90);
 
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 struct effect_tracker tr = {};
                 unsigned before = n_verdicts, checks = 0;
 
                 tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 100000;
-                track_pair_change(&tr, tasks, edges, &snap, 3);
+                track_pair_change(&tr, tasks, edges, snap, 3);
                 tr.items[0].action.evidence_before_mean = cases[c].mean;
                 /* placed again after its second look: these verdicts are final */
                 tr.items[0].action.looked_again = true;
@@ -534,7 +550,7 @@ static void test_bytes_held(void) {
                 edges[0].response_usec = 50;
                 for (unsigned i = 0; i < 12 && n_verdicts == before; i++) {
                         tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = cases[c].seq[i % 4];
-                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                        effect_check(&tr, snap, 0.10, on_verdict, NULL);
                         checks++;
                 }
                 fprintf(stderr, "bytes, %s: %s after %u passes (%s)\n", cases[c].what,
@@ -653,29 +669,24 @@ static void test_second_look(void) {
                 { "+4 %", 104000, false, EFFECT_KEEP, false, 6 },
                 { "-20 %", 80000, false, EFFECT_UNDO, false, 3 },               /* a loss, not a look */
         };
-        struct task tasks[2] = {
-                { .id = { .pid = 95, .tid = 95, .start_time = 7 }, .have_rates = true, .have_io_rate = true,
-                  .nvcsw_per_s = 10000 },
-                { .id = { .pid = 96, .tid = 96, .start_time = 8 }, .have_rates = true, .have_io_rate = true,
-                  .nvcsw_per_s = 10000 },
-        };
-        struct wake_edge edges[2] = {
-                { .waker_tid = 95, .wakee_tid = 96, .wakeups_per_s = 10000, .response_usec = 60 },
-                { .waker_tid = 96, .wakee_tid = 95, .wakeups_per_s = 10000, .response_usec = 900 },
-        };
-        struct snapshot snap = { .tasks = tasks, .n_tasks = 2, .edges = edges, .n_edges = 2 };
+        struct bytes_pair bp;
+        struct task *tasks = bp.tasks;
+        struct wake_edge *edges = bp.edges;
+        struct snapshot *snap = &bp.snap;
+
+        bytes_pair_init(&bp, 95);
 
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 struct effect_tracker tr = {};
                 unsigned before = n_verdicts, checks = 0;
 
                 tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 100000;
-                track_pair_change(&tr, tasks, edges, &snap, 3);
+                track_pair_change(&tr, tasks, edges, snap, 3);
                 tr.items[0].action.looked_again = cases[c].looked_again;
                 edges[0].response_usec = 50;      /* answers faster: a keep by the response */
                 tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = cases[c].after;
                 for (unsigned i = 0; i < 12 && n_verdicts == before; i++) {
-                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                        effect_check(&tr, snap, 0.10, on_verdict, NULL);
                         checks++;
                 }
                 fprintf(stderr, "second look, %s: %s%s after %u passes (%s)\n", cases[c].what,
@@ -696,10 +707,10 @@ static void test_second_look(void) {
                 unsigned before = n_verdicts, checks = 0;
 
                 tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 100000;
-                track_pair_change(&tr, tasks, edges, &snap, 3);
+                track_pair_change(&tr, tasks, edges, snap, 3);
                 for (unsigned i = 0; i < ELEMENTSOF(seq) && n_verdicts == before; i++, checks++) {
                         tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = seq[i];
-                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                        effect_check(&tr, snap, 0.10, on_verdict, NULL);
                 }
                 ASSERT_EQ(n_verdicts, before + 1);
                 ASSERT_EQ(checks, 6u);
@@ -714,11 +725,11 @@ static void test_second_look(void) {
 
                 tasks[k].io_bytes_per_s = 0;
                 tasks[1 - k].io_bytes_per_s = 100000;
-                track_pair_change(&tr, tasks, edges, &snap, 3);
+                track_pair_change(&tr, tasks, edges, snap, 3);
                 ASSERT_EQ(tr.items[0].action.evidence_basis, EVIDENCE_OWN);
                 tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 9700;
                 for (unsigned i = 0; i < 12 && n_verdicts == before; i++)
-                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                        effect_check(&tr, snap, 0.10, on_verdict, NULL);
                 ASSERT_EQ(n_verdicts, before + 1);
                 ASSERT_EQ(last_verdict.verdict, EFFECT_KEEP);
                 ASSERT_TRUE(!last_verdict.second_look);

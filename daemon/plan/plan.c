@@ -143,16 +143,30 @@ static bool task_key(const struct task_id *id, char *buf, size_t size) {
         return action_target_key(&(struct action) { .type = ACT_AFFINITY, .task = *id }, buf, size) != NULL;
 }
 
-int plan_state_second_look(struct plan_state *s, const struct task_id *id, uint64_t until_usec, const char *why) {
+/* The "task:" state of thread id, made if new; NULL with *ret_err set. */
+static struct plan_target_state *task_state_get(struct plan_state *s, const struct task_id *id, int *ret_err) {
         struct plan_target_state *t;
         char key[128];
 
-        if (!s || !id || !task_key(id, key, sizeof(key)))
-                return -EINVAL;
+        if (!s || !id || !task_key(id, key, sizeof(key))) {
+                *ret_err = -EINVAL;
+                return NULL;
+        }
         t = plan_state_get(s, key);
-        if (!t)
-                return -ENOMEM;
+        if (!t) {
+                *ret_err = -ENOMEM;
+                return NULL;
+        }
         t->task = *id;
+        return t;
+}
+
+int plan_state_second_look(struct plan_state *s, const struct task_id *id, uint64_t until_usec, const char *why) {
+        int r = 0;
+        struct plan_target_state *t = task_state_get(s, id, &r);
+
+        if (!t)
+                return r;
         t->looked_again = true;
         t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
         snprintf(t->why, sizeof(t->why), "%s", why ?: "released for a second look");
@@ -170,15 +184,11 @@ bool plan_state_looked_again(const struct plan_state *s, const struct task_id *i
 }
 
 int plan_state_foreign(struct plan_state *s, const struct task_id *id) {
-        struct plan_target_state *t;
-        char key[128];
+        int r = 0;
+        struct plan_target_state *t = task_state_get(s, id, &r);
 
-        if (!s || !id || !task_key(id, key, sizeof(key)))
-                return -EINVAL;
-        t = plan_state_get(s, key);
         if (!t)
-                return -ENOMEM;
-        t->task = *id;
+                return r;
         t->foreign_changes++;
         /* The first time leaves the state alone: a block the effect check set
          * keeps its reason, and the thread is someone else's for now anyway
