@@ -76,8 +76,9 @@ struct action {
                                       * at least (a burst window reads above it); 0: not known */
         double response_before_usec; /* pair: its response time before, µs (0: not measured) */
         unsigned response_before_windows; /* the bursts that "before" is the mean of */
-        bool looked_again;    /* pair: placed again after a second look (plan_state_second_look()):
-                               * the effect check's verdict on it is final */
+        bool looked_again;    /* pair: the effect check's verdict on it is final: placed again after
+                               * a second look (plan_state_second_look()), or its "before" is of a
+                               * placement of ours (a move, a join, a new span) */
         struct task_id partner; /* pair: the other member; the effect check judges the pair's
                                  * round trips, which neither member's own counts show */
         struct task_id work_pair[2]; /* pair: the pair whose work the check measures instead, when

@@ -299,6 +299,33 @@ static bool every_window_slower(const struct effect_pending *p, double tolerance
                every_window_worse(&p->response, p->response.before, tolerance);
 }
 
+/* the windows after the dropped one before bytes_fell() and second_look() may act early */
+#define BYTES_FELL_WINDOWS_MIN 2
+
+/*
+ * A pair judged by its bytes, its figures so far into *ret: the verdict's
+ * (v decided), or while the median still waits, the median of the
+ * windows there are, once there are BYTES_FELL_WINDOWS_MIN of them. False:
+ * not judged by bytes, or too few windows yet.
+ */
+static bool bytes_so_far(const struct effect_pending *p, enum effect_verdict v, double tolerance,
+                         struct effect_result *ret) {
+        struct effect_params early = { .tolerance = tolerance, .min_samples = 1, .direction = p->state.direction };
+        double w[EFFECT_MAX_SAMPLES];
+        size_t n;
+
+        if (p->action.kind != DETECT_PAIR || p->action.evidence_basis != EVIDENCE_IO_BYTES)
+                return false;
+        *ret = p->state.last;
+        if (v != EFFECT_PENDING)
+                return true;
+        n = effect_samples_get(&p->state.samples, w, ELEMENTSOF(w));
+        if (effect_judge(p->state.before, w, n, &early, ret) < 0 || ret->n < BYTES_FELL_WINDOWS_MIN)
+                return false;
+        ret->basis = EVIDENCE_IO_BYTES;
+        return true;
+}
+
 /*
  * A pair judged by its bytes keeps a change only where its bytes held:
  * bytes that fell in every window since the change by more than half the
@@ -326,32 +353,6 @@ static bool every_window_slower(const struct effect_pending *p, double tolerance
  * not one: under load one window is one slice of the load's. Rewrites
  * the verdict as an undo; true when it did.
  */
-#define BYTES_FELL_WINDOWS_MIN 2
-
-/*
- * A pair judged by its bytes, its figures so far into *ret: the verdict's
- * (v decided), or while the median still waits, the median of the
- * windows there are, once there are BYTES_FELL_WINDOWS_MIN of them. False:
- * not judged by bytes, or too few windows yet.
- */
-static bool bytes_so_far(const struct effect_pending *p, enum effect_verdict v, double tolerance,
-                         struct effect_result *ret) {
-        struct effect_params early = { .tolerance = tolerance, .min_samples = 1, .direction = p->state.direction };
-        double w[EFFECT_MAX_SAMPLES];
-        size_t n;
-
-        if (p->action.kind != DETECT_PAIR || p->action.evidence_basis != EVIDENCE_IO_BYTES)
-                return false;
-        *ret = p->state.last;
-        if (v != EFFECT_PENDING)
-                return true;
-        n = effect_samples_get(&p->state.samples, w, ELEMENTSOF(w));
-        if (effect_judge(p->state.before, w, n, &early, ret) < 0 || ret->n < BYTES_FELL_WINDOWS_MIN)
-                return false;
-        ret->basis = EVIDENCE_IO_BYTES;
-        return true;
-}
-
 static bool bytes_fell(struct effect_pending *p, enum effect_verdict v, double tolerance) {
         double mean = p->action.evidence_before_mean;
         double ref = mean > 0 ? MIN(mean, p->state.before) : p->state.before;
@@ -434,13 +435,14 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
  * together, was co-located then and kept at "bytes/s -1 %"; unplaced it
  * runs 22-25k once the kernel spreads it. Such a keep becomes a release
  * for a second look (the manager holds the pair off for
- * PLAN_SECOND_LOOK_USEC, and its Cooldown= holds it too): placed again,
+ * PLAN_SECOND_LOOK_USEC, and the Cooldown= of its placement, 30 s by
+ * default, holds it longer): placed again,
  * it is judged against a "before" of the windows where the kernel put it
  * meanwhile, and that verdict is final (action.looked_again). A closed
  * loop that co-location helps moves clearly more, and keeps. A client at
- * a fixed rate moves as many bytes anywhere, and gets its look too: some
- * seconds of the kernel's placement, once, then the verdict by its
- * answers; a stream kept for good on one CPU lost 10 % for good. Against
+ * a fixed rate moves as many bytes anywhere, and gets its look too: the
+ * kernel's placement until the cool-down ends, once, then the verdict by
+ * its answers; a stream kept for good on one CPU lost 10 % for good. Against
  * the "before" itself, not the mean of the windows before as
  * bytes_fell() holds them to: that mean only ever lies below it.
  *

@@ -775,7 +775,11 @@ static void fill_action(const struct pair_plan *pp, struct action *a, const stru
                 .evidence_before_mean = b.evidence_mean,
                 .response_before_usec = b.response_usec,
                 .response_before_windows = b.response_windows,
-                .looked_again = plan_state_looked_again(pp->ctx->state, &it->id[k]),
+                /* final: after a second look of either member, or a "before"
+                 * of our own placement (a move, a join, a new span): there
+                 * is no kernel's placement in it to look at again */
+                .looked_again = plan_state_looked_again(pp->ctx->state, &it->id[0]) ||
+                                plan_state_looked_again(pp->ctx->state, &it->id[1]) || it->m[0] || it->m[1],
         };
         if (judged != it) {
                 a->work_pair[0] = judged->id[0];

@@ -151,7 +151,9 @@ int plan_state_block(struct plan_state *s, const char *key, uint64_t until_usec,
  * The effect check kept a pair by bytes that showed no clear gain, on a
  * "before" that may be of the pair's first second only
  * (effect_result.second_look): thread id was released, and is not placed
- * again before PLAN_SECOND_LOOK_USEC (nor before its Cooldown= ends), so
+ * again before PLAN_SECOND_LOOK_USEC, nor before the Cooldown= its
+ * placement started ends (30 s after it by default, so that is what
+ * holds it off unless Cooldown= is under about 8 s), so
  * that the next "before", the mean of the windows where the kernel puts
  * the pair, is of the kernel's placement now, over several windows. Marks
  * the thread as looked at again: the next verdict on it is final. Five
