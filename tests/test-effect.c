@@ -495,6 +495,32 @@ static void bytes_pair_init(struct bytes_pair *bp, pid_t tid) {
 }
 
 /*
+ * A SET of bp's pair tracked in tr at 100 kB/s a member before (its mean of
+ * windows before `mean`, 0: not known; looked_again as given), the client's
+ * wait 60 µs before and 50 after; then one pass after another with
+ * seq[i % n] bytes/s a member, until the one verdict (last_verdict).
+ * Returns the passes it took, the first (dropped) one included.
+ */
+static unsigned bytes_verdict(struct effect_tracker *tr, struct bytes_pair *bp, double mean, bool looked_again,
+                              const double *seq, size_t n) {
+        unsigned before = n_verdicts, checks = 0;
+
+        bp->tasks[0].io_bytes_per_s = bp->tasks[1].io_bytes_per_s = 100000;
+        track_pair_change(tr, bp->tasks, bp->edges, &bp->snap, 3);
+        tr->items[0].action.evidence_before_mean = mean;
+        tr->items[0].action.looked_again = looked_again;
+        ASSERT_EQ(tr->items[0].action.evidence_basis, EVIDENCE_IO_BYTES);
+        ASSERT_NEAR(tr->items[0].action.evidence_before, 100000, 1e-9);
+        bp->edges[0].response_usec = 50;      /* answers faster: a keep by the response */
+        for (unsigned i = 0; i < 12 && n_verdicts == before; i++, checks++) {
+                bp->tasks[0].io_bytes_per_s = bp->tasks[1].io_bytes_per_s = seq[i % n];
+                effect_check(tr, &bp->snap, 0.10, on_verdict, NULL);
+        }
+        ASSERT_EQ(n_verdicts, before + 1);
+        return checks;
+}
+
+/*
  * A pair judged by its bytes keeps a change only where they held: lower
  * in every window since it by more than half the tolerance is an undo,
  * though the median is within the tolerance and the answers came faster
@@ -530,36 +556,20 @@ static void test_bytes_held(void) {
                 { "a win", { 80000, 120000, 118000, 121000 }, 0, EFFECT_KEEP, EVIDENCE_IO_BYTES, 6 },
         };
         struct bytes_pair bp;
-        struct task *tasks = bp.tasks;
-        struct wake_edge *edges = bp.edges;
-        struct snapshot *snap = &bp.snap;
 
         bytes_pair_init(&bp, 90);
 
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 struct effect_tracker tr = {};
-                unsigned before = n_verdicts, checks = 0;
-
-                tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 100000;
-                track_pair_change(&tr, tasks, edges, snap, 3);
-                tr.items[0].action.evidence_before_mean = cases[c].mean;
                 /* placed again after its second look: these verdicts are final */
-                tr.items[0].action.looked_again = true;
-                ASSERT_EQ(tr.items[0].action.evidence_basis, EVIDENCE_IO_BYTES);
-                ASSERT_NEAR(tr.items[0].action.evidence_before, 100000, 1e-9);
-                edges[0].response_usec = 50;
-                for (unsigned i = 0; i < 12 && n_verdicts == before; i++) {
-                        tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = cases[c].seq[i % 4];
-                        effect_check(&tr, snap, 0.10, on_verdict, NULL);
-                        checks++;
-                }
+                unsigned checks = bytes_verdict(&tr, &bp, cases[c].mean, true, cases[c].seq, 4);
+
                 fprintf(stderr, "bytes, %s: %s after %u passes (%s)\n", cases[c].what,
                         effect_verdict_to_string(last_verdict.verdict), checks, last_verdict.why);
-                ASSERT_EQ(n_verdicts, before + 1);
                 ASSERT_EQ(checks, cases[c].checks);
                 ASSERT_EQ(last_verdict.verdict, cases[c].want);
                 ASSERT_EQ(last_verdict.basis, cases[c].want_basis);
-                ASSERT_TRUE(!effect_gain_of(&tr, &tasks[0].id) == (cases[c].want == EFFECT_UNDO));
+                ASSERT_TRUE(!effect_gain_of(&tr, &bp.tasks[0].id) == (cases[c].want == EFFECT_UNDO));
                 effect_tracker_clear(&tr);
         }
 }
@@ -678,21 +688,11 @@ static void test_second_look(void) {
 
         for (size_t c = 0; c < ELEMENTSOF(cases); c++) {
                 struct effect_tracker tr = {};
-                unsigned before = n_verdicts, checks = 0;
+                unsigned checks = bytes_verdict(&tr, &bp, 0, cases[c].looked_again, &cases[c].after, 1);
 
-                tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 100000;
-                track_pair_change(&tr, tasks, edges, snap, 3);
-                tr.items[0].action.looked_again = cases[c].looked_again;
-                edges[0].response_usec = 50;      /* answers faster: a keep by the response */
-                tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = cases[c].after;
-                for (unsigned i = 0; i < 12 && n_verdicts == before; i++) {
-                        effect_check(&tr, snap, 0.10, on_verdict, NULL);
-                        checks++;
-                }
                 fprintf(stderr, "second look, %s: %s%s after %u passes (%s)\n", cases[c].what,
                         effect_verdict_to_string(last_verdict.verdict), last_verdict.second_look ? " (a look)" : "",
                         checks, last_verdict.why);
-                ASSERT_EQ(n_verdicts, before + 1);
                 ASSERT_EQ(checks, cases[c].checks);
                 ASSERT_EQ(last_verdict.verdict, cases[c].want);
                 ASSERT_EQ(last_verdict.second_look, cases[c].want_second_look);
@@ -704,16 +704,8 @@ static void test_second_look(void) {
         {
                 static const double seq[] = { 100000, 110000, 100000, 100000, 100000, 100000, 100000 };
                 struct effect_tracker tr = {};
-                unsigned before = n_verdicts, checks = 0;
 
-                tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 100000;
-                track_pair_change(&tr, tasks, edges, snap, 3);
-                for (unsigned i = 0; i < ELEMENTSOF(seq) && n_verdicts == before; i++, checks++) {
-                        tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = seq[i];
-                        effect_check(&tr, snap, 0.10, on_verdict, NULL);
-                }
-                ASSERT_EQ(n_verdicts, before + 1);
-                ASSERT_EQ(checks, 6u);
+                ASSERT_EQ(bytes_verdict(&tr, &bp, 0, false, seq, ELEMENTSOF(seq)), 6u);
                 ASSERT_TRUE(last_verdict.second_look);
                 effect_tracker_clear(&tr);
         }

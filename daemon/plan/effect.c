@@ -436,15 +436,15 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
  * runs 22-25k once the kernel spreads it. Such a keep becomes a release
  * for a second look (the manager holds the pair off for
  * PLAN_SECOND_LOOK_USEC, and the Cooldown= of its placement, 30 s by
- * default, holds it longer): placed again,
- * it is judged against a "before" of the windows where the kernel put it
- * meanwhile, and that verdict is final (action.looked_again). A closed
- * loop that co-location helps moves clearly more, and keeps. A client at
- * a fixed rate moves as many bytes anywhere, and gets its look too: the
- * kernel's placement until the cool-down ends, once, then the verdict by
- * its answers; a stream kept for good on one CPU lost 10 % for good. Against
- * the "before" itself, not the mean of the windows before as
- * bytes_fell() holds them to: that mean only ever lies below it.
+ * default, holds it longer): placed again, it is judged against a
+ * "before" of the windows where the kernel put it meanwhile, and that
+ * verdict is final (action.looked_again). A closed loop that co-location
+ * helps moves clearly more, and keeps. A client at a fixed rate moves as
+ * many bytes anywhere, and gets its look too: the kernel's placement
+ * until the cool-down ends, once, then the verdict by its answers; a
+ * stream kept on one CPU lost 10 % for good. Against the "before" itself,
+ * not the mean of the windows before as bytes_fell() holds them to: that
+ * mean only ever lies below it.
  *
  * Like bytes_fell(), it need not wait for the median of five: no window
  * of the first BYTES_FELL_WINDOWS_MIN or more clearly above the "before"

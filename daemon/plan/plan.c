@@ -180,7 +180,7 @@ bool plan_state_looked_again(const struct plan_state *s, const struct task_id *i
         if (!s || !id || !task_key(id, key, sizeof(key)))
                 return false;
         t = plan_state_find(s, key);
-        return t && t->looked_again && t->task.start_time == id->start_time;
+        return t && t->looked_again;      /* the key holds the start time: a reused TID is another */
 }
 
 int plan_state_foreign(struct plan_state *s, const struct task_id *id) {
