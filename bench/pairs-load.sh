@@ -85,7 +85,7 @@ run() {
         if [[ -n $bin ]]; then
                 kill "$DPID"; wait "$DPID" 2>/dev/null
                 : >"$OUT/dpid"
-                verdicts="set:$(grep -c 'set affinity' "$rd/log")/kept:$(grep -c 'effect check: .* kept:' "$rd/log")/undone:$(grep 'effect check:' "$rd/log" | grep -vc ' kept:')"
+                verdicts="set:$(grep -c 'set affinity' "$rd/log")/kept:$(grep -c 'effect check: .* kept:' "$rd/log")/undone:$(grep 'effect check:' "$rd/log" | grep -vc ' kept:')/for-a-look:$(grep -c 'effect check: .*released for a second look' "$rd/log")"
         fi
         echo "${r:-0} $verdicts"
 }

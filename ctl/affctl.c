@@ -371,7 +371,7 @@ static void print_status(struct json_object *o, const struct ctl *c) {
         struct json_object *changes = json_path(o, AFF_STATUS_CHANGES), *would = json_path(o, AFF_STATUS_WOULD_DO), *w, *k;
         bool dry = json_object_get_boolean(json_path(o, AFF_STATUS_DRY_RUN));
         const char *label;
-        char up[32], kinds[256] = "";
+        char up[32], kinds[256] = "", looks[48] = "";
         size_t off = 0;
 
         view_duration(jdouble(o, AFF_STATUS_UPTIME_S), up, sizeof(up));
@@ -383,9 +383,12 @@ static void print_status(struct json_object *o, const struct ctl *c) {
                                : "no: changes are applied");
 
         label = "Changing";
-        line(&label, "%" PRId64 " in force; %" PRId64 " applied, %" PRId64 " failed, %" PRId64 " undone since start",
+        if (jint(o, "counts.actions_second_look") > 0)
+                snprintf(looks, sizeof(looks), " (%" PRId64 " of them for a second look)",
+                         jint(o, "counts.actions_second_look"));
+        line(&label, "%" PRId64 " in force; %" PRId64 " applied, %" PRId64 " failed, %" PRId64 " undone%s since start",
              jint(o, "counts.actions_in_force"), jint(o, "counts.actions_applied"),
-             jint(o, "counts.actions_failed"), jint(o, "counts.actions_undone"));
+             jint(o, "counts.actions_failed"), jint(o, "counts.actions_undone"), looks);
         for (size_t i = 0; changes && i < json_object_array_length(changes); i++)
                 print_change(&label, json_object_array_get_idx(changes, i), true);
         if (changes && (int64_t) json_object_array_length(changes) < jint(o, "counts.actions_in_force"))

@@ -61,7 +61,7 @@ wait_for 20 metrics_say 'affinityd_changes_in_force{kind=pair}>=1' ||
         { ctl pairs; parse "$work/m.txt" 'affinityd_changes_in_force{kind=pair}>=1'; fail "affctl metrics never showed the pair's changes"; }
 parse "$work/m.txt" 'affinityd_changes_applied_total>=1' 'affinityd_pairs{state=co-located}>=1' \
         'affinityd_process_resident_memory_bytes>=1000000' 'affinityd_process_cpu_seconds_total>=0' \
-        'affinityd_passes_total>=1' 'affinityd_changes_undone_total=0' 'affinityd_dry_run=0' 'affinityd_journal_damaged=0' ||
+        'affinityd_passes_total>=1' 'affinityd_changes_undone_total=0' 'affinityd_changes_second_look_total=0' 'affinityd_dry_run=0' 'affinityd_journal_damaged=0' ||
         { cat "$work/m.txt"; fail "affctl metrics is missing or wrong (above)"; }
 # the textfile says the same, a pass later
 file_says() { cp "$prom" "$work/f.txt" && parse "$work/f.txt" 'affinityd_changes_in_force{kind=pair}>=1' >/dev/null 2>&1; }

@@ -96,6 +96,9 @@ int metrics_render(struct json_object *status, struct json_object *pairs, struct
             num(status, "counts.actions_failed"));
         one(f, "affinityd_changes_undone_total", "counter", "Changes undone by the effect check.",
             num(status, "counts.actions_undone"));
+        one(f, "affinityd_changes_second_look_total", "counter",
+            "Of the changes undone, those released for a second look at the kernel's placement (no loss measured).",
+            num(status, "counts.actions_second_look"));
         by_label(f, "affinityd_findings", "Findings of the last pass, by detector.", "kind",
                  json_path(status, "counts.findings_by_kind"));
         by_label(f, "affinityd_changes_gain_ratio",

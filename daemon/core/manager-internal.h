@@ -84,6 +84,7 @@ struct manager {
         uint64_t passes;
         uint64_t passes_early;        /* of them, brought forward for a new process */
         uint64_t actions_applied, actions_failed, actions_undone;
+        uint64_t actions_looked_again; /* of actions_undone: released for a second look, not a loss */
         uint64_t last_pass_cost_usec;
 
         /* own cost, from getrusage between passes */

@@ -301,6 +301,8 @@ static int status_counts(const struct manager *m, const struct managed *mg, size
         r = r ?: json_add(counts, "actions_applied", json_object_new_int64((int64_t) m->actions_applied));
         r = r ?: json_add(counts, "actions_failed", json_object_new_int64((int64_t) m->actions_failed));
         r = r ?: json_add(counts, "actions_undone", json_object_new_int64((int64_t) m->actions_undone));
+        r = r ?: json_add(counts, "actions_second_look",
+                          json_object_new_int64((int64_t) m->actions_looked_again));
         r = r ?: status_by_kind(m, mg, n_managed, counts);
         r = r ?: status_gains(m, mg, n_managed, counts);
         if (r == 0 && m->dry_run)
