@@ -594,8 +594,70 @@ static void test_roles(void) {
         ASSERT_EQ(role[1], PAIR_ROLE_PEER);
 }
 
+/*
+ * A fan: one pgbench thread, the client of two backends at pair rates, is
+ * left to the kernel like a hub (co-locating it with one moves it away from
+ * the other); a Redis thread serving two client processes the same; a
+ * proxy between its client and its backend is a link, and its two pairs
+ * stay ping-pongs (the planner's chain()).
+ */
+static void fan_task(struct task *t, pid_t tid, struct proc_info *proc, int cpu) {
+        *t = mktask(tid, 0.3, cpu);
+        t->proc = proc;
+        t->id.pid = proc->pid;
+        t->id.start_time = proc->start_time;
+}
+
+static void test_fan(void) {
+        struct proc_info pgbench = { .pid = 700, .start_time = 8990, .lineage_start_time = 8990 },
+                         back1 = { .pid = 701, .start_time = 9000, .lineage_start_time = 100 },
+                         back2 = { .pid = 702, .start_time = 9001, .lineage_start_time = 100 },
+                         wrk = { .pid = 710, .start_time = 9500 }, proxy = { .pid = 711, .start_time = 200 },
+                         backend = { .pid = 712, .start_time = 100 };
+        struct task tasks[3];
+        struct wake_edge edges[] = {
+                mkedge(0, 0, 6000, 1), mkedge(0, 0, 6000, 1),
+                mkedge(0, 0, 5000, 1), mkedge(0, 0, 5000, 1),
+        };
+        struct snapshot s;
+        struct findings f = {};
+        pid_t mid, ends[2];
+
+        for (int c = 0; c < 3; c++) {
+                if (c == 0) {           /* pgbench thread, client of both */
+                        fan_task(&tasks[0], 700, &pgbench, 0);
+                        fan_task(&tasks[1], 701, &back1, 1);
+                        fan_task(&tasks[2], 702, &back2, 1);
+                } else if (c == 1) {    /* one server thread, two client processes */
+                        fan_task(&tasks[0], 701, &back1, 0);
+                        fan_task(&tasks[1], 700, &pgbench, 1);
+                        fan_task(&tasks[2], 710, &wrk, 1);
+                } else {                /* wrk -> proxy -> backend: a chain */
+                        fan_task(&tasks[0], 711, &proxy, 0);
+                        fan_task(&tasks[1], 710, &wrk, 1);
+                        fan_task(&tasks[2], 712, &backend, 1);
+                }
+                mid = tasks[0].id.tid, ends[0] = tasks[1].id.tid, ends[1] = tasks[2].id.tid;
+                for (int k = 0; k < 2; k++) {
+                        edges[2 * k] = mkedge(mid, ends[k], 6000 - 1000 * k, 1);
+                        edges[2 * k + 1] = mkedge(ends[k], mid, 6000 - 1000 * k, 1);
+                }
+                s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+                run(&s, &f);
+                ASSERT_EQ(f.n, 2);
+                for (size_t i = 0; i < f.n; i++) {
+                        fprintf(stderr, "fan case %d: %s\n", c, f.items[i].note);
+                        ASSERT_EQ(f.items[i].shape, c < 2 ? PAIR_HUB : PAIR_PINGPONG);
+                        if (c < 2)
+                                ASSERT_TRUE(strstr(f.items[i].note, "fan: a member is the client or the server of 2 threads") == f.items[i].note);
+                }
+                findings_clear(&f);
+        }
+}
+
 int main(void) {
         test_roles();
+        test_fan();
         test_split_pair();
         test_owners();
         test_stream();

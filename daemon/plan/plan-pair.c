@@ -1055,9 +1055,10 @@ static unsigned churn_count(const struct pair_plan *pp, const struct task *t) {
  * pair's actions), when the whole chain fits one CPU: its util, the
  * stronger pair's (or chain's) plus this member's, at most
  * PAIR_CHAIN_FIT. A chain of more links grows the same way, one pair at a
- * time. A member that is the client of both (pgbench's thread, before its
- * fourth backend shows it for the hub it is) or the server of both is a
- * fan, not a link: only a member between the two, or a peer, chains.
+ * time. A member that is the client of both (pgbench's thread with two
+ * backends) or the server of both is a fan, not a link (the detector
+ * makes such pairs hubs once both are at pair rates; here, one of them
+ * below it): only a member between the two, or a peer, chains.
  * Returns true when this pair is now a chain's link.
  */
 #define PAIR_CHAIN_FIT 1.0
