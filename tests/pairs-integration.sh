@@ -212,14 +212,14 @@ if colocate_pingpong pp; then
                         fail "rate did not rise: split $before/s, co-located $after/s; by hand ${GAIN}x, want at least a quarter of that"
         fi
         # 1f. settled: the pin kept and nothing left to change, the wake-up
-        # bursts thin out to one pass in 4 (affinityd(8)) and the pair stays
+        # bursts thin out to one pass in 4 or fewer (affinityd(8)) and the pair stays
         # held. Looked at once a second: each look starts processes, and a
         # new process gets a burst of its own.
         if [[ $SRC == perf* ]]; then
                 thinned() {
                         sleep 0.9
                         ctl status --json 2>/dev/null | jq -e --argjson s0 "$SKIPS0" '.capabilities.wake_sampler |
-                                .burst_every == 4 and .bursts_skipped_settled > $s0' >/dev/null
+                                .burst_every >= 4 and .bursts_skipped_settled > $s0' >/dev/null
                 }
                 wait_for 20 thinned ||
                         { ctl status --json | jq .capabilities.wake_sampler >&2; fail "bursts did not thin out with the pair placed and kept"; }

@@ -1012,6 +1012,22 @@ static int test_settled_stride(void) {
         fprintf(stderr, "stride: early call: bursts +%llu\n", (unsigned long long) (st.bursts - prev.bursts));
         ASSERT_TRUE(st.bursts >= prev.bursts + 1);
 
+        /* the long stride: the fewest calls whose bursts cover at most the
+         * share asked for, at the cadence measured (300 ms here, 100 ms bursts) */
+        wake_sampler_status(ws, &st);
+        {
+                double share = 1.0 / 200;
+                unsigned k = wake_sampler_stride_for_share(ws, share);
+                double covered = (double) st.burst_usec / ((double) k * st.cadence_usec);
+                double one_less = k > 1 ? (double) st.burst_usec / ((double) (k - 1) * st.cadence_usec) : 1;
+
+                fprintf(stderr, "stride: for 1/200 of the time at %.0f ms a call: %u (covers %.4f)\n",
+                        st.cadence_usec / 1e3, k, covered);
+                ASSERT_TRUE(k > 1 && covered <= share && one_less > share);
+                ASSERT_TRUE(wake_sampler_stride_for_share(ws, 1.0) == 1);
+                ASSERT_TRUE(wake_sampler_stride_for_share(ws, 0) == 1);
+        }
+
         /* stride 1: a burst before each call again */
         wake_sampler_set_stride(ws, 1);
         wake_sampler_status(ws, &prev);

@@ -117,6 +117,9 @@
 #define CADENCE_USEC_DEFAULT USEC_PER_SEC
 #define CADENCE_USEC_MIN (10 * USEC_PER_MSEC)
 #define CADENCE_USEC_MAX (60 * USEC_PER_SEC)
+/* The longest settled stride wake_sampler_stride_for_share() gives: at a
+ * 10 ms cadence and 100 ms bursts, a share of 1/200 asks for 2,000 calls */
+#define STRIDE_MAX 10000u
 /*
  * Per-CPU samples/s are kept under perf_event_max_sample_rate / 4: the
  * kernel throttles an event that takes more than max_sample_rate/HZ
@@ -1438,6 +1441,19 @@ void wake_sampler_set_stride(struct wake_sampler *ws, unsigned every) {
         ws->stride = MAX(every, 1u);
         if (ws->mode == WAKE_MODE_PERF)
                 set_source_perf(ws);
+}
+
+unsigned wake_sampler_stride_for_share(const struct wake_sampler *ws, double share) {
+        double calls;
+        unsigned n;
+
+        if (!ws || share <= 0 || ws->burst_usec == 0 || ws->cadence_usec == 0)
+                return 1;
+        calls = (double) ws->burst_usec / ((double) ws->cadence_usec * share);
+        if (calls >= STRIDE_MAX)
+                return STRIDE_MAX;
+        n = (unsigned) calls;
+        return MAX(n + (n < calls), 1u);
 }
 
 bool wake_sampler_burst_wanted(const struct wake_sampler *ws) {

@@ -156,6 +156,9 @@ void wake_sampler_set_floor(struct wake_sampler *ws, double wake_rate_min_per_s)
  * (the default). Needs a gate floor > 0 (wake_sampler_set_floor()).
  */
 void wake_sampler_set_stride(struct wake_sampler *ws, unsigned every);
+/* The stride at which the bursts, at the caller's measured cadence, cover
+ * at most `share` of the time (at least 1; 1 with events always open). */
+unsigned wake_sampler_stride_for_share(const struct wake_sampler *ws, double share);
 /* The last call's threads moved while the stride skips bursts: the caller
  * may bring its next call forward (wake_sampler_expect_call()) to look sooner. */
 bool wake_sampler_burst_wanted(const struct wake_sampler *ws);
