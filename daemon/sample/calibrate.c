@@ -253,16 +253,15 @@ static void *job_main(void *arg) {
         char c = 1;
 
         j->r = measure(j->cpu, j->partner, &j->result);
-        /* a free level is believed on a second reading only
-         * (CALIB_READINGS_FOR_FREE); a second reading that fails leaves the
-         * first one standing: it was measured, and dropping it for the
-         * second's failure left the daemon uncalibrated */
+        /* a free level is believed on a second reading only (CALIB_READINGS_FOR_FREE) */
         while (j->r >= 0 && any_level_free(&j->result) && j->result.readings < CALIB_READINGS_FOR_FREE) {
                 struct calibration again = { .cpu = -1 };
 
-                if (measure(j->cpu, j->partner, &again) < 0 || !again.done)
+                j->r = measure(j->cpu, j->partner, &again);
+                if (j->r >= 0)
+                        calibration_merge(&j->result, &again);
+                if (!again.done)
                         break;
-                calibration_merge(&j->result, &again);
         }
         (void) !write(j->done_fd[1], &c, 1);
         job_unref(j);
