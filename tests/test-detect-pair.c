@@ -597,9 +597,11 @@ static void test_roles(void) {
 /*
  * A fan: one pgbench thread, the client of two backends at pair rates, is
  * left to the kernel like a hub (co-locating it with one moves it away from
- * the other); a Redis thread serving two client processes the same; a
- * proxy between its client and its backend is a link, and its two pairs
- * stay ping-pongs (the planner's chain()).
+ * the other); a server thread serving two threads of one client process
+ * the same. A proxy between its client and its backend is a link, and its
+ * two pairs stay ping-pongs (the planner's chain()), also when it started
+ * before its backend and so reads as the server of both: its partners
+ * are not one service.
  */
 static void fan_task(struct task *t, pid_t tid, struct proc_info *proc, int cpu) {
         *t = mktask(tid, 0.3, cpu);
@@ -613,7 +615,8 @@ static void test_fan(void) {
                          back1 = { .pid = 701, .start_time = 9000, .lineage_start_time = 100 },
                          back2 = { .pid = 702, .start_time = 9001, .lineage_start_time = 100 },
                          wrk = { .pid = 710, .start_time = 9500 }, proxy = { .pid = 711, .start_time = 200 },
-                         backend = { .pid = 712, .start_time = 100 };
+                         backend = { .pid = 712, .start_time = 100 }, old_proxy = { .pid = 713, .start_time = 50 },
+                         bench = { .pid = 720, .start_time = 9600 };
         struct task tasks[3];
         struct wake_edge edges[] = {
                 mkedge(0, 0, 6000, 1), mkedge(0, 0, 6000, 1),
@@ -623,17 +626,21 @@ static void test_fan(void) {
         struct findings f = {};
         pid_t mid, ends[2];
 
-        for (int c = 0; c < 3; c++) {
+        for (int c = 0; c < 4; c++) {
                 if (c == 0) {           /* pgbench thread, client of both */
                         fan_task(&tasks[0], 700, &pgbench, 0);
                         fan_task(&tasks[1], 701, &back1, 1);
                         fan_task(&tasks[2], 702, &back2, 1);
-                } else if (c == 1) {    /* one server thread, two client processes */
+                } else if (c == 1) {    /* one server thread, two threads of one client process */
                         fan_task(&tasks[0], 701, &back1, 0);
-                        fan_task(&tasks[1], 700, &pgbench, 1);
-                        fan_task(&tasks[2], 710, &wrk, 1);
-                } else {                /* wrk -> proxy -> backend: a chain */
+                        fan_task(&tasks[1], 720, &bench, 1);
+                        fan_task(&tasks[2], 721, &bench, 1);
+                } else if (c == 2) {    /* wrk -> proxy -> backend: a chain */
                         fan_task(&tasks[0], 711, &proxy, 0);
+                        fan_task(&tasks[1], 710, &wrk, 1);
+                        fan_task(&tasks[2], 712, &backend, 1);
+                } else {                /* the same, the proxy older than its backend */
+                        fan_task(&tasks[0], 713, &old_proxy, 0);
                         fan_task(&tasks[1], 710, &wrk, 1);
                         fan_task(&tasks[2], 712, &backend, 1);
                 }

@@ -22,14 +22,17 @@
  * serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates (one
  * Redis thread, several clients). Pinned to one client's CPU it would be
  * co-located with one and moved away from the others. A fan is a hub too:
- * a thread that is the client of two threads at pair rates, or the server
- * of two (a pgbench thread with two backends, pgbench -c 4 -j 2 on two
- * CPUs). Its pairs co-located one by one, each pgbench thread pinned with
+ * a thread that is the client of two threads of one service at pair rates
+ * (a pgbench thread with two backends, pgbench -c 4 -j 2 on two CPUs), or
+ * the server of two threads of one client process. Its pairs co-located one by one, each pgbench thread pinned with
  * one backend and the other backend left where the kernel put it, read
  * 0.79x stock on a host where a split pair costs 1.7x, and 0.81-0.95x on
  * one where it costs 7x, in every repeat where it happened (the kernel's
- * own swing, in the repeats it changed nothing: 0.81-1.25x). A thread between two (a proxy: the server
- * of its client, the client of its backend) is a chain's link, not a fan.
+ * own swing, in the repeats it changed nothing: 0.81-1.25x). A thread
+ * between two (a proxy: the server of its client, the client of its
+ * backend) is a chain's link, not a fan, and so is one whose two partners
+ * are not one service, whatever their start times make of its roles
+ * (one_service()).
  *
  * A feeder (PAIR_FEEDER) is one thread of a process that wakes another of
  * it one way at a pair rate: a client's rate limiter or event generator
@@ -477,6 +480,7 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
 struct partner_end {
         pid_t tid;
         enum pair_role role;
+        pid_t partner;
 };
 
 struct tid_list {
@@ -524,16 +528,47 @@ static int count_partners(const struct snapshot *s, const struct pair_item *item
                 if (!a || !b)
                         continue;
                 detect_pair_roles(a, b, role);
-                ret->ends[ret->n++] = (struct partner_end) { .tid = items[i].lo, .role = role[0] };
-                ret->ends[ret->n++] = (struct partner_end) { .tid = items[i].hi, .role = role[1] };
+                ret->ends[ret->n++] = (struct partner_end) { .tid = items[i].lo, .role = role[0], .partner = items[i].hi };
+                ret->ends[ret->n++] = (struct partner_end) { .tid = items[i].hi, .role = role[1], .partner = items[i].lo };
         }
         qsort_safe(ret->ends, ret->n, sizeof(*ret->ends), end_cmp);
         return 0;
 }
 
+/*
+ * How many of run[0..n) (one thread's partners in one role) are one
+ * service with the one that has the most such: peers of each other by
+ * detect_pair_roles() (the backends of one postmaster, the threads of one
+ * process). Roles are a guess from start times, and a proxy started before
+ * its backend reads as the server of both its client and its backend: two
+ * partners of one role that are not one service are no fan, and such a
+ * proxy stays a chain's link.
+ */
+static unsigned one_service(const struct snapshot *s, const struct partner_end *run, size_t n) {
+        unsigned best = 0;
+
+        for (size_t i = 0; i < n; i++) {
+                const struct task *a = snapshot_find_task(s, run[i].partner);
+                unsigned k = 1;
+
+                for (size_t j = 0; a && j < n; j++) {
+                        const struct task *b = j == i ? NULL : snapshot_find_task(s, run[j].partner);
+                        enum pair_role role[2];
+
+                        if (!b)
+                                continue;
+                        detect_pair_roles(a, b, role);
+                        k += role[0] == PAIR_ROLE_PEER;
+                }
+                best = MAX(best, k);
+        }
+        return best;
+}
+
 /* A thread's partners at pair rates, and the most of them it has in one
- * role (client or server; peers are not counted there). */
-static unsigned partners_of(const struct tid_list *l, pid_t tid, unsigned *ret_same_role) {
+ * role (client or server; peers are not counted there) that are one
+ * service (one_service()): a fan's width. */
+static unsigned partners_of(const struct snapshot *s, const struct tid_list *l, pid_t tid, unsigned *ret_same_role) {
         struct partner_end key = { .tid = tid };
         const struct partner_end *hit = bsearch_safe(&key, l->ends, l->n, sizeof(*l->ends), end_tid_cmp);
         const struct partner_end *lo, *hi, *run;
@@ -551,7 +586,7 @@ static unsigned partners_of(const struct tid_list *l, pid_t tid, unsigned *ret_s
                 while (e < hi && e->role == run->role)
                         e++;
                 if (run->role != PAIR_ROLE_PEER)
-                        *ret_same_role = MAX(*ret_same_role, (unsigned) (e - run));
+                        *ret_same_role = MAX(*ret_same_role, one_service(s, run, (size_t) (e - run)));
                 run = e;
         }
         return (unsigned) (hi - lo);
@@ -641,7 +676,7 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                         rate = MAX(it.lo_to_hi, it.hi_to_lo);
                 if (rate < floor || rate < pair_wake_rate_min(p) || !owners_allow(p, a, b))
                         continue;
-                partners = MAX(partners_of(&busy, it.lo, &fan_lo), partners_of(&busy, it.hi, &fan_hi));
+                partners = MAX(partners_of(s, &busy, it.lo, &fan_lo), partners_of(s, &busy, it.hi, &fan_hi));
                 r = add_finding(s, p, a, b, &it, rate, partners, MAX(fan_lo, fan_hi), anchored, feeder, out);
                 if (r < 0)
                         return r;

@@ -131,7 +131,9 @@ double detect_pair_rate_floor(const struct config *c);
  * running; a per-connection backend forked for it counts from its
  * parent's start, proc_info.lineage_start_time); two
  * threads of one process, or processes started in the same tick, are
- * peers. A guess from start times only: nothing acts on it.
+ * peers. A guess from start times only: the planner's chain() and the
+ * detector's fans (one_service() in detect-pair.c) act on it, each only
+ * together with another sign (a fan's partners must be one service).
  */
 enum pair_role { PAIR_ROLE_PEER, PAIR_ROLE_SERVER, PAIR_ROLE_CLIENT };
 void detect_pair_roles(const struct task *a, const struct task *b, enum pair_role ret[2]);
