@@ -43,32 +43,39 @@ pc=$(ctl status --json | jq -r '.capabilities.proc_connector')
 # starting a process: read -t on a FIFO is a builtin.
 mkfifo "$work/quiet"
 exec 3<>"$work/quiet"
-read -r -t 11 -u 3 || true
 
-uptime_ms t_a
-/bin/true                              # A: brings the next pass forward to ~A+300 ms
-read -r -t 0.15 -u 3 || true
-uptime_ms t_b
-/bin/true                              # B: must hold it back to ~B+300 ms
-# The first pass after A and the time the daemon last planned it for, in
-# ms of boot time, polled in the log for up to 10 s (far below the regular
-# pass) with builtins only: no fork to hold the pass back meanwhile.
 secs_ms() { local w=${1%.*} f=${1#*.}000; printf -v "$2" '%d' $(( 10#$w * 1000 + 10#${f:0:3} )); }
-t_pass= t_plan= t_first=
-pass_and_plan() {
-        local line t re_plan='^affinityd\[debug\]: new process: next pass .* to ([0-9]+\.[0-9]+) s \(boot\)$'
-        local re_pass='^affinityd\[debug\]: pass [0-9]+ at ([0-9]+\.[0-9]+) s'
-        t_plan= t_first=
-        while IFS= read -r line; do
-                if [[ $line =~ $re_plan ]]; then
-                        secs_ms "${BASH_REMATCH[1]}" t
-                        (( t <= t_a )) || { t_plan=$t; t_first=${t_first:-$t}; }
-                elif [[ $line =~ $re_pass ]]; then
-                        secs_ms "${BASH_REMATCH[1]}" t
-                        (( t <= t_a )) || { t_pass=$t; return 0; }
-                fi
-        done <"$RUNDIR/daemon.log"
-        return 1
+
+# One try: 0 when judged (a wrong hold fails the test), 1 when B's process
+# event reached the daemon only after the pass had run, so there was
+# nothing to hold (seen once in a distcheck on a busy host: B at +150 ms,
+# its event handled after the pass at +314 ms).
+attempt() {
+        read -r -t 11 -u 3 || true
+
+        uptime_ms t_a
+        /bin/true                              # A: brings the next pass forward to ~A+300 ms
+        read -r -t 0.15 -u 3 || true
+        uptime_ms t_b
+        /bin/true                              # B: must hold it back to ~B+300 ms
+        # The first pass after A and the time the daemon last planned it for, in
+        # ms of boot time, polled in the log for up to 10 s (far below the regular
+        # pass) with builtins only: no fork to hold the pass back meanwhile.
+        t_pass= t_plan= t_first= n_plans=0
+        pass_and_plan() {
+                local line t re_plan='^affinityd\[debug\]: new process: next pass .* to ([0-9]+\.[0-9]+) s \(boot\)$'
+                local re_pass='^affinityd\[debug\]: pass [0-9]+ at ([0-9]+\.[0-9]+) s'
+                t_plan= t_first= n_plans=0
+                while IFS= read -r line; do
+                        if [[ $line =~ $re_plan ]]; then
+                                secs_ms "${BASH_REMATCH[1]}" t
+                                (( t <= t_a )) || { t_plan=$t; t_first=${t_first:-$t}; n_plans=$(( n_plans + 1 )); }
+                        elif [[ $line =~ $re_pass ]]; then
+                                secs_ms "${BASH_REMATCH[1]}" t
+                                (( t <= t_a )) || { t_pass=$t; return 0; }
+                        fi
+                done <"$RUNDIR/daemon.log"
+                return 1
 }
 got=
 for (( i = 0; i < 100; i++ )); do
@@ -79,6 +86,10 @@ done
 [ -n "$t_plan" ] || fail "a pass at $(( t_pass - t_a )) ms after A, but no early pass was planned for A or B"
 echo "# A at +0, B at +$(( t_b - t_a )) ms; the pass planned for +$(( t_plan - t_a )) ms, run at +$(( t_pass - t_a )) ms"
 grep "new process:" "$RUNDIR/daemon.log" | tail -3 | sed 's/^/# /'
+if (( n_plans < 2 )); then
+        echo "# the daemon saw only one new process before the pass ran: B's event came after it, nothing to hold"
+        return 1
+fi
 # /proc/uptime has 10 ms steps: allow 20 ms either way
 (( t_plan >= t_b + 300 - 20 )) ||
         fail "the pass was planned for $(( t_plan - t_b )) ms after B, $(( t_plan - t_a )) ms after A: B did not hold it back to B+300 ms"
@@ -92,3 +103,11 @@ grep "new process:" "$RUNDIR/daemon.log" | tail -3 | sed 's/^/# /'
 (( t_pass >= t_plan - 20 )) ||
         fail "the pass ran at +$(( t_pass - t_a )) ms, before the +$(( t_plan - t_a )) ms it was planned for"
 echo "ok: the early pass waited for the later process (ran $(( t_pass - t_plan )) ms after its planned time)"
+return 0
+}
+
+for try in 1 2 3; do
+        attempt && exit 0
+        echo "# try $try: B's process event reached the daemon after the pass; again"
+done
+fail "in 3 tries B's process event never reached the daemon before the pass brought forward for A: the hold could not be judged"
