@@ -829,7 +829,8 @@ static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state s
  * measured here, daemon-owners.sh). So the free partner joins our CPU: the
  * CPU of the lone pin, or -1 when there is nothing to adopt. A partner that
  * someone changed away from one of our pins (foreign_changes) is theirs,
- * and a member the effect check blocked is not retried: neither is adopted.
+ * and a pair or a member the effect check blocked is not retried: neither
+ * is adopted.
  * akey: the members' action target keys.
  */
 static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it, char akey[2][128]) {
@@ -845,7 +846,7 @@ static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it,
                 cpu = mask_home(it->st, &it->m[k]->mask);
                 ts = plan_state_find(pp->ctx->state, akey[j]);
                 if (cpu < 0 || cpu >= pp->n_cpus || (ts && ts->foreign_changes > 0) ||
-                    plan_state_blocked(pp->ctx->state, NULL, akey[0], now, NULL) ||
+                    plan_state_blocked(pp->ctx->state, it->st->key, akey[0], now, NULL) ||
                     plan_state_blocked(pp->ctx->state, NULL, akey[1], now, NULL))
                         return -1;
                 return cpu;
