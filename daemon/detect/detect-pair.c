@@ -24,8 +24,9 @@
  * co-located with one and moved away from the others. A fan is a hub too:
  * a thread that is the client of two threads of one service at pair rates
  * (a pgbench thread with two backends, pgbench -c 4 -j 2 on two CPUs), or
- * the server of two threads of one client process. Its pairs co-located one by one, each pgbench thread pinned with
- * one backend and the other backend left where the kernel put it, read
+ * the server of two threads of one client process. Its pairs co-located
+ * one by one, each pgbench thread pinned with one backend and the other
+ * backend left where the kernel put it, read
  * 0.79x stock on a host where a split pair costs 1.7x, and 0.81-0.95x on
  * one where it costs 7x, in every repeat where it happened (the kernel's
  * own swing, in the repeats it changed nothing: 0.81-1.25x). A thread
