@@ -917,7 +917,8 @@ check_steal_profile() {
 
 # ------------------------------------------------ suite "topo" (E2E_SUITE=topo)
 # check-vm.sh boots a second guest with a QEMU CPU topology (2 sockets x 2
-# cores x 2 threads, one NUMA node per socket) and runs these. Every rule is
+# cores x 2 threads, or 1 core a socket on a small host; one NUMA node per
+# socket) and runs these. Every rule is
 # checked against the guest's own /sys, never against CPU numbers assumed
 # from the qemu command line (the rules: topo-rules.sh).
 

@@ -183,12 +183,22 @@ QPID=$!
 # A CI run once spent its whole 600 s lifetime with no check started (the
 # 8-vCPU topology boot, which takes ~30 s here); without this the hang looks
 # like a slow test and eats the budget of the retry the caller can make.
+# What the host gave qemu, said when a watchdog kills it: a guest that got
+# little CPU was starved by the host, one that got much spun in itself.
+host_view() {
+    local q
+    q=$(pgrep -P "$QPID" qemu-system 2>/dev/null | head -n 1)
+    [ -z "$q" ] || awk -v hz="$(getconf CLK_TCK)" -v t="$(( $(date +%s) - ${START%.*} ))" \
+        '{ printf "qemu used %.0f s of CPU in %d s; ", ($14 + $15) / hz, t }' "/proc/$q/stat" 2>/dev/null
+    printf 'host load %s; busiest: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)" \
+        "$(ps -eo pcpu=,comm= --sort=-pcpu | head -n 4 | awk '{ printf "%s%s %s%%", (NR > 1 ? ", " : ""), $2, $1 }')"
+}
 BOOT_HUNG=
 boot_deadline=$(( $(date +%s) + BOOT_TIMEOUT ))
 while kill -0 "$QPID" 2>/dev/null && [ ! -s "$RUN/boot-info" ]; do
     if [ "$(date +%s)" -ge "$boot_deadline" ]; then
         BOOT_HUNG=1
-        log "the guest did not start the command within $BOOT_TIMEOUT s: killing qemu"
+        log "the guest did not start the command within $BOOT_TIMEOUT s: killing qemu ($(host_view))"
         kill "$QPID" 2>/dev/null
         break
     fi
@@ -207,7 +217,7 @@ last_beat() { stat -c %Y "$RUN/heartbeat" 2>/dev/null || stat -c %Y "$RUN/boot-i
 while [ -z "$BOOT_HUNG" ] && kill -0 "$QPID" 2>/dev/null; do
     if [ $(( $(date +%s) - $(last_beat) )) -ge "$FREEZE_TIMEOUT" ] && [ ! -s "$RUN/rc" ]; then
         FROZE=1
-        log "the guest froze: no heartbeat for $FREEZE_TIMEOUT s (it beats every $HEARTBEAT_EVERY s): killing qemu"
+        log "the guest froze: no heartbeat for $FREEZE_TIMEOUT s (it beats every $HEARTBEAT_EVERY s): killing qemu ($(host_view))"
         kill "$QPID" 2>/dev/null
         break
     fi
