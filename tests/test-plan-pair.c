@@ -978,6 +978,58 @@ static void test_policy_and_budget(void) {
         world_done(&w);
 }
 
+/*
+ * An undo blocks the pair, not its thread (plan_undo_key()): server thread
+ * 700 undone with client 701 is co-located with its next client 702 at
+ * once, while 700 + 701 stay blocked; a feeder is blocked as its thread.
+ */
+static void test_undo_blocks_the_pair(void) {
+        struct task tasks[] = { mktask(700, 0.5, 0), mktask(701, 0.5, 1), mktask(702, 0.5, 1) };
+        struct action undo = {
+                .type = ACT_AFFINITY,
+                .kind = DETECT_PAIR,
+                .task = tasks[0].id,
+                .partner = tasks[1].id,
+        };
+        struct world w;
+        struct finding f;
+        char key[128];
+
+        ASSERT_TRUE(action_target_key(&undo, key, sizeof(key)));
+        ASSERT_STREQ(key, "task:700:5700");
+        ASSERT_STREQ(plan_undo_key(&undo, key, sizeof(key)), "pair:700:701");
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(plan_state_block(w.state, key, w.now + 600 * USEC_PER_SEC, "slower"));
+        f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        for (int i = 0; i < 4; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        ASSERT_STREQ(target(&w, 700, 701)->state, "left alone: blocked");
+
+        /* 701 left; the thread cache hands 700 to 702 */
+        findings_clear(&w.findings);
+        f = mkpair(&tasks[0], &tasks[2], 1.0, "split pair");
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        expect_colocated(&w, 700, 702);
+        world_done(&w);
+
+        /* a feeder: judged by the pair it feeds, blocked as the thread it is */
+        undo.work_pair[0] = tasks[1].id;
+        undo.work_pair[1] = tasks[2].id;
+        ASSERT_TRUE(action_target_key(&undo, key, sizeof(key)));
+        ASSERT_STREQ(plan_undo_key(&undo, key, sizeof(key)), "task:700:5700");
+        /* and any other kind of target too */
+        undo = (struct action) { .type = ACT_AFFINITY, .kind = DETECT_HOG, .task = tasks[0].id };
+        ASSERT_TRUE(action_target_key(&undo, key, sizeof(key)));
+        ASSERT_STREQ(plan_undo_key(&undo, key, sizeof(key)), "task:700:5700");
+}
+
 static void test_shared_member(void) {
         /* 801 talks to 800 (strong) and 802 (weaker), between the two as a
          * proxy is, but the three at util 1.3 together: more than one CPU,
@@ -1676,6 +1728,7 @@ int main(void) {
         test_short_connections();
         test_half_pair_released();
         test_policy_and_budget();
+        test_undo_blocks_the_pair();
         test_shared_member();
         test_chain();
         test_feeder();

@@ -161,25 +161,6 @@ static void log_action(struct manager *m, const struct action *a, int r, const c
                            a->reason, a->policy);
 }
 
-/*
- * What an undo blocks for RetryAfter=: the change's target, and for a
- * pair the pair, not its thread: a verdict on a server thread with one
- * client says nothing of it with the next (MariaDB's thread cache hands
- * the same thread to each new connection; blocking the thread kept a
- * later client at a fixed rate split, seen in a CI rehearsal under load).
- * A feeder (work_pair) is blocked as the thread it is. buf holds the
- * target's key on entry.
- */
-static const char *undo_block_key(const struct action *a, char *buf, size_t size) {
-        struct finding f = { .kind = DETECT_PAIR, .members = { a->task, a->partner }, .n_members = 2 };
-        char pair[64];
-
-        if (a->kind != DETECT_PAIR || !a->partner.tid || a->work_pair[0].tid || !finding_key(&f, pair, sizeof(pair)))
-                return buf;
-        snprintf(buf, size, "%s", pair);
-        return buf;
-}
-
 /* The effect check's verdict (plan/effect.c) on one change of ours: kept
  * (its gain is logged and shown from now on), or undone and its retry
  * blocked for RetryAfter=: a change of ours never leaves its target slower. */
@@ -219,7 +200,7 @@ static void effect_verdict(const struct action *a, const struct effect_result *r
                         (void) plan_state_second_look(m->plan, &a->partner, util_now_usec() + PLAN_SECOND_LOOK_USEC,
                                                       undo.reason);
         } else
-                (void) plan_state_block(m->plan, undo_block_key(a, key, sizeof(key)),
+                (void) plan_state_block(m->plan, plan_undo_key(a, key, sizeof(key)),
                                         util_now_usec() + m->config->daemon.retry_after_usec, undo.reason);
 }
 

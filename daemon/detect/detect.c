@@ -36,6 +36,11 @@ char *hog_key(const struct task_id *id, char *buf, size_t size) {
         return n < 0 || (size_t) n >= size ? NULL : buf;
 }
 
+char *pair_key(const struct task_id *a, const struct task_id *b, char *buf, size_t size) {
+        int n = snprintf(buf, size, "pair:%d:%d", (int) MIN(a->tid, b->tid), (int) MAX(a->tid, b->tid));
+        return n < 0 || (size_t) n >= size ? NULL : buf;
+}
+
 char *finding_key(const struct finding *f, char *buf, size_t size) {
         int n = -1;
 
@@ -56,10 +61,7 @@ char *finding_key(const struct finding *f, char *buf, size_t size) {
         case DETECT_PAIR:
                 if (f->n_members < 2)
                         return NULL;
-                n = snprintf(buf, size, "pair:%d:%d",
-                             (int) MIN(f->members[0].tid, f->members[1].tid),
-                             (int) MAX(f->members[0].tid, f->members[1].tid));
-                break;
+                return pair_key(&f->members[0], &f->members[1], buf, size);
         case DETECT_STEAL:
                 n = snprintf(buf, size, "steal");
                 break;

@@ -115,7 +115,10 @@ int findings_add(struct findings *f, const struct finding *item);
  * "rundelay:TID:START", "steal". Returns buf, or NULL if it does not fit.
  */
 char *finding_key(const struct finding *f, char *buf, size_t size);
+/* The keys finding_key() gives a hog's and a pair's findings, for a
+ * target that is known by its threads rather than by a finding. */
 char *hog_key(const struct task_id *id, char *buf, size_t size);
+char *pair_key(const struct task_id *a, const struct task_id *b, char *buf, size_t size);
 
 /*
  * Thresholds of a policy for a detector, with the detector defaults above

@@ -241,12 +241,6 @@ static struct pair_item *item_get(struct pair_plan *pp, const struct task_id *a,
         return &pp->items[pp->n_items++];
 }
 
-static int pair_key(const struct task_id *id, char *buf, size_t size) {
-        struct finding f = { .kind = DETECT_PAIR, .members = { id[0], id[1] }, .n_members = 2 };
-
-        return finding_key(&f, buf, size) ? 0 : -ENAMETOOLONG;
-}
-
 static int collect(struct pair_plan *pp) {
         const struct plan_input *in = pp->ctx->in;
         struct plan_state *state = pp->ctx->state;
@@ -298,7 +292,7 @@ static int collect(struct pair_plan *pp) {
                                         it->pair_pin[k] = m;
                         }
                 }
-                if (pair_key(it->id, key, sizeof(key)) < 0)
+                if (!pair_key(&it->id[0], &it->id[1], key, sizeof(key)))
                         return -ENAMETOOLONG;
                 /* Marked as looked at only while there is something to do; the rest ages out. */
                 it->st = it->f || it->m[0] || it->m[1] ? plan_state_get(state, key) : plan_state_find(state, key);

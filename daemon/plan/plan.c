@@ -123,6 +123,16 @@ int plan_state_block(struct plan_state *s, const char *key, uint64_t until_usec,
         return 0;
 }
 
+const char *plan_undo_key(const struct action *a, char *buf, size_t size) {
+        char pair[64];
+
+        if (a->kind != DETECT_PAIR || !a->partner.tid || a->work_pair[0].tid ||
+            !pair_key(&a->task, &a->partner, pair, sizeof(pair)))
+                return buf;
+        snprintf(buf, size, "%s", pair);
+        return buf;
+}
+
 bool plan_state_blocked(const struct plan_state *s, const char *key, const char *action_key,
                         uint64_t now_usec, const char **ret_why) {
         const char *keys[] = { key, action_key };

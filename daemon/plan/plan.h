@@ -148,6 +148,17 @@ bool plan_recheck_soon(const struct plan_state *s);
 int plan_state_block(struct plan_state *s, const char *key, uint64_t until_usec, const char *why);
 
 /*
+ * The key an undo of a blocks for RetryAfter=: for a pair, the pair
+ * ("pair:TIDLOW:TIDHIGH"), not its thread: a verdict on a server thread with
+ * one client says nothing of it with the next (MariaDB's thread cache hands
+ * the same thread to each new connection; blocking the thread kept a later
+ * client at a fixed rate split, seen in a CI rehearsal under load). Anything
+ * else, a feeder (work_pair) too, is blocked as the target it is: buf holds
+ * action_target_key(a) on entry and is returned as it is then.
+ */
+const char *plan_undo_key(const struct action *a, char *buf, size_t size);
+
+/*
  * The effect check kept a pair by bytes that showed no clear gain, on a
  * "before" that may be of the pair's first second only
  * (effect_result.second_look): thread id was released, and is not placed
