@@ -57,7 +57,8 @@ TOPO_CPU=max,vendor=GenuineIntel
 # topology boot froze mid-run or hung booting in CI runs and rehearsals
 # on 2-CPU hosts, while the 2-vCPU base boot never did. Two SMT threads a core and
 # two sockets, one NUMA node each, stay: they are what the topology checks
-# place by.
+# place by. nproc is the CPUs this harness may run on; a runner held to
+# fewer by a cgroup quota sets AFFINITYD_VM_TOPO_CORES=1.
 TOPO_CORES=${AFFINITYD_VM_TOPO_CORES:-$([ "$(nproc)" -ge 4 ] && echo 2 || echo 1)}
 [[ $TOPO_CORES =~ ^[1-9]$ ]] || { log "AFFINITYD_VM_TOPO_CORES=$TOPO_CORES: want 1-9"; exit 2; }
 TOPO_SMP=$((4 * TOPO_CORES)),sockets=2,cores=$TOPO_CORES,threads=2
@@ -279,9 +280,9 @@ for suite in $SUITES; do
         0:|1:) ;;
         124:*) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: timed out" ;;
         125:*) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: harness failure (no exit code from the guest)" ;;
-        # only a second boot ends here: the first one's 126 or 127 is retried
-        126:boot-hung) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the second boot hung too (no command started)" ;;
-        127:froze) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the second boot froze too (no heartbeat)" ;;
+        # only a second boot ends here (the INFO line above says what the first did)
+        126:boot-hung) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the second boot hung before any check ran (no command started)" ;;
+        127:froze) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: the second boot froze mid-run (no heartbeat)" ;;
         *) FAILED=$((FAILED + 1)); echo "FAIL ${prefix}vm: guest command exited ${VMRC[$suite]}" ;;
     esac
     if ! grep -q '^PASS\|^FAIL' "$RESULTS" 2>/dev/null; then

@@ -190,8 +190,10 @@ host_view() {
     q=$(pgrep -P "$QPID" qemu-system 2>/dev/null | head -n 1)
     [ -z "$q" ] || awk -v hz="$(getconf CLK_TCK)" -v t="$(( $(date +%s) - ${START%.*} ))" \
         '{ printf "qemu used %.0f s of CPU in %d s; ", ($14 + $15) / hz, t }' "/proc/$q/stat" 2>/dev/null
-    printf 'host load %s; busiest: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)" \
-        "$(ps -eo pcpu=,comm= --sort=-pcpu | head -n 4 | awk '{ printf "%s%s %s%%", (NR > 1 ? ", " : ""), $2, $1 }')"
+    # top's second frame: the CPU each process used over the last second
+    printf 'host load %s; busiest over 1 s: %s\n' "$(cut -d' ' -f1-3 /proc/loadavg)" \
+        "$(top -bn2 -d 1 -w 200 2>/dev/null | awk '/^ *PID/ { n++; next }
+            n == 2 && NF && c++ < 4 { printf "%s%s %s%%", (c > 1 ? ", " : ""), $12, $9 }')"
 }
 BOOT_HUNG=
 boot_deadline=$(( $(date +%s) + BOOT_TIMEOUT ))
