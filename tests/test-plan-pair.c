@@ -1580,6 +1580,38 @@ static void test_split_share_by_host(void) {
         }
 }
 
+/*
+ * A host whose calibration reads a split between two cores as cheap as one
+ * CPU (0.84x: the pipe probe ran faster split) leaves a split pair there
+ * to the kernel and says why; a policy with IgnoreCalibration=yes
+ * co-locates it all the same.
+ */
+static void test_no_gain_here(void) {
+        for (int ignore = 0; ignore <= 1; ignore++) {
+                struct task tasks[] = { mktask(100, 0.5, 0), mktask(101, 0.5, 1) };
+                struct calibration cal = mkcalib(0, 0.84, 0);
+                struct finding f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+                struct world w;
+
+                pair_policy.ignore_calibration = ignore;
+                world_init(&w, tasks, ELEMENTSOF(tasks));
+                w.calibration = &cal;
+                f.split_basis = SPLIT_BASIS_WAKEUPS;
+                ASSERT_OK(findings_add(&w.findings, &f));
+                for (int i = 0; i < 3 && w.out.n == 0; i++)
+                        interval(&w);
+                if (ignore) {
+                        expect_colocated(&w, 100, 101);
+                } else {
+                        ASSERT_EQ(w.out.n, 0);
+                        ASSERT_STREQ(target(&w, 100, 101)->state, "left alone: no gain on this host");
+                        ASSERT_TRUE(strstr(target(&w, 100, 101)->why, "0.84x") != NULL);
+                }
+                pair_policy.ignore_calibration = false;
+                world_done(&w);
+        }
+}
+
 /* Our pin of t for the pair with partner on mask, its original all of the machine. */
 static struct managed mkmanaged_mask(const struct task *t, const struct task *partner, const cpumask_t *mask,
                                      int cpu) {
@@ -1739,5 +1771,6 @@ int main(void) {
         test_machines_reserved();
         test_machines_span();
         test_split_share_by_host();
+        test_no_gain_here();
         return 0;
 }

@@ -59,6 +59,7 @@ enum key {
         K_UTIL, K_MIGRATIONS, K_WAKE_RATE, K_RUN_DELAY, K_STEAL, K_MAX_COMBINED_UTIL, K_WINDOW, K_OWNERS,
 
         K_CPU_WEIGHT, K_SCHED_FEATURES, K_SYSCTL, K_CPUS, K_ALLOW_REALTIME, K_ALLOW_NARROWED, K_SPAN,
+        K_IGNORE_CALIBRATION,
         _K_MAX,
 };
 
@@ -153,6 +154,7 @@ static const struct key_def {
         [K_ALLOW_REALTIME]      = POLICY(SEC_ACTION, "AllowRealtime", V_BOOL, allow_realtime),
         [K_ALLOW_NARROWED]      = POLICY(SEC_ACTION, "AllowNarrowed", V_BOOL, allow_narrowed),
         [K_SPAN]                = { SEC_ACTION, "Span" },
+        [K_IGNORE_CALIBRATION]  = POLICY(SEC_ACTION, "IgnoreCalibration", V_BOOL, ignore_calibration),
 #undef POLICY
 #undef DAEMON
 #undef FIELD
@@ -1403,6 +1405,8 @@ static void validate_pending(struct parse_ctx *ctx, struct pending *pd) {
                 key_error(ctx, pd, K_ALLOW_NARROWED, "not used by Action=%s", policy_action_to_string(p->action));
         if (p->action != ACTION_COLOCATE && pd->origin[K_SPAN].line)
                 key_error(ctx, pd, K_SPAN, "only used by Action=colocate");
+        if (p->action != ACTION_COLOCATE && pd->origin[K_IGNORE_CALIBRATION].line)
+                key_error(ctx, pd, K_IGNORE_CALIBRATION, "only used by Action=colocate");
 
         /* Match keys that would make the policy one that can never act. */
         if (p->match.kthreads == MATCH_YES && p->action != ACTION_EXCLUDE)

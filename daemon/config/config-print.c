@@ -51,7 +51,7 @@ static bool detect_empty(const struct policy *p) {
 
 static bool action_empty(const struct policy *p) {
         return p->cpu_weight < 0 && !p->features && !p->sysctls && !p->cpus && !p->allow_realtime &&
-               !p->allow_narrowed && p->pair_span < 0;
+               !p->allow_narrowed && p->pair_span < 0 && !p->ignore_calibration;
 }
 
 int config_print_policy(const struct policy *p, FILE *f) {
@@ -112,6 +112,8 @@ int config_print_policy(const struct policy *p, FILE *f) {
                         fputs("AllowNarrowed=yes\n", f);
                 if (p->pair_span >= 0)
                         fprintf(f, "Span=%s\n", pair_span_to_string(p->pair_span));
+                if (p->ignore_calibration)
+                        fputs("IgnoreCalibration=yes\n", f);
         }
         return 0;
 }

@@ -178,6 +178,7 @@ struct policy {
         bool allow_realtime;          /* AllowRealtime=no   override of the safety defaults */
         bool allow_narrowed;          /* AllowNarrowed=no   */
         int pair_span;                /* Span= (enum pair_span), colocate policies; -1 unset: auto */
+        bool ignore_calibration;      /* IgnoreCalibration=no: co-locate where the host reads < CALIB_GAIN_MIN too */
 
         char *excluded_why;           /* Action=exclude: "excluded by policy NAME" (detect_policy_for's ret_why) */
 };

@@ -1394,13 +1394,15 @@ static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][1
 /*
  * Where the calibration says co-location buys under CALIB_GAIN_MIN between
  * the CPUs this pair's members last ran on, a pin would only take the
- * balancer's freedom: the pair is left to the kernel, and says why.
+ * balancer's freedom: the pair is left to the kernel, and says why. Not
+ * for a policy with IgnoreCalibration=yes: its operator measured the
+ * workload itself, or the pipe probe's reading is noise on this host.
  */
 static bool no_gain_here(const struct pair_plan *pp, const struct pair_item *it) {
         const struct calibration *c = pp->ctx->in->calibration;
         double gain;
 
-        if (!c || !c->done)
+        if (!c || !c->done || (it->p && it->p->ignore_calibration))
                 return false;
         gain = calibration_gain_for(c, pp->topo, it->t[0]->last_cpu, it->t[1]->last_cpu);
         if (gain >= CALIB_GAIN_MIN)
