@@ -359,7 +359,8 @@ static void print_colocation(struct json_object *o) {
         line(&label, "buys %s on this host (a pipe ping-pong on one CPU: %.0f round trips/s)%s", buf,
              jdouble(o, "colocation.same_cpu_round_trips_per_s"),
              jdouble(o, "colocation.gain") < jdouble(o, "colocation.gain_min")
-                     ? "; under the threshold: pairs are left to the kernel" : "");
+                     ? "; under the threshold: pairs are left to the kernel (unless their policy sets IgnoreCalibration=yes)"
+                     : "");
         /* one CPU is the rule; a wider span is news (affinityd.policy(5) Span=) */
         span = jstr(o, "colocation.span");
         if (!streq(span, "cpu") && !streq(span, ""))

@@ -432,12 +432,17 @@ enum pair_span plan_pair_auto_span(const struct calibration *c, const struct top
         return smt ? PAIR_SPAN_CORE : PAIR_SPAN_CPU;    /* with SMT, its level is free by now */
 }
 
+/* With IgnoreCalibration=, Span=auto is one CPU: a level the calibration
+ * read as free is one it read as buying nothing, and spreading the pair
+ * over it would pin the pair where it already was, split. */
 static enum pair_span span_of(const struct pair_plan *pp, const struct pair_item *it) {
         int s = it->p && it->p->pair_span >= 0 ? it->p->pair_span : PAIR_SPAN_AUTO;
 
         if (it->anchored)
                 return PAIR_SPAN_CPU;
-        return s != PAIR_SPAN_AUTO ? (enum pair_span) s : plan_pair_auto_span(pp->ctx->in->calibration, pp->topo);
+        if (s != PAIR_SPAN_AUTO)
+                return (enum pair_span) s;
+        return plan_pair_auto_span(it->p && it->p->ignore_calibration ? NULL : pp->ctx->in->calibration, pp->topo);
 }
 
 /*
