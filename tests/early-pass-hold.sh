@@ -45,12 +45,31 @@ mkfifo "$work/quiet"
 exec 3<>"$work/quiet"
 
 secs_ms() { local w=${1%.*} f=${1#*.}000; printf -v "$2" '%d' $(( 10#$w * 1000 + 10#${f:0:3} )); }
+# The first pass after A and the time the daemon last planned it for, in
+# ms of boot time, and how many plans it made after A, read from the log
+# with builtins only: no fork to hold the pass back meanwhile.
+pass_and_plan() {
+        local line t re_plan='^affinityd\[debug\]: new process: next pass .* to ([0-9]+\.[0-9]+) s \(boot\)$'
+        local re_pass='^affinityd\[debug\]: pass [0-9]+ at ([0-9]+\.[0-9]+) s'
+        t_plan= t_first= n_plans=0
+        while IFS= read -r line; do
+                if [[ $line =~ $re_plan ]]; then
+                        secs_ms "${BASH_REMATCH[1]}" t
+                        (( t <= t_a )) || { t_plan=$t; t_first=${t_first:-$t}; n_plans=$(( n_plans + 1 )); }
+                elif [[ $line =~ $re_pass ]]; then
+                        secs_ms "${BASH_REMATCH[1]}" t
+                        (( t <= t_a )) || { t_pass=$t; return 0; }
+                fi
+        done <"$RUNDIR/daemon.log"
+        return 1
+}
 
 # One try: 0 when judged (a wrong hold fails the test), 1 when B's process
 # event reached the daemon only after the pass had run, so there was
 # nothing to hold (seen once in a distcheck on a busy host: B at +150 ms,
 # its event handled after the pass at +314 ms).
 attempt() {
+        local got=
         read -r -t 11 -u 3 || true
 
         uptime_ms t_a
@@ -58,52 +77,34 @@ attempt() {
         read -r -t 0.15 -u 3 || true
         uptime_ms t_b
         /bin/true                              # B: must hold it back to ~B+300 ms
-        # The first pass after A and the time the daemon last planned it for, in
-        # ms of boot time, polled in the log for up to 10 s (far below the regular
-        # pass) with builtins only: no fork to hold the pass back meanwhile.
-        t_pass= t_plan= t_first= n_plans=0
-        pass_and_plan() {
-                local line t re_plan='^affinityd\[debug\]: new process: next pass .* to ([0-9]+\.[0-9]+) s \(boot\)$'
-                local re_pass='^affinityd\[debug\]: pass [0-9]+ at ([0-9]+\.[0-9]+) s'
-                t_plan= t_first= n_plans=0
-                while IFS= read -r line; do
-                        if [[ $line =~ $re_plan ]]; then
-                                secs_ms "${BASH_REMATCH[1]}" t
-                                (( t <= t_a )) || { t_plan=$t; t_first=${t_first:-$t}; n_plans=$(( n_plans + 1 )); }
-                        elif [[ $line =~ $re_pass ]]; then
-                                secs_ms "${BASH_REMATCH[1]}" t
-                                (( t <= t_a )) || { t_pass=$t; return 0; }
-                        fi
-                done <"$RUNDIR/daemon.log"
+        # polled for up to 10 s (far below the regular pass)
+        t_pass=
+        for (( i = 0; i < 100; i++ )); do
+                if pass_and_plan; then got=yes; break; fi
+                read -r -t 0.1 -u 3 || true
+        done
+        [ -n "$got" ] || fail "no pass within 10 s of two new processes (Interval=60s)"
+        [ -n "$t_plan" ] || fail "a pass at $(( t_pass - t_a )) ms after A, but no early pass was planned for A or B"
+        echo "# A at +0, B at +$(( t_b - t_a )) ms; the pass planned for +$(( t_plan - t_a )) ms, run at +$(( t_pass - t_a )) ms"
+        grep "new process:" "$RUNDIR/daemon.log" | tail -3 | sed 's/^/# /'
+        if (( n_plans < 2 )); then
+                echo "# the daemon saw only one new process before the pass ran: B's event came after it, nothing to hold"
                 return 1
-}
-got=
-for (( i = 0; i < 100; i++ )); do
-        if pass_and_plan; then got=yes; break; fi
-        read -r -t 0.1 -u 3 || true
-done
-[ -n "$got" ] || fail "no pass within 10 s of two new processes (Interval=60s)"
-[ -n "$t_plan" ] || fail "a pass at $(( t_pass - t_a )) ms after A, but no early pass was planned for A or B"
-echo "# A at +0, B at +$(( t_b - t_a )) ms; the pass planned for +$(( t_plan - t_a )) ms, run at +$(( t_pass - t_a )) ms"
-grep "new process:" "$RUNDIR/daemon.log" | tail -3 | sed 's/^/# /'
-if (( n_plans < 2 )); then
-        echo "# the daemon saw only one new process before the pass ran: B's event came after it, nothing to hold"
-        return 1
-fi
-# /proc/uptime has 10 ms steps: allow 20 ms either way
-(( t_plan >= t_b + 300 - 20 )) ||
-        fail "the pass was planned for $(( t_plan - t_b )) ms after B, $(( t_plan - t_a )) ms after A: B did not hold it back to B+300 ms"
-# "Its time" is the one the daemon planned when it saw A: a slow machine
-# may deliver A's event late (under ASan on a loaded host, 1.1 s after A
-# started), and then every time planned is late with it
-(( t_first <= t_a + 300 + 20 )) ||
-        echo "# the daemon saw A late: its first pass planned for +$(( t_first - t_a )) ms, not +300"
-(( t_plan <= t_first + 300 + 20 )) ||
-        fail "the pass was planned for $(( t_plan - t_a )) ms after A, first for +$(( t_first - t_a )) ms: held back beyond 300 ms past its time"
-(( t_pass >= t_plan - 20 )) ||
-        fail "the pass ran at +$(( t_pass - t_a )) ms, before the +$(( t_plan - t_a )) ms it was planned for"
-echo "ok: the early pass waited for the later process (ran $(( t_pass - t_plan )) ms after its planned time)"
-return 0
+        fi
+        # /proc/uptime has 10 ms steps: allow 20 ms either way
+        (( t_plan >= t_b + 300 - 20 )) ||
+                fail "the pass was planned for $(( t_plan - t_b )) ms after B, $(( t_plan - t_a )) ms after A: B did not hold it back to B+300 ms"
+        # "Its time" is the one the daemon planned when it saw A: a slow machine
+        # may deliver A's event late (under ASan on a loaded host, 1.1 s after A
+        # started), and then every time planned is late with it
+        (( t_first <= t_a + 300 + 20 )) ||
+                echo "# the daemon saw A late: its first pass planned for +$(( t_first - t_a )) ms, not +300"
+        (( t_plan <= t_first + 300 + 20 )) ||
+                fail "the pass was planned for $(( t_plan - t_a )) ms after A, first for +$(( t_first - t_a )) ms: held back beyond 300 ms past its time"
+        (( t_pass >= t_plan - 20 )) ||
+                fail "the pass ran at +$(( t_pass - t_a )) ms, before the +$(( t_plan - t_a )) ms it was planned for"
+        echo "ok: the early pass waited for the later process (ran $(( t_pass - t_plan )) ms after its planned time)"
+        return 0
 }
 
 for try in 1 2 3; do

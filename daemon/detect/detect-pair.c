@@ -583,7 +583,9 @@ static unsigned partners_of(const struct snapshot *s, const struct tid_list *l, 
                 ;
         /* a hub already (add_finding()): the fan's width, quadratic in the
          * partners, is not needed (a server thread can have thousands) */
-        for (run = lo; hi - lo < DETECT_PAIR_HUB_PARTNERS && run < hi;) {
+        if (hi - lo >= DETECT_PAIR_HUB_PARTNERS)
+                return (unsigned) (hi - lo);
+        for (run = lo; run < hi;) {
                 const struct partner_end *e = run;
 
                 while (e < hi && e->role == run->role)

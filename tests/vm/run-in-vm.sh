@@ -179,10 +179,6 @@ BOOT_TIMEOUT=${AFFINITYD_VM_BOOT_TIMEOUT:-180}
 set +e
 timeout -k 10 "${AFFINITYD_VM_TIMEOUT:-900}" "${QEMU[@]}" < /dev/null &
 QPID=$!
-# The boot watchdog: the runner writes boot-info just before the command.
-# A CI run once spent its whole 600 s lifetime with no check started (the
-# 8-vCPU topology boot, which takes ~30 s here); without this the hang looks
-# like a slow test and eats the budget of the retry the caller can make.
 # What the host gave qemu, said when a watchdog kills it: a guest that got
 # little CPU was starved by the host, one that got much spun in itself.
 host_view() {
@@ -195,6 +191,10 @@ host_view() {
         "$(top -bn2 -d 1 -w 200 2>/dev/null | awk '/^ *PID/ { n++; next }
             n == 2 && NF && c++ < 4 { printf "%s%s %s%%", (c > 1 ? ", " : ""), $12, $9 }')"
 }
+# The boot watchdog: the runner writes boot-info just before the command.
+# A CI run once spent its whole 600 s lifetime with no check started (the
+# 8-vCPU topology boot, which takes ~30 s here); without this the hang looks
+# like a slow test and eats the budget of the retry the caller can make.
 BOOT_HUNG=
 boot_deadline=$(( $(date +%s) + BOOT_TIMEOUT ))
 while kill -0 "$QPID" 2>/dev/null && [ ! -s "$RUN/boot-info" ]; do
