@@ -1339,6 +1339,41 @@ static void test_machines_distinct_cores(void) {
 }
 
 /*
+ * A slower CPU counts as loaded by the work it lacks: on the 8P+16E
+ * hybrid a pair split across two idle E cores (capacity 512) goes to an
+ * idle P core; with every P CPU carrying 0.45 of another thread's load
+ * (less spare than an E core, once the move is counted) it stays on an E
+ * core, where a member ran.
+ */
+static void test_machines_capacity(void) {
+        struct task tasks[2 + 16];
+        struct world w;
+        int cpu;
+
+        tasks[0] = mktask(100, 0.4, 16);
+        tasks[1] = mktask(101, 0.4, 17);
+        world_on(&w, PLAN_MACHINE_HYBRID, tasks, 2);
+        ASSERT_EQ(machine_topo.n_capacities, 2);
+        add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+        interval(&w);
+        cpu = pair_cpu(&w, 100, 101);
+        ASSERT_TRUE(cpu >= 0);
+        ASSERT_EQ(machine_cpus[cpu].capacity, TOPOLOGY_CAPACITY_MAX);
+        world_done(&w);
+
+        tasks[0] = mktask(100, 0.4, 16);
+        tasks[1] = mktask(101, 0.4, 17);
+        for (int c = 0; c < 16; c++)
+                tasks[2 + c] = mktask(200 + c, 0.45, c);
+        world_on(&w, PLAN_MACHINE_HYBRID, tasks, ELEMENTSOF(tasks));
+        add_pair_now(&w, &tasks[0], &tasks[1], 50000);
+        interval(&w);
+        cpu = pair_cpu(&w, 100, 101);
+        ASSERT_TRUE(cpu == 16 || cpu == 17);
+        world_done(&w);
+}
+
+/*
  * LLCs before sharing one: two pairs, each with a member in two L3s, take
  * one L3 each on every machine that has two or more (the 2-socket box's
  * L3s are its nodes; on the 256-CPU box the other L3 is in the same node).
@@ -1768,6 +1803,7 @@ int main(void) {
         test_feeder();
         test_fan_no_chain();
         test_machines_distinct_cores();
+        test_machines_capacity();
         test_machines_llcs_before_sharing();
         test_machines_memory_node();
         test_machines_reserved();

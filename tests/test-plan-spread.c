@@ -317,6 +317,7 @@ static void test_budget(void) {
 /* Members per core, LLC and node of the group tids 101..100+n, after it was spread. */
 struct spread_placement {
         int core[MAX_CPUS], llc[MAX_CPUS], node[MAX_CPUS];
+        int fastest;    /* members on a CPU of the machine's highest capacity */
 };
 
 /* n members at 40 % all seen on CPU from, spread on machine m (after tweak, if any). */
@@ -348,6 +349,7 @@ static struct spread_placement spread_on(enum plan_machine m, int n, int from, v
                 p.core[w.cpus[c].core_id]++;
                 p.llc[w.cpus[c].llc_id]++;
                 p.node[w.cpus[c].node]++;
+                p.fastest += w.cpus[c].capacity == TOPOLOGY_CAPACITY_MAX;
         }
         world_done(&w);
         return p;
@@ -376,7 +378,8 @@ static void reserve_2s8c(struct world *w) {
 /*
  * Across cores, LLCs and nodes, not just CPUs: members all seen on CPU 0
  * are spread one per core on every machine, evenly over the nodes and the
- * L3s; never onto a reserved CPU (check_invariants) nor out of a cpuset.
+ * L3s, on a hybrid's P cores first; never onto a reserved CPU
+ * (check_invariants) nor out of a cpuset.
  */
 static void test_machines(void) {
         struct spread_placement p;
@@ -393,6 +396,15 @@ static void test_machines(void) {
 
         p = spread_on(PLAN_MACHINE_HYBRID, 8, 0, NULL);
         all_cores_once(&p);
+        ASSERT_EQ(p.fastest, 8);
+        /* seen on an E core (CPU 16), they still take the 8 P cores first, then E cores
+         * before a P core's second thread */
+        p = spread_on(PLAN_MACHINE_HYBRID, 8, 16, NULL);
+        all_cores_once(&p);
+        ASSERT_EQ(p.fastest, 8);
+        p = spread_on(PLAN_MACHINE_HYBRID, 12, 16, NULL);
+        all_cores_once(&p);
+        ASSERT_EQ(p.fastest, 8);
 
         /* 256 CPUs, 4 L3s per node: 2 members go to two nodes, not two L3s of one */
         p = spread_on(PLAN_MACHINE_256, 2, 0, NULL);

@@ -18,7 +18,8 @@
  *     (online, not isolated, not nohz_full) and in the policy's CPUs=;
  *     never one a hog is pinned to (cpu_claim == 1) or where another busy
  *     thread (util > 0.5) runs; least loaded by the other threads' util,
- *     preferring a CPU a member already runs on, then one sharing its core,
+ *     a slower CPU (a hybrid's E core, a little core) counting as loaded
+ *     by the work it lacks (capacity_cost()), preferring a CPU a member already runs on, then one sharing its core,
  *     LLC or node, so the pair's cache footprint moves as little as
  *     possible; on a machine with several NUMA nodes, a CPU of the node
  *     that holds most of the pair's memory (snapshot->memnodes, from
@@ -536,6 +537,23 @@ static double sharing_cost(const struct pair_plan *pp, int c) {
         return (sibling ? PAIR_SIBLING_TAKEN_COST : 0) + (llc ? PAIR_LLC_TAKEN_COST : 0);
 }
 
+/*
+ * What a slower CPU costs a pair, in CPUs of load: the share of a fastest
+ * CPU's work it lacks (an Intel hybrid's E core, 512: 0.5; an arm64
+ * little core at 446: 0.56). A pair's members take turns on its CPU, so
+ * every round trip runs at that CPU's speed, and a big core with less
+ * other load than that still leaves the pair more of a big core's work.
+ * 0 where every CPU is alike.
+ */
+static double capacity_cost(const struct topology *t, int c) {
+        int cap;
+
+        if (!t->cpus || t->n_capacities < 2 || c >= t->n_cpus)
+                return 0;
+        cap = t->cpus[c].capacity;
+        return cap > 0 ? 1.0 - (double) MIN(cap, TOPOLOGY_CAPACITY_MAX) / TOPOLOGY_CAPACITY_MAX : 0;
+}
+
 static int distance(const struct topology *topo, int a, int b) {
         if (a < 0 || b < 0 || a >= topo->n_cpus || b >= topo->n_cpus || !topo->cpus)
                 return ELEMENTSOF(distance_cost) - 1;
@@ -624,7 +642,7 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
                 for (int k = 0; k < 2; k++)
                         if (it->t[k])
                                 d = MIN(d, distance(pp->topo, c, it->t[k]->last_cpu));
-                score = MAX(load, 0.0) + distance_cost[d] + sharing_cost(pp, c);
+                score = MAX(load, 0.0) + distance_cost[d] + sharing_cost(pp, c) + capacity_cost(pp->topo, c);
                 home = node >= 0 && c < pp->topo->n_cpus && pp->topo->cpus[c].node == node;
                 if (best < 0 || (home && !best_home) || (home == best_home && score < best_score - 1e-9)) {
                         best = c;

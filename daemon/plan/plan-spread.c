@@ -141,12 +141,13 @@ static int cmp_util_desc(const void *a, const void *b) {
 /*
  * Where to put member mb given the group's load per CPU so far: an empty
  * CPU first (one per CPU), then away from the members already placed: not
- * on an SMT sibling of one, then on the node, then in the LLC with the
+ * on an SMT sibling of one, then the fastest CPUs (a hybrid's P cores
+ * before its E cores), then on the node, then in the LLC with the
  * fewest (the order plan-hog.c spreads hogs in: a node's memory bandwidth
  * and an LLC are what members next to each other share), then where it
  * runs now; a CPU it fits on (sum of util <= 1). -1 if none.
  */
-#define SPREAD_RANKS 5
+#define SPREAD_RANKS 6
 static bool rank_less(const int a[SPREAD_RANKS], const int b[SPREAD_RANKS]) {
         for (int k = 0; k < SPREAD_RANKS; k++)
                 if (a[k] != b[k])
@@ -180,11 +181,12 @@ static int pick(const struct topology *topo, const cpumask_t *avail, const doubl
                         if (topo->cpus[x].core_id == topo->cpus[c].core_id)
                                 rank[1] += count[x];    /* then not next to a member on SMT */
                         if (topo->cpus[x].node == topo->cpus[c].node)
-                                rank[2] += count[x];    /* then spread over nodes */
+                                rank[3] += count[x];    /* then spread over nodes */
                         if (topo->cpus[x].llc_id == topo->cpus[c].llc_id)
-                                rank[3] += count[x];    /* then over LLCs */
+                                rank[4] += count[x];    /* then over LLCs */
                 }
-                rank[4] = c == last ? 0 : 1;            /* then stay where it runs */
+                rank[2] = -topo->cpus[c].capacity;      /* then the fastest CPUs */
+                rank[5] = c == last ? 0 : 1;            /* then stay where it runs */
 
                 if (best < 0 || rank_less(rank, best_rank)) {
                         best = c;

@@ -187,7 +187,6 @@ static void topology_count(struct topology *t) {
  * cores as the CPUs of the cpu_core and cpu_atom PMUs. Without either,
  * every CPU is 1024. A file that cannot be read leaves a note and 1024.
  */
-#define CAPACITY_MAX 1024
 #define CAPACITY_ATOM 512
 
 static void load_capacities(const char *root, struct topology *t, const cpumask_t *possible) {
@@ -205,7 +204,7 @@ static void load_capacities(const char *root, struct topology *t, const cpumask_
                 snprintf(rel, sizeof(rel), SYS_CPU "/cpu%d/cpu_capacity", c);
                 r = read_int(root, rel, &v);
                 if (r >= 0 && v > 0) {
-                        t->cpus[c].capacity = MIN(v, CAPACITY_MAX);
+                        t->cpus[c].capacity = MIN(v, TOPOLOGY_CAPACITY_MAX);
                         any = true;
                 } else if (r != -ENOENT)
                         topology_note(t, "%s: %s; CPU %d taken as full capacity", rel,
@@ -361,7 +360,7 @@ int topology_load(const char *root, struct topology **ret) {
                 tc->package_id = 0;
                 tc->llc_id = -1;
                 tc->node = 0;
-                tc->capacity = CAPACITY_MAX;
+                tc->capacity = TOPOLOGY_CAPACITY_MAX;
                 if (cpumask_test(&possible, c))
                         load_cpu(root, t, c);
         }
@@ -463,7 +462,7 @@ struct topology *topology_new_synthetic(int n_cpus, const struct topo_cpu *cpus)
                 t->cpus[c] = cpus[c];
                 t->cpus[c].online = true;
                 if (t->cpus[c].capacity <= 0)
-                        t->cpus[c].capacity = CAPACITY_MAX;
+                        t->cpus[c].capacity = TOPOLOGY_CAPACITY_MAX;
         }
         t->online = cpumask_first_n(n_cpus);
         t->self_allowed = t->online;

@@ -27,6 +27,9 @@ struct topo_cpu {
         int capacity;
 };
 
+/* The capacity of the fastest CPUs (struct topo_cpu's capacity). */
+#define TOPOLOGY_CAPACITY_MAX 1024
+
 struct topology {
         int n_cpus;             /* highest possible CPU + 1 */
         struct topo_cpu *cpus;  /* n_cpus entries, index = CPU number */
