@@ -54,7 +54,7 @@ ctl status --json | jq -e '.capabilities.wake_source | test("perf")' >/dev/null 
 
 # The pair of PID $p and PID $q in affctl pairs: of the pairs between the
 # two processes, the one whose members are both there (cpu >= 0) and
-# that wakes the most: at WakeRate=500/s a client's
+# that wakes the most: at the shipped WakeRate= a client's
 # start-up (its main thread connecting) can leave a second, weaker pair
 # with the same server, listed "gone" once that thread is done.
 PAIR_OF='[.pairs[] | select(((.pid_a == $p and .pid_b == $q) or (.pid_a == $q and .pid_b == $p))
@@ -197,7 +197,7 @@ WAKE_RATE=$(awk -F= '$1 == "WakeRate" { sub(/\/s$/, "", $2); print $2; exit }' \
 # between the client thread and its server: a client not listed is only a
 # failure at SURE times WakeRate= or more (in the QEMU guest, sysbench at
 # 1,212 requests/s read 521 wake-ups/s in the daemon's bursts, and a run a
-# little slower was under the policy's 500/s).
+# little slower was under the 500/s the policy had then).
 SURE=4
 vol_switches() {
         local t n sum=0

@@ -215,8 +215,8 @@ static void test_held_one_cpu_is_no_stream(void) {
 
 static void test_thresholds(void) {
         struct task tasks[] = { mktask(300, 0.3, 0), mktask(301, 0.3, 1) };
-        struct wake_edge one_way[] = { mkedge(300, 301, 50000, 1), mkedge(301, 300, 100, 1) };
-        struct wake_edge slow[] = { mkedge(300, 301, 400, 1), mkedge(301, 300, 450, 1) };
+        struct wake_edge one_way[] = { mkedge(300, 301, 50000, 1), mkedge(301, 300, 30, 1) };
+        struct wake_edge slow[] = { mkedge(300, 301, 80, 1), mkedge(301, 300, 90, 1) };
         struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), one_way, ELEMENTSOF(one_way));
         struct findings f = {};
 
@@ -224,14 +224,14 @@ static void test_thresholds(void) {
         run(&s, &f);
         ASSERT_EQ(f.n, 0);
 
-        /* below the default 500/s both ways */
+        /* below the default 100/s both ways */
         s.edges = slow;
         run(&s, &f);
         ASSERT_EQ(f.n, 0);
-        pair_policy.wake_rate_min_per_s = 300;
+        pair_policy.wake_rate_min_per_s = 60;
         run(&s, &f);
         ASSERT_EQ(f.n, 1);
-        ASSERT_NEAR(f.items[0].wake_rate_per_s, 400, 1e-9);
+        ASSERT_NEAR(f.items[0].wake_rate_per_s, 80, 1e-9);
         pair_policy.wake_rate_min_per_s = -1;
 
         /* no pair policy at all: nothing */
@@ -307,13 +307,13 @@ static void test_not_ours(void) {
  * A pair we hold on one CPU wakes mostly one way: the waker is preempted
  * by the wakee it woke, so the reply wakes nobody (MariaDB + sysbench
  * co-located here: 48,230/1,510 wake-ups/s; the weaker direction is put
- * under the 500/s floor here). It stays a finding at its stronger rate;
+ * under the 100/s floor here). It stays a finding at its stronger rate;
  * the same edges on a pair we do not hold are one thread notifying
  * another, no finding.
  */
 static void test_held_pair_one_way(void) {
         struct task tasks[] = { mktask(450, 0.52, 0), mktask(451, 0.46, 0) };
-        struct wake_edge edges[] = { mkedge(450, 451, 48230, 0), mkedge(451, 450, 310, 0) };
+        struct wake_edge edges[] = { mkedge(450, 451, 48230, 0), mkedge(451, 450, 62, 0) };
         struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
         struct findings f = {};
 
@@ -356,10 +356,12 @@ static void test_feeder(void) {
         ASSERT_NEAR(f.items[0].wake_rate_per_s, 1000, 1e-9);
         ASSERT_TRUE(strncmp(f.items[0].note, "one-way", 7) == 0);
 
-        /* woken back at more than a quarter of its rate: neither a feeder nor (below 500/s) a pair */
-        edges[1].wakeups_per_s = 400;
+        /* woken back at more than a quarter of its rate: neither a feeder nor (below 100/s) a pair */
+        edges[0].wakeups_per_s = 300;
+        edges[1].wakeups_per_s = 90;
         run(&s, &f);
         ASSERT_EQ(f.n, 0);
+        edges[0].wakeups_per_s = 1000;
         edges[1].wakeups_per_s = 30;
 
         /* both busy: a producer and its consumer, a stream */
@@ -506,7 +508,7 @@ static void test_many(void) {
         struct wake_edge edges[] = {
                 mkedge(600, 601, 9000, 1), mkedge(601, 600, 9000, 1),
                 mkedge(600, 602, 5000, 1), mkedge(602, 600, 5000, 1),
-                mkedge(600, 603, 300, 0), mkedge(603, 600, 300, 0),
+                mkedge(600, 603, 60, 0), mkedge(603, 600, 60, 0),
         };
         struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
         struct findings f = {};

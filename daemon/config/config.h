@@ -162,7 +162,7 @@ struct policy {
         /* [Detect] thresholds; a value < 0 (or 0 for _usec) means "detector default" */
         double util_min;              /* Util=80%            → 0.80 (fraction of one CPU) */
         double migrations_min_per_s;  /* Migrations=0.2/s */
-        double wake_rate_min_per_s;   /* WakeRate=500/s */
+        double wake_rate_min_per_s;   /* WakeRate=100/s */
         double run_delay_min_ms_per_s;/* RunDelay=50ms (per second of wall time) */
         double steal_min;             /* Steal=10%           → 0.10 */
         double group_util_max;        /* MaxCombinedUtil=120% (pair: above this it is a stream) */

@@ -52,20 +52,24 @@
 
 /*
  * Defaults when a policy leaves WakeRate= / MaxCombinedUtil= unset.
- * 500 wake-ups/s each way: the ping-pong pairs of [wake-affine] and the pipe
+ * 100 wake-ups/s each way: the ping-pong pairs of [wake-affine] and the pipe
  * ping-pong here run at 45k-260k/s as fast as they loop, but production
  * clients send at a rate, and there the split costs latency, not
  * throughput: sysbench point selects at a fixed 1,000/s against MariaDB
  * had a p99 of 1.15 ms split by the kernel and 0.47 ms on one CPU
- * (bench/servers.sh mdb-ps-r1000). A pair at 1,000 requests/s wakes
- * 1,000 times a second each way; from 500/s such a client is found.
- * One-way wakers (a logger, a timer) are no pair at any rate.
+ * (bench/servers.sh mdb-ps-r1000), and at 200/s 1.3 ms against 0.5 ms
+ * co-located by the daemon (mdb-ps-r200). A pair at N requests/s wakes N
+ * times a second each way. With a floor of 500/s a client at 200-300/s
+ * was never found; at 100/s it was co-located 0.57-0.84 s after its
+ * start, in 6 runs of 6, and one at 200/s still shows twice the floor
+ * in a 100 ms burst. One-way wakers (a logger, a timer) are no pair at
+ * any rate.
  * 1.2 CPUs: a ping-pong pair alternates, so together it uses at most about
  * one CPU (split pair here: 0.5-0.7 each, ~1.1 at most); a stream keeps
  * both busy (1.7-2.0 here).
  */
 #ifndef DETECT_PAIR_WAKE_RATE_MIN_DEFAULT
-#define DETECT_PAIR_WAKE_RATE_MIN_DEFAULT 500.0
+#define DETECT_PAIR_WAKE_RATE_MIN_DEFAULT 100.0
 #define DETECT_PAIR_GROUP_UTIL_MAX_DEFAULT 1.2
 #endif
 

@@ -182,7 +182,7 @@ int wake_fallback_scan(struct wake_fallback *f, const struct task *tasks, size_t
  * each wake-up of a sleeping task is one voluntary switch of it, so a pair
  * at 2000 wake-ups/s each way switches ≥2000/s; half of that leaves room
  * for the snapshot's rate noise. Higher than the detector's default
- * WakeRate= (500/s): the fallback pairs threads by their switch rates
+ * WakeRate= (100/s): the fallback pairs threads by their switch rates
  * alone, and below this rate too many unrelated threads match.
  */
 #define WAKE_FALLBACK_MIN_SWITCH_PER_S 1000.0

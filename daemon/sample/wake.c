@@ -100,7 +100,7 @@
  *    Skipped calls keep the edges as the last burst left them.
  *
  * 100 ms of every 1 s pass: 10 % of the cost, and at the detector's
- * WakeRate= floor (500/s) an edge still gets ~50 wake-ups per burst.
+ * WakeRate= floor (100/s) an edge still gets ~10 wake-ups per burst.
  * The burst ends BURST_MARGIN_USEC before the next expected call, so the
  * pass sees fresh data: a pair that started during the off-time is found
  * at the same pass as with continuous sampling. Rates are counts over the

@@ -42,7 +42,7 @@
  * Rates are per second of on-time (the bursts), scaled by the sample
  * period; a rise is taken at once, and a fall decays: an EWMA per call of
  * wake_sampler_edges() that had a burst since the last one, with a 2 s
- * time constant, so a pair that goes quiet falls below the default 500/s
+ * time constant, so a pair that goes quiet falls below the default 100/s
  * threshold within a few seconds and edges below 1/s are pruned.
  *
  * Use from the manager (one sd-event loop, no threads):
