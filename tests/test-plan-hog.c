@@ -206,7 +206,8 @@ static void test_still_sibling_pinned(void) {
         world_add_task(&w, 102, "server", 0.95, 30, 0.0, 1);
         world_add_task(&w, 103, "client", 0.50, 30, 0.0, 2);
         w.edges[0] = (struct wake_edge) { .waker_tid = 103, .wakee_tid = 101, .wakeups_per_s = 9000 };
-        w.n_edges = 1;
+        w.edges[1] = (struct wake_edge) { .waker_tid = 101, .wakee_tid = 103, .wakeups_per_s = 9000 };
+        w.n_edges = 2;
         world_steps(&w, 6);
         ASSERT_TRUE(world_managed(&w, 101) == NULL);
         ASSERT_TRUE(world_managed(&w, 102) == NULL);
@@ -1137,7 +1138,10 @@ static void test_exchange_is_no_hog(void) {
         add_task(&w, 104, 0.55, 40, 5.0, 3);   /* its server */
         w.edges[0] = (struct wake_edge) { .waker_tid = 103, .wakee_tid = 104, .wakeups_per_s = 9000 };
         w.edges[1] = (struct wake_edge) { .waker_tid = 101, .wakee_tid = 101, .wakeups_per_s = 9000 }; /* self: no */
-        w.n_edges = 2;
+        w.edges[2] = (struct wake_edge) { .waker_tid = 104, .wakee_tid = 103, .wakeups_per_s = 9000 };
+        /* 102 posts to a helper 400 times a second and is never woken back: still a hog */
+        w.edges[3] = (struct wake_edge) { .waker_tid = 102, .wakee_tid = 105, .wakeups_per_s = 400 };
+        w.n_edges = 4;
         world_steps(&w, 5);
         ASSERT_TRUE(world_pinned_cpu(&w, 101) >= 0);
         ASSERT_TRUE(world_pinned_cpu(&w, 102) >= 0);
@@ -1146,7 +1150,7 @@ static void test_exchange_is_no_hog(void) {
         ASSERT_TRUE(st);
         ASSERT_STREQ(st->state, "left alone: pair");
 
-        /* below the pair policy's WakeRate= (the default 100/s): a hog like any other */
+        /* below the pair policy's WakeRate= (the default 100/s) one way: a hog like any other */
         w.edges[0].wakeups_per_s = 60;
         world_steps(&w, 5);
         ASSERT_TRUE(world_pinned_cpu(&w, 103) >= 0);

@@ -1339,38 +1339,38 @@ static void test_machines_distinct_cores(void) {
 }
 
 /*
- * A slower CPU counts as loaded by the work it lacks: on the 8P+16E
+ * A slower CPU, in the order the hog planner places by: on the 8P+16E
  * hybrid a pair split across two idle E cores (capacity 512) goes to an
- * idle P core; with every P CPU carrying 0.45 of another thread's load
- * (less spare than an E core, once the move is counted) it stays on an E
- * core, where a member ran.
+ * idle P core; with a hog pinned on one thread of every P core it stays
+ * on an E core, where a member ran, rather than share a core with a hog;
+ * and a pair with a member on a P core whose sibling holds a hog goes to
+ * a free E core, not next to the hog.
  */
-static void test_machines_capacity(void) {
-        struct task tasks[2 + 16];
+static int capacity_case(int cpu_a, int cpu_b, int hog_thread) {
+        struct task tasks[] = { mktask(100, 0.4, cpu_a), mktask(101, 0.4, cpu_b) };
         struct world w;
         int cpu;
 
-        tasks[0] = mktask(100, 0.4, 16);
-        tasks[1] = mktask(101, 0.4, 17);
-        world_on(&w, PLAN_MACHINE_HYBRID, tasks, 2);
+        world_on(&w, PLAN_MACHINE_HYBRID, tasks, ELEMENTSOF(tasks));
         ASSERT_EQ(machine_topo.n_capacities, 2);
+        for (int core = 0; hog_thread >= 0 && core < 8; core++)
+                w.claim[2 * core + hog_thread] = 1;
         add_pair_now(&w, &tasks[0], &tasks[1], 50000);
         interval(&w);
         cpu = pair_cpu(&w, 100, 101);
         ASSERT_TRUE(cpu >= 0);
-        ASSERT_EQ(machine_cpus[cpu].capacity, TOPOLOGY_CAPACITY_MAX);
         world_done(&w);
+        return cpu;
+}
 
-        tasks[0] = mktask(100, 0.4, 16);
-        tasks[1] = mktask(101, 0.4, 17);
-        for (int c = 0; c < 16; c++)
-                tasks[2 + c] = mktask(200 + c, 0.45, c);
-        world_on(&w, PLAN_MACHINE_HYBRID, tasks, ELEMENTSOF(tasks));
-        add_pair_now(&w, &tasks[0], &tasks[1], 50000);
-        interval(&w);
-        cpu = pair_cpu(&w, 100, 101);
+static void test_machines_capacity(void) {
+        int cpu = capacity_case(16, 17, -1);
+
+        ASSERT_EQ(machine_cpus[cpu].capacity, TOPOLOGY_CAPACITY_MAX);
+        cpu = capacity_case(16, 17, 0);
         ASSERT_TRUE(cpu == 16 || cpu == 17);
-        world_done(&w);
+        cpu = capacity_case(0, 16, 1);
+        ASSERT_TRUE(cpu >= 16);
 }
 
 /*

@@ -120,6 +120,28 @@ static const struct wake_edge *find_edge(const struct wake_edge *e, size_t n, pi
         return NULL;
 }
 
+/*
+ * A sample period of 16 (a machine waking over a million tasks a second):
+ * one stray sample in a 100 ms burst reads 160/s, over the shipped
+ * WakeRate=, and does not rise at once; three samples do.
+ */
+static void test_edge_rise_samples(void) {
+        struct wake_edge_table t;
+        struct wake_edge *out = NULL;
+        size_t alloc = 0, n = 0;
+
+        wake_edge_table_init(&t, 4);
+        ASSERT_OK(wake_edge_table_add(&t, 7, 8, 16, 1, 0, true));
+        for (int i = 0; i < 3; i++)
+                ASSERT_OK(wake_edge_table_add(&t, 9, 8, 16, 1, 0, true));
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_NEAR(find_edge(out, n, 7, 8)->wakeups_per_s, 160 * 0.63212, 1);
+        ASSERT_NEAR(find_edge(out, n, 9, 8)->wakeups_per_s, 480, 1e-6);
+        free(out);
+        wake_edge_table_done(&t);
+}
+
 static void test_edge_table(void) {
         struct wake_edge_table t;
         struct wake_edge *out = NULL;
@@ -128,10 +150,10 @@ static void test_edge_table(void) {
 
         wake_edge_table_init(&t, 4);
         /* 1 s window: 10000 wake-ups 1→2, all split; 5000 2→1, none split */
-        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, true));
-        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 4000, 0, true));
-        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 1000, 0, true));
-        ASSERT_EQ(wake_edge_table_add(&t, 0, 1, 1, 0, false), -EINVAL);
+        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, 10000, true));
+        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 4000, 4000, 0, true));
+        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 1000, 1000, 0, true));
+        ASSERT_EQ(wake_edge_table_add(&t, 0, 1, 1, 1, 0, false), -EINVAL);
         ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
         ASSERT_EQ(n, 2);
@@ -150,21 +172,21 @@ static void test_edge_table(void) {
         ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 5000, 1);
 
         /* a rise is taken at once (a client that connected, then sends) ... */
-        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 10000, 0, true));
+        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 10000, 10000, 0, true));
         ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
-        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, true));   /* and 1→2 steady */
+        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, 10000, true));   /* and 1→2 steady */
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
         ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 10000, 1);
         /* ... a fall with the time constant: tau = window, 1 - 1/e of the way */
-        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 5000, 0, true));
+        ASSERT_OK(wake_edge_table_add(&t, 2, 1, 5000, 5000, 0, true));
         ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
-        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, true));
+        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, 10000, true));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
         ASSERT_NEAR(find_edge(out, n, 2, 1)->wakeups_per_s, 10000 - 5000 * 0.63212, 1);
 
         /* A steady rate converges. */
         for (int i = 0; i < 20; i++) {
-                ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 0, true));
+                ASSERT_OK(wake_edge_table_add(&t, 1, 2, 10000, 10000, 0, true));
                 ASSERT_OK(wake_edge_table_fold(&t, USEC_PER_SEC, USEC_PER_SEC));
         }
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
@@ -180,7 +202,7 @@ static void test_edge_table(void) {
         /* Duty cycle: 1000 wake-ups counted in 100 ms of a 1 s window are
          * 10000/s; the steady rate is unchanged, the decay runs on the window. */
         for (int i = 0; i < 5; i++) {
-                ASSERT_OK(wake_edge_table_add(&t, 1, 2, 1000, 1000, true));
+                ASSERT_OK(wake_edge_table_add(&t, 1, 2, 1000, 1000, 1000, true));
                 ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
         }
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
@@ -197,12 +219,12 @@ static void test_edge_table(void) {
 
         /* The cap: 4 edges, the 5th is counted and dropped. */
         for (pid_t w = 10; w < 13; w++)   /* 1→2 is there: 3 more make 4 */
-                (void) wake_edge_table_add(&t, w, 99, 100, 0, false);
+                (void) wake_edge_table_add(&t, w, 99, 100, 100, 0, false);
         ASSERT_EQ(t.n, 4);
-        ASSERT_EQ(wake_edge_table_add(&t, 50, 51, 100, 0, false), -ENOSPC);
+        ASSERT_EQ(wake_edge_table_add(&t, 50, 51, 100, 100, 0, false), -ENOSPC);
         ASSERT_EQ(t.dropped, 1);
         /* existing ones are still counted */
-        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 100, 0, false));
+        ASSERT_OK(wake_edge_table_add(&t, 1, 2, 100, 100, 0, false));
 
         wake_edge_table_done(&t);
         free(out);
@@ -240,7 +262,7 @@ static void test_response_time(void) {
         }
         for (size_t i = 0; i < k; i++)
                 if (ev[i].waker != 0)
-                        ASSERT_OK(wake_edge_table_add(&t, ev[i].waker, ev[i].wakee, 1, 0, true));
+                        ASSERT_OK(wake_edge_table_add(&t, ev[i].waker, ev[i].wakee, 1, 1, 0, true));
         ASSERT_OK(wake_edge_table_time(&t, ev, k));
         ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
@@ -309,7 +331,7 @@ static void test_response_time(void) {
         ASSERT_TRUE(k <= ELEMENTSOF(ev));
         for (size_t i = 0; i < k; i++)
                 if (ev[i].waker > 0)
-                        ASSERT_OK(wake_edge_table_add(&t, ev[i].waker, ev[i].wakee, 1, 0, true));
+                        ASSERT_OK(wake_edge_table_add(&t, ev[i].waker, ev[i].wakee, 1, 1, 0, true));
         ASSERT_OK(wake_edge_table_time(&t, ev, k));
         ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
@@ -1356,6 +1378,7 @@ int main(int argc, char **argv) {
         }
         test_format();
         test_edge_table();
+        test_edge_rise_samples();
         test_fallback_fixture();
         test_hot_set();
         test_response_time();

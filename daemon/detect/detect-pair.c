@@ -57,13 +57,13 @@
  * clients send at a rate, and there the split costs latency, not
  * throughput: sysbench point selects at a fixed 1,000/s against MariaDB
  * had a p99 of 1.15 ms split by the kernel and 0.47 ms on one CPU
- * (bench/servers.sh mdb-ps-r1000), and at 200/s 1.3 ms against 0.5 ms
+ * (bench/servers.sh mdb-ps-r1000), and at 200/s 0.72 ms against 0.55 ms
  * co-located by the daemon (mdb-ps-r200). A pair at N requests/s wakes N
  * times a second each way. With a floor of 500/s a client at 200-300/s
  * was never found; at 100/s it was co-located 0.57-0.84 s after its
- * start, in 6 runs of 6, and one at 200/s still shows twice the floor
- * in a 100 ms burst. One-way wakers (a logger, a timer) are no pair at
- * any rate.
+ * start, in 12 runs of 12 at 200/s and 300/s, and one at 200/s still
+ * shows twice the floor in a 100 ms burst. One-way wakers (a logger, a
+ * timer) are no pair at any rate.
  * 1.2 CPUs: a ping-pong pair alternates, so together it uses at most about
  * one CPU (split pair here: 0.5-0.7 each, ~1.1 at most); a stream keeps
  * both busy (1.7-2.0 here).

@@ -100,21 +100,35 @@ static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, 
  * MariaDB's connection thread co-located with its sysbench client reads
  * util 0.52 and demand 1.00; pinned as a hog away from the pair's CPU it
  * and the pair planner moved it between the two CPUs every pass.
- * Nor is a thread that wakes, or is woken by, another at pair rates
+ * Nor is a thread that wakes another, and is woken by it, at pair rates
  * (WakeRate=): a busy client of a server (redis-benchmark with 50
  * connections, util 0.96) is half of an exchange whose two ends the
  * kernel's wake-up placement moves together; pinned, it is the server
- * that gets moved onto its CPU.
+ * that gets moved onto its CPU. Both ways: a compute thread that only
+ * posts to a helper or a logger a few hundred times a second is a hog
+ * like any other, and so is one that the sampler charges with the
+ * wake-ups of the interrupts that land on its CPU.
  */
+static bool edge_at(const struct snapshot *s, pid_t waker, pid_t wakee, double floor) {
+        for (size_t i = 0; i < s->n_edges; i++)
+                if (s->edges[i].waker_tid == waker && s->edges[i].wakee_tid == wakee &&
+                    s->edges[i].wakeups_per_s >= floor)
+                        return true;
+        return false;
+}
+
 static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
         const struct plan_input *in = hp->ctx->in;
         double floor = detect_pair_rate_floor(in->config);
         const struct snapshot *s = in->snap;
 
-        for (size_t i = 0; floor >= 0 && i < s->n_edges; i++)
-                if ((s->edges[i].waker_tid == id->tid || s->edges[i].wakee_tid == id->tid) &&
-                    s->edges[i].waker_tid != s->edges[i].wakee_tid && s->edges[i].wakeups_per_s >= floor)
+        for (size_t i = 0; floor >= 0 && i < s->n_edges; i++) {
+                const struct wake_edge *e = &s->edges[i];
+
+                if (e->waker_tid == id->tid && e->wakee_tid != id->tid && e->wakeups_per_s >= floor &&
+                    edge_at(s, e->wakee_tid, id->tid, floor))
                         return true;
+        }
 
         for (size_t i = 0; in->findings && i < in->findings->n; i++) {
                 const struct finding *f = &in->findings->items[i];

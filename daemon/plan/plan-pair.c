@@ -18,9 +18,10 @@
  *     (online, not isolated, not nohz_full) and in the policy's CPUs=;
  *     never one a hog is pinned to (cpu_claim == 1) or where another busy
  *     thread (util > 0.5) runs; least loaded by the other threads' util,
- *     a slower CPU (a hybrid's E core, a little core) counting as loaded
- *     by the work it lacks (capacity_cost()), preferring a CPU a member already runs on, then one sharing its core,
- *     LLC or node, so the pair's cache footprint moves as little as
+ *     a slower CPU (a hybrid's E core, a little core) counting as somewhat
+ *     loaded (capacity_cost()), preferring a CPU a member already runs
+ *     on, then one sharing its core, LLC or node, so the pair's cache
+ *     footprint moves as little as
  *     possible; on a machine with several NUMA nodes, a CPU of the node
  *     that holds most of the pair's memory (snapshot->memnodes, from
  *     /proc/PID/numa_maps) before any other, when that is known: a pair is
@@ -538,20 +539,27 @@ static double sharing_cost(const struct pair_plan *pp, int c) {
 }
 
 /*
- * What a slower CPU costs a pair, in CPUs of load: the share of a fastest
- * CPU's work it lacks (an Intel hybrid's E core, 512: 0.5; an arm64
- * little core at 446: 0.56). A pair's members take turns on its CPU, so
- * every round trip runs at that CPU's speed, and a big core with less
- * other load than that still leaves the pair more of a big core's work.
- * 0 where every CPU is alike.
+ * What a slower CPU costs a pair, in CPUs of load: PAIR_SLOWER_CPU_COST
+ * times the share of a fastest CPU's capacity it lacks (an Intel hybrid's
+ * E core, 512: 0.15; an arm64 little core at 446: 0.17). A pair's members
+ * take turns on its CPU, so every round trip runs at that CPU's speed;
+ * but Intel's 512 is an order, not a measurement (topology.h), so this
+ * places by the order the hog planner uses, not by an amount: more than a
+ * move within the LLC (an idle P core before the E core the pair runs
+ * on), less than a core shared with a hog or another pair (a free E core
+ * before a P core's second thread, as Linux's ITMT priorities order busy
+ * tasks). 0 where every CPU is alike.
  */
+#define PAIR_SLOWER_CPU_COST 0.30
+
 static double capacity_cost(const struct topology *t, int c) {
         int cap;
 
         if (!t->cpus || t->n_capacities < 2 || c >= t->n_cpus)
                 return 0;
         cap = t->cpus[c].capacity;
-        return cap > 0 ? 1.0 - (double) MIN(cap, TOPOLOGY_CAPACITY_MAX) / TOPOLOGY_CAPACITY_MAX : 0;
+        return cap > 0 ? PAIR_SLOWER_CPU_COST * (1.0 - (double) MIN(cap, TOPOLOGY_CAPACITY_MAX) / TOPOLOGY_CAPACITY_MAX)
+                       : 0;
 }
 
 static int distance(const struct topology *topo, int a, int b) {

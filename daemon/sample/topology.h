@@ -23,7 +23,9 @@ struct topo_cpu {
         /* Compute capacity on cpu_capacity's scale, 1024 for the fastest CPUs:
          * cpuN/cpu_capacity (arm64, big.LITTLE), else 1024 for Intel hybrid's
          * cpu_core CPUs and 512 for its cpu_atom ones (an order, not a
-         * measurement), else 1024. Placement only compares it. */
+         * measurement), else 1024. Placement uses it as an order: the
+         * hog and spread planners compare it, the pair planner weighs a
+         * slower CPU below a shared core (plan-pair.c capacity_cost()). */
         int capacity;
 };
 

@@ -64,7 +64,7 @@ static int table_rebuild(struct wake_edge_table *t, size_t capacity) {
         return 0;
 }
 
-int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, double weight,
+int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, double weight, unsigned samples,
                         double split, bool split_known) {
         uint64_t key = edge_key(waker, wakee);
         struct wake_edge_slot *s;
@@ -93,6 +93,7 @@ int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, dou
                 t->n++;
         }
         s->count += weight;
+        s->samples += samples;
         s->split += split;
         if (split_known)
                 s->split_known = true;
@@ -130,17 +131,24 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                  * wake-ups) and then sending 1,000 requests/s climbed a fifth
                  * of the way a pass and crossed a 500/s floor only at the
                  * third, 3.35 s in. The decay is what holds a pair through a
-                 * lull (release waits for it), not what admits one.
+                 * lull (release waits for it), not what admits one. At once
+                 * only on WAKE_EDGE_RISE_SAMPLES samples or more: on a machine
+                 * waking over a million tasks a second the sample period is
+                 * 8-16, and one stray wake-up in a 100 ms burst would read
+                 * 80-160/s, over the shipped WakeRate=; fewer samples rise
+                 * with the decay, as an edge's fall does.
                  */
-                if (!s->folded || s->count / dt > s->rate_per_s) {
+                if (s->samples >= WAKE_EDGE_RISE_SAMPLES && (!s->folded || s->count / dt > s->rate_per_s)) {
                         s->rate_per_s = s->count / dt;
                         s->split_per_s = s->split / dt;
                         s->folded = true;
                 } else {
                         s->rate_per_s += alpha * (s->count / dt - s->rate_per_s);
                         s->split_per_s += alpha * (s->split / dt - s->split_per_s);
+                        s->folded = true;
                 }
                 s->count = s->split = 0;
+                s->samples = 0;
                 /* a window without its own answers has no response time:
                  * the check would count an old one as new */
                 s->response_usec = s->answers >= WAKE_RESPONSE_MIN ? s->answer_sum_ns / s->answers / 1e3 : 0;

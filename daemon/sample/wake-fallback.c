@@ -320,9 +320,9 @@ static int link_procs(struct wake_fallback *f, size_t a, size_t b, uint64_t wind
                 return 0;
         /* Each voluntary switch of one side is (about) one wake-up by the other. */
         w = best_min * (double) window_usec / 1e6;
-        r = wake_edge_table_add(t, best_a->id.tid, best_b->id.tid, w, 0, false);
+        r = wake_edge_table_add(t, best_a->id.tid, best_b->id.tid, w, WAKE_EDGE_RISE_SAMPLES, 0, false);
         if (r >= 0)
-                r = wake_edge_table_add(t, best_b->id.tid, best_a->id.tid, w, 0, false);
+                r = wake_edge_table_add(t, best_b->id.tid, best_a->id.tid, w, WAKE_EDGE_RISE_SAMPLES, 0, false);
         if (r == -ENOMEM)
                 return r;
         return 1;

@@ -55,6 +55,7 @@ int wake_tp_format_load(const char *root, const char *event, const char *pid_fie
 struct wake_edge_slot {
         uint64_t key;            /* (waker << 32) | wakee; 0 = empty */
         double count;            /* wake-ups this window (sample weight = period) */
+        unsigned samples;        /* samples this window (count is samples x their periods) */
         double split;            /* of which the waker ran on another CPU than the wakee's */
         double rate_per_s;       /* decayed */
         double split_per_s;      /* decayed */
@@ -91,8 +92,15 @@ struct wake_edge_table {
 void wake_edge_table_init(struct wake_edge_table *t, size_t max_edges);
 void wake_edge_table_done(struct wake_edge_table *t);
 
-/* Count weight wake-ups waker→wakee (split of them across CPUs). -ENOMEM, -ENOSPC (full, counted). */
-int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, double weight,
+/*
+ * Count weight wake-ups waker→wakee (split of them across CPUs), seen as
+ * samples readings: 1 for a perf sample (weight is its period), more for
+ * a figure that is no sample (the fallback's, from /proc's switch counts
+ * over the window). An edge rises at once only on WAKE_EDGE_RISE_SAMPLES
+ * of them in a window. -ENOMEM, -ENOSPC (full, counted).
+ */
+#define WAKE_EDGE_RISE_SAMPLES 3u
+int wake_edge_table_add(struct wake_edge_table *t, pid_t waker, pid_t wakee, double weight, unsigned samples,
                         double split, bool split_known);
 
 /* Close a window of window_usec: fold counts into the decayed rates, prune. */

@@ -74,10 +74,11 @@
  *  - The quiet gate. A wake-up that matters to a pair puts the wakee on
  *    a CPU: a context switch. Right before a burst the machine's switch
  *    rate since the last look (/proc/stat "ctxt") is compared with the
- *    lowest WakeRate= of the pair policies: below half of it no edge can
- *    be above it, the burst is skipped and the pass folds an observed
- *    zero (edges decay as if sampled). An idle machine (~75 switches/s
- *    here) then opens nothing. A pass brought forward for a new process
+ *    lowest WakeRate= of the pair policies: a pair at that rate each way
+ *    switches twice as often, so below it no pair can be there, the burst
+ *    is skipped and the pass folds an observed zero (edges decay as if
+ *    sampled). An idle machine (60-95 switches/s here, under the shipped
+ *    100/s) then opens nothing. A pass brought forward for a new process
  *    always gets its burst; with no pair policy there are no bursts.
  *
  *  - Parking. Between bursts the events are disabled
@@ -108,8 +109,11 @@
  */
 #define BURST_USEC_DEFAULT (100 * USEC_PER_MSEC)
 #define BURST_MARGIN_USEC (30 * USEC_PER_MSEC)
-/* Bursts run when the switch rate is at least 1/GATE_SHARE of the lowest WakeRate=. */
-#define GATE_SHARE 2
+/* A thread is hot (wake-hot.c) from the lowest WakeRate= over HOT_SHARE: a
+ * member of a pair at the floor switches at least at the floor, and half
+ * of it leaves room for the snapshot's noise. (The quiet gate needs no
+ * such share: a pair at the floor switches twice the floor.) */
+#define HOT_SHARE 2
 /* Wake-ups/s (all CPUs) above which events are closed between bursts, not parked:
  * 100k × ~7 ns is 0.07 % of a CPU, about a fifth of what reopening costs. */
 #define PARK_EVENTS_MAX_PER_S 100000.0
@@ -802,7 +806,7 @@ static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uin
         if ((pid_t) pid_tid[1] == wakee)
                 return;
         split = target >= 0 && target != cpu;
-        (void) wake_edge_table_add(&ws->table, (pid_t) pid_tid[1], wakee, (double) period,
+        (void) wake_edge_table_add(&ws->table, (pid_t) pid_tid[1], wakee, (double) period, 1,
                                    split ? (double) period : 0.0, target >= 0);
         timed_add(ws, c, t_ns, (pid_t) pid_tid[1], wakee);
 }
@@ -1131,7 +1135,7 @@ static bool burst_quiet(struct wake_sampler *ws, uint64_t now) {
         ws->ctxt_usec = now;
         if (!had || ws->early_call)
                 return false;
-        return ws->switches_per_s * GATE_SHARE < ws->floor_per_s;
+        return ws->switches_per_s < ws->floor_per_s;
 }
 
 /*
@@ -1466,7 +1470,7 @@ bool wake_sampler_burst_wanted(const struct wake_sampler *ws) {
  * whether the threads moved since (wake-hot.c).
  */
 static void stride_note_call(struct wake_sampler *ws, bool fed) {
-        double hot_min = ws->floor_per_s > 0 ? ws->floor_per_s / GATE_SHARE : 0;
+        double hot_min = ws->floor_per_s > 0 ? ws->floor_per_s / HOT_SHARE : 0;
 
         if (fed) {
                 ws->calls_since_burst = 0;
@@ -1555,7 +1559,7 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
                 return r;
         /* the stride: the pairs this burst saw together, to watch in /proc till the next */
         if (fed && ws->floor_per_s > 0)
-                (void) wake_hot_record_pairs(&ws->hot, ws->out, ws->n_out, ws->floor_per_s / GATE_SHARE);
+                (void) wake_hot_record_pairs(&ws->hot, ws->out, ws->n_out, ws->floor_per_s / HOT_SHARE);
         *ret_edges = ws->out;
         *ret_n = ws->n_out;
         return (int) MIN(ws->n_out, (size_t) INT_MAX);
