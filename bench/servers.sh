@@ -46,7 +46,12 @@
 #              human does for a single client
 #   other      (not in the default list) the daemon $AFFINITYD_OTHER (e.g.
 #              the build of another commit) run as affinityd is: two
-#              builds side by side in one interleaved run
+#              builds side by side in one interleaved run; with
+#              $AFFINITYD_OTHER_CONFIG, on that configuration directory
+#              instead of the shipped policies (two configurations of one
+#              build: AFFINITYD_OTHER=$PWD/affinityd)
+#   dryrun-other  the same in --dry-run: what the other build or
+#              configuration's watching costs
 #   noperf     (not in the default list) affinityd --no-perf: what the
 #              daemon costs and does without the perf wake-up sampler
 #   dryrun     (not in the default list) affinityd --dry-run: it watches
@@ -319,7 +324,8 @@ nap() { read -r -t "$1" -u "$TICK" _ || true; }
 start_daemon() {
         local rundir=$1 bin=$2 deadline
         mkdir -p "$rundir"
-        ${DAEMON_NICE:+nice -n "$DAEMON_NICE"} "$bin" --runtime-dir "$rundir" --config-dir "$SRCDIR/policies" --interval 1000 \
+        ${DAEMON_NICE:+nice -n "$DAEMON_NICE"} "$bin" --runtime-dir "$rundir" \
+                --config-dir "${DAEMON_CONFIG:-$SRCDIR/policies}" --interval 1000 \
                 --log-level info "${@:3}" >"$rundir/daemon.log" 2>&1 &
         DAEMON_PID=$!
         deadline=$((${EPOCHREALTIME/./} + 10000000))
@@ -515,14 +521,17 @@ one_run() {
         case ${v%%@*} in
         stock) pin_server "$w" "$ALLCPUS" ;;
         hand) pin_server "$w" 0; pre="taskset -c 0" ;;
-        affinityd|noperf|other|dryrun|dryrun-noperf)
+        affinityd|noperf|other|dryrun|dryrun-noperf|dryrun-other)
                 daemon=1
                 pin_server "$w" "$ALLCPUS"
                 case ${v%%@*} in
                 noperf) start_daemon "$tag.run" "$AFFINITYD" --no-perf ;;
                 dryrun) start_daemon "$tag.run" "$AFFINITYD" --dry-run ;;
                 dryrun-noperf) start_daemon "$tag.run" "$AFFINITYD" --dry-run --no-perf ;;
-                other) start_daemon "$tag.run" "${AFFINITYD_OTHER:?set AFFINITYD_OTHER for the variant other}" ;;
+                other) DAEMON_CONFIG=${AFFINITYD_OTHER_CONFIG:-} start_daemon "$tag.run" \
+                        "${AFFINITYD_OTHER:?set AFFINITYD_OTHER for the variant other}" ;;
+                dryrun-other) DAEMON_CONFIG=${AFFINITYD_OTHER_CONFIG:-} start_daemon "$tag.run" \
+                        "${AFFINITYD_OTHER:?set AFFINITYD_OTHER for the variant dryrun-other}" --dry-run ;;
                 *) start_daemon "$tag.run" "$AFFINITYD" ;;
                 esac
                 ;;
