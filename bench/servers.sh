@@ -60,6 +60,7 @@
 #              wake-up sampler
 #   VARIANT@N  a daemon variant run at nice N (e.g. dryrun@-5, as the
 #              systemd unit runs it, Nice=-5); without @, at the bench's own
+#              nice level
 #
 # Each server is a private instance started by this script on a unix
 # socket in a temporary folder (no TCP port, not the system's instance,
@@ -89,9 +90,11 @@ DURATION=12
 SETTLE=0
 WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4,pg-8,mc-1,nginx-1,sockperf-1,proxy-1
 VARIANTS=stock,affinityd,hand
+# set per variant by one_run() (other, dryrun-other), never by the caller's environment
+unset DAEMON_CONFIG
 
 usage() {
-        sed -n '3,48p' "$SELF" | sed 's/^# \{0,1\}//'
+        sed -n '3,/^# Each server/p' "$SELF" | sed '$d; s/^# \{0,1\}//'
         cat <<EOF
 
 Usage: bench/servers.sh [--repeats N] [--duration SEC] [--settle SEC] [--workloads LIST]

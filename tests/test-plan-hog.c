@@ -1125,6 +1125,16 @@ static void test_claims_by_use(void) {
  * hopping; pinned, the kernel moved Redis onto its CPU). The two real
  * hogs are pinned; it is left alone and claims no CPU.
  */
+/* The hog detector, and 102 a feeder of 105, a helper of its own process (detect-pair.c is_feeder()). */
+static void detect_with_feeder(struct world *w) {
+        struct finding f = { .kind = DETECT_PAIR, .shape = PAIR_FEEDER, .policy = &w->pol[1], .n_members = 2 };
+
+        detect(w);
+        f.members[0] = world_task(w, 102)->id;
+        f.members[1] = world_task(w, 105)->id;
+        ASSERT_OK(findings_add(&w->findings, &f));
+}
+
 static void test_exchange_is_no_hog(void) {
         struct world w;
         const struct plan_target_state *st;
@@ -1136,6 +1146,9 @@ static void test_exchange_is_no_hog(void) {
         add_task(&w, 102, 0.95, 10, 2.0, 1);
         add_task(&w, 103, 0.96, 25, 2.0, 2);   /* the busy client */
         add_task(&w, 104, 0.55, 40, 5.0, 3);   /* its server */
+        add_task(&w, 105, 0.05, 0, 0.0, 3);    /* 102's helper */
+        world_task(&w, 105)->id.pid = 102;
+        w.detect = detect_with_feeder;
         w.edges[0] = (struct wake_edge) { .waker_tid = 103, .wakee_tid = 104, .wakeups_per_s = 9000 };
         w.edges[1] = (struct wake_edge) { .waker_tid = 101, .wakee_tid = 101, .wakeups_per_s = 9000 }; /* self: no */
         w.edges[2] = (struct wake_edge) { .waker_tid = 104, .wakee_tid = 103, .wakeups_per_s = 9000 };

@@ -123,7 +123,8 @@ static const struct wake_edge *find_edge(const struct wake_edge *e, size_t n, pi
 /*
  * A sample period of 16 (a machine waking over a million tasks a second):
  * one stray sample in a 100 ms burst reads 160/s, over the shipped
- * WakeRate=, and does not rise at once; three samples do.
+ * WakeRate=, and does not rise at once, nor past the floor when the fold
+ * closes a window of 20 s (a settled stride); three samples do.
  */
 static void test_edge_rise_samples(void) {
         struct wake_edge_table t;
@@ -136,8 +137,12 @@ static void test_edge_rise_samples(void) {
                 ASSERT_OK(wake_edge_table_add(&t, 9, 8, 16, 1, 0, true));
         ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
-        ASSERT_NEAR(find_edge(out, n, 7, 8)->wakeups_per_s, 160 * 0.63212, 1);
+        ASSERT_NEAR(find_edge(out, n, 7, 8)->wakeups_per_s, 160 * 0.63212 / 3, 1);
         ASSERT_NEAR(find_edge(out, n, 9, 8)->wakeups_per_s, 480, 1e-6);
+        ASSERT_OK(wake_edge_table_add(&t, 5, 6, 16, 1, 0, true));
+        ASSERT_OK(wake_edge_table_fold_observed(&t, 20 * USEC_PER_SEC, 100 * USEC_PER_MSEC, WAKE_EDGE_TAU_USEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_TRUE(find_edge(out, n, 5, 6)->wakeups_per_s < 100);
         free(out);
         wake_edge_table_done(&t);
 }
@@ -763,7 +768,7 @@ static int test_throttle(void) {
         fprintf(stderr, "gate: storm, %.0f switches/s, floor %.0f: bursts +%llu, skipped +%llu\n",
                 st.switches_per_s, st.gate_floor_per_s, (unsigned long long) (st.bursts - prev.bursts),
                 (unsigned long long) (st.quiet_skips - prev.quiet_skips));
-        ASSERT_TRUE(st.switches_per_s > 1000);
+        ASSERT_TRUE(st.switches_per_s > st.gate_floor_per_s);   /* the premise: bursts must go on */
         ASSERT_TRUE(st.bursts > prev.bursts && st.quiet_skips == prev.quiet_skips);
         pingpong_stop(&pp);
         wake_sampler_free(ws);

@@ -133,7 +133,8 @@ static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
         for (size_t i = 0; in->findings && i < in->findings->n; i++) {
                 const struct finding *f = &in->findings->items[i];
 
-                if (f->kind != DETECT_PAIR)
+                /* a feeder wakes one way: a thread posting to a helper of its own process */
+                if (f->kind != DETECT_PAIR || f->shape == PAIR_FEEDER)
                         continue;
                 for (size_t k = 0; k < f->n_members; k++)
                         if (task_id_equal(&f->members[k], id))

@@ -18,7 +18,8 @@
  *  - a pair is one CPU, on the node that holds most of its memory when
  *    snapshot->memnodes says so (memnode.h); spread groups and hogs go
  *    over cores (SMT siblings last), nodes and LLCs, the highest capacity
- *    first (for a pair, after a move within its LLC: plan-pair.c);
+ *    first (for a pair: worth a move within its LLC, not to another;
+ *    plan-pair.c);
  *  - never co-locate a pair onto a CPU a hog uses (pair next to a hog:
  *    -45 % measured here), never co-locate a stream pair (-25 %);
  *  - a finding must persist hysteresis_intervals before an action, and be

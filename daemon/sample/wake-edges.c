@@ -135,18 +135,24 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                  * only on WAKE_EDGE_RISE_SAMPLES samples or more: on a machine
                  * waking over a million tasks a second the sample period is
                  * 8-16, and one stray wake-up in a 100 ms burst would read
-                 * 80-160/s, over the shipped WakeRate=; fewer samples rise
-                 * with the decay, as an edge's fall does.
+                 * 80-160/s, over the shipped WakeRate=. Fewer samples rise
+                 * with the decay, and by their share of WAKE_EDGE_RISE_SAMPLES:
+                 * once the placement is settled a fold closes a window of
+                 * 4-20 s (the sampler's stride), where the decay alone would
+                 * take nearly all of one sample's reading.
                  */
                 if (s->samples >= WAKE_EDGE_RISE_SAMPLES && (!s->folded || s->count / dt > s->rate_per_s)) {
                         s->rate_per_s = s->count / dt;
                         s->split_per_s = s->split / dt;
-                        s->folded = true;
                 } else {
-                        s->rate_per_s += alpha * (s->count / dt - s->rate_per_s);
-                        s->split_per_s += alpha * (s->split / dt - s->split_per_s);
-                        s->folded = true;
+                        double a = alpha;
+
+                        if (s->samples > 0 && s->samples < WAKE_EDGE_RISE_SAMPLES && s->count / dt > s->rate_per_s)
+                                a *= (double) s->samples / WAKE_EDGE_RISE_SAMPLES;
+                        s->rate_per_s += a * (s->count / dt - s->rate_per_s);
+                        s->split_per_s += a * (s->split / dt - s->split_per_s);
                 }
+                s->folded = true;
                 s->count = s->split = 0;
                 s->samples = 0;
                 /* a window without its own answers has no response time:

@@ -40,7 +40,8 @@
  *  "none: <why>"  neither works.
  *
  * Rates are per second of on-time (the bursts), scaled by the sample
- * period; a rise is taken at once, and a fall decays: an EWMA per call of
+ * period; a rise is taken at once (on three samples or more in the window,
+ * wake-edges.c), and a fall decays: an EWMA per call of
  * wake_sampler_edges() that had a burst since the last one, with a 2 s
  * time constant, so a pair that goes quiet falls below the default 100/s
  * threshold within a few seconds and edges below 1/s are pruned.
