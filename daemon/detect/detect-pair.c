@@ -61,7 +61,7 @@
  * co-located by the daemon (mdb-ps-r200). A pair at N requests/s wakes N
  * times a second each way. With a floor of 500/s a client at 200-300/s
  * was never found; at 100/s it was co-located 0.57-0.84 s after its
- * start, in 12 runs of 12 at 200/s and 300/s, and one at 200/s still
+ * start, in 22 runs of 22 at 200/s and 300/s, and one at 200/s still
  * shows twice the floor in a 100 ms burst. One-way wakers (a logger, a
  * timer) are no pair at any rate.
  * 1.2 CPUs: a ping-pong pair alternates, so together it uses at most about

@@ -109,24 +109,18 @@ static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, 
  * like any other, and so is one that the sampler charges with the
  * wake-ups of the interrupts that land on its CPU.
  */
-static bool edge_at(const struct snapshot *s, pid_t waker, pid_t wakee, double floor) {
-        for (size_t i = 0; i < s->n_edges; i++)
-                if (s->edges[i].waker_tid == waker && s->edges[i].wakee_tid == wakee &&
-                    s->edges[i].wakeups_per_s >= floor)
-                        return true;
-        return false;
-}
-
 static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
         const struct plan_input *in = hp->ctx->in;
         double floor = detect_pair_rate_floor(in->config);
         const struct snapshot *s = in->snap;
 
         for (size_t i = 0; floor >= 0 && i < s->n_edges; i++) {
-                const struct wake_edge *e = &s->edges[i];
+                const struct wake_edge *e = &s->edges[i], *back;
 
-                if (e->waker_tid == id->tid && e->wakee_tid != id->tid && e->wakeups_per_s >= floor &&
-                    edge_at(s, e->wakee_tid, id->tid, floor))
+                if (e->waker_tid != id->tid || e->wakee_tid == id->tid || e->wakeups_per_s < floor)
+                        continue;
+                back = snapshot_find_edge(s, e->wakee_tid, id->tid);
+                if (back && back->wakeups_per_s >= floor)
                         return true;
         }
 

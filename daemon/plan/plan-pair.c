@@ -21,9 +21,9 @@
  *     a slower CPU (a hybrid's E core, a little core) counting as somewhat
  *     loaded (capacity_cost()), preferring a CPU a member already runs
  *     on, then one sharing its core, LLC or node, so the pair's cache
- *     footprint moves as little as
- *     possible; on a machine with several NUMA nodes, a CPU of the node
- *     that holds most of the pair's memory (snapshot->memnodes, from
+ *     footprint moves as little as possible; on a machine with several
+ *     NUMA nodes, a CPU of the node that holds most of the pair's memory
+ *     (snapshot->memnodes, from
  *     /proc/PID/numa_maps) before any other, when that is known: a pair is
  *     one CPU, so never split across nodes, and a remote node would make
  *     every access of its working set cross the interconnect;

@@ -141,7 +141,7 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                  * 4-20 s (the sampler's stride), where the decay alone would
                  * take nearly all of one sample's reading.
                  */
-                if (s->samples >= WAKE_EDGE_RISE_SAMPLES && (!s->folded || s->count / dt > s->rate_per_s)) {
+                if (s->samples >= WAKE_EDGE_RISE_SAMPLES && s->count / dt > s->rate_per_s) {
                         s->rate_per_s = s->count / dt;
                         s->split_per_s = s->split / dt;
                 } else {
@@ -152,7 +152,6 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                         s->rate_per_s += a * (s->count / dt - s->rate_per_s);
                         s->split_per_s += a * (s->split / dt - s->split_per_s);
                 }
-                s->folded = true;
                 s->count = s->split = 0;
                 s->samples = 0;
                 /* a window without its own answers has no response time:

@@ -60,7 +60,6 @@ struct wake_edge_slot {
         double rate_per_s;       /* decayed */
         double split_per_s;      /* decayed */
         bool split_known;        /* target_cpu was available (perf) */
-        bool folded;             /* has been through a fold (its rates are an average) */
 
         /* response time (wake_edge_table_time()) */
         uint64_t asked_ns;       /* the last wake-up along this edge in pairing asked_round */
