@@ -5,7 +5,8 @@
 #     deadline, `affctl pairs` says so, and its round-trip rate rises;
 #     1b. a pair a user split on purpose (both masks narrowed) is left as set;
 #     1c. a pair with one member pinned by someone else: the other is moved
-#     onto its CPU, the pinned one never touched;
+#     onto its CPU, the pinned one never touched, and the pin held unless
+#     the effect check undoes it with the pair's own rate agreeing;
 #     1d. when that someone lets the anchor go, it joins the pair's CPU and
 #     the other's pin is kept;
 #     1e. a chain of three (client, proxy, backend) ends on one CPU;
@@ -269,43 +270,87 @@ stop_pingpong
 # 1c. one member narrowed by someone else (a client that pins itself, as
 # memcaslap does), the other free: the pinned one anchors the pair, the
 # free one is moved onto its CPU, and the pinned one is never touched.
-rm -f "$work/anchor.pids"
-"$PINGPONG" --cpus 0,1 --hold --duration 30 --report-interval 250 --pid-file "$work/anchor.pids" >"$work/anchor.out" 2>&1 &
-PP=$!; CHILDREN+=("$PP")
-wait_for 10 test -s "$work/anchor.pids" || fail "anchor pingpong did not start"
-{ read -r A1; read -r A2; } < "$work/anchor.pids"
-taskset -pc "$ORIG" "$A2" >/dev/null    # A2 free again; A1 stays on CPU 0
+# The pin is held unless the effect check undoes it, and then only where
+# the pair's own round trips agree: the kernel often runs the free one on
+# the anchor's CPU already (CI under stress-ng: "split 10.1%", the pin
+# undone at -6 %), and such a pin buys nothing.
 anchored() { [ "$(allowed_of "$A2")" = 0 ]; }
 anchor_untouched() {
         [ "$(allowed_of "$A1")" = 0 ] || fail "the anchor's mask was changed: $(allowed_of "$A1")"
         anchored
 }
-if wait_for 15 anchor_untouched; then
+# Where A2 (pinned at $A_PIN on the clock of $A_OUT) was let go: only the
+# effect check may, and only where the pair's own round trips did not rise.
+anchor_undo_agrees() {
+        local t_undo kernel pinned
+        grep -q "undo affinity task:$A2:.*effect check" "$RUNDIR/daemon.log" ||
+                fail "$1: $(allowed_of "$A2")"
+        t_undo=$(last_t "$A_OUT")
+        kernel=$(mean_rate "$A_OUT" between "$(awk -v t="$A_PIN" 'BEGIN { print (t > 2 ? t - 2 : 0) }')" "$A_PIN")
+        pinned=$(mean_rate "$A_OUT" between "$(awk -v t="$A_PIN" 'BEGIN { print t + 0.25 }')" "$t_undo")
+        echo "# anchored pair undone by the effect check: $(grep "undo affinity task:$A2:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')"
+        echo "# pingpong's own round trips/s: ${kernel} in the 2 s before the pin (its longest split run $(split_run_s "$A_OUT") s), ${pinned} pinned"
+        awk -v k="$kernel" -v p="$pinned" 'BEGIN { exit !(k > 0 && p > 0 && p < k * 1.05) }' ||
+                fail "the effect check undid an anchored pin that raised the pair's own rate (${kernel} -> ${pinned} round trips/s)"
+}
+# anchor_try NAME → 0 co-located and held 2 s; 2 the kernel kept the pair
+# together (nothing to co-locate); 3 undone by the effect check, the pair's
+# own rate agreeing. Fails otherwise. Leaves the pingpong running.
+anchor_try() {
+        local until_t state
+        A_OUT=$work/$1.out
+        rm -f "$work/$1.pids"
+        "$PINGPONG" --cpus 0,1 --hold --duration 30 --report-interval 250 --pid-file "$work/$1.pids" >"$A_OUT" 2>&1 &
+        PP=$!; CHILDREN+=("$PP")
+        wait_for 10 test -s "$work/$1.pids" || fail "anchor pingpong did not start"
+        { read -r A1; read -r A2; } < "$work/$1.pids"
+        taskset -pc "$ORIG" "$A2" >/dev/null    # A2 free again; A1 stays on CPU 0
+        if ! wait_for 15 anchor_untouched; then
+                [ "$(split_run_s "$A_OUT")" = 0.00 ] && return 2
+                pairs_json >&2 || true
+                fail "a pair anchored on CPU 0 stayed split: $(allowed_of "$A1") / $(allowed_of "$A2") (state '$(pair_state "$A1" "$A2")')"
+        fi
+        A_PIN=$(last_t "$A_OUT")
         state=$(pair_state "$A1" "$A2")
         [[ $state == co-located* ]] || fail "anchored pair state '$state', want co-located"
         pairs_json | jq -e '[.pairs[] | select(.why | test("pinned there by someone else"))] | length >= 1' >/dev/null ||
                 { pairs_json >&2; fail "affctl pairs does not say which member someone else pinned"; }
         # held: 2 s (4 intervals) later both still on CPU 0, the anchor never ours
         until_t=$(( $(date +%s) + 2 ))
-        while [ "$(date +%s)" -lt "$until_t" ]; do anchor_untouched || fail "anchored pair let go: $(allowed_of "$A2")"; sleep 0.2; done
+        while [ "$(date +%s)" -lt "$until_t" ]; do
+                anchor_untouched && { sleep 0.2; continue; }
+                anchor_undo_agrees "anchored pair let go"
+                return 3
+        done
         echo "# anchored pair: $A2 moved to the anchor's CPU 0, $A1 left as set"
+        return 0
+}
+for try in 1 2 3; do
+        rc=0; anchor_try "anchor-$try" || rc=$?
+        [ "$rc" -eq 3 ] || break
+        stop_pingpong
+done
+if [ "$rc" -eq 0 ]; then
         # 1d. whoever pinned the anchor puts it back while the pair still
         # ping-pongs: A1 joins our CPU, and A2's pin is never let go (a
         # release would leave the pair split for Cooldown=)
         taskset -pc "$ORIG" "$A1" >/dev/null
-        joined() {
-                [ "$(allowed_of "$A2")" = 0 ] || fail "A2's pin was let go when the anchor was freed: $(allowed_of "$A2")"
-                [ "$(allowed_of "$A1")" = 0 ]
-        }
-        wait_for 3 joined || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU 0 in 3 s: $(allowed_of "$A1")"; }
-        pairs_json | jq -e --argjson a "$A1" '[.pairs[] | select((.tid_a == $a or .tid_b == $a) and (.why | test("joined")))] | length >= 1' >/dev/null ||
-                { pairs_json >&2; fail "affctl pairs does not say the freed member joined"; }
-        echo "# anchor let go: $A1 joined CPU 0 beside $A2"
-elif [ "$(split_run_s "$work/anchor.out")" = 0.00 ]; then
+        # (the effect check on A2's pin may still end in that time: an
+        # undo the pair's own rate agrees with is not a release)
+        joined_or_let_go() { ! anchored || [ "$(allowed_of "$A1")" = 0 ]; }
+        wait_for 3 joined_or_let_go || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU 0 in 3 s: $(allowed_of "$A1")"; }
+        if ! anchored; then
+                anchor_undo_agrees "A2's pin was let go when the anchor was freed"
+                NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }the freed anchor joining (A2's pin undone by the effect check first, the pair's own rate agreeing)"
+        else
+                pairs_json | jq -e --argjson a "$A1" '[.pairs[] | select((.tid_a == $a or .tid_b == $a) and (.why | test("joined")))] | length >= 1' >/dev/null ||
+                        { pairs_json >&2; fail "affctl pairs does not say the freed member joined"; }
+                echo "# anchor let go: $A1 joined CPU 0 beside $A2"
+        fi
+elif [ "$rc" -eq 2 ]; then
         NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }co-location around an anchor (the kernel kept the pair together)"
 else
-        pairs_json >&2 || true
-        fail "a pair anchored on CPU 0 stayed split: $(allowed_of "$A1") / $(allowed_of "$A2") (state '$(pair_state "$A1" "$A2")')"
+        NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }an anchored pin held (undone by the effect check in 3 tries, the pair's own rate agreeing each time)"
 fi
 stop_pingpong
 
@@ -512,6 +557,7 @@ pairs_json | jq -e '[.pairs[] | select(.split_basis != "wakeups" and .split_frac
         fail "the fallback reported a split_fraction it did not measure"
 stop_daemon
 # Not a skip: everything the daemon did was checked; what had nothing to
-# act on (the kernel kept the pair together all along) is said.
-[ -z "$NOT_CHECKED" ] || echo "# premise not met: the kernel kept these pairs together by itself (a loaded machine does), so the daemon had nothing to co-locate: $NOT_CHECKED"
+# act on (the kernel kept the pair together all along, or a pin that
+# bought nothing on a loaded machine) is said.
+[ -z "$NOT_CHECKED" ] || echo "# premise not met: the kernel kept these pairs together by itself (a loaded machine does), so the daemon had nothing to co-locate or keep: $NOT_CHECKED"
 echo "# ok"
