@@ -67,15 +67,44 @@ single_cpu_same() {   # both threads allowed on exactly one, the same, CPU
         [ "$a" = "$b" ] && [[ "$a" =~ ^[0-9]+$ ]]
 }
 # mean rate of pingpong progress lines matching an awk condition on t and same_cpu
-mean_rate() {   # mean_rate FILE split|after|between T [T2]: split windows before T, all from T, all in [T, T2)
+mean_rate() {   # mean_rate FILE split|after T: split windows before T, all from T
         awk -v cond="$2" '
                 /^t=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                         t = v["t"] + 0; s = v["same_cpu"] + 0; r = v["rate"] + 0
-                        if ((cond == "split" && s < 0.5 && t < T) || (cond == "after" && t >= T) ||
-                            (cond == "between" && t >= T && t < T2)) { sum += r; n++ } }
-                END { if (n) printf "%.0f\n", sum / n; else print 0 }' T="$3" T2="${4:-0}" "$1"
+                        if ((cond == "split" && s < 0.5 && t < T) || (cond == "after" && t >= T)) { sum += r; n++ } }
+                END { if (n) printf "%.0f\n", sum / n; else print 0 }' T="$3" "$1"
 }
 last_t() { awk '/^t=/ { sub("t=", "", $1); t = $1 } END { print t + 0 }' "$1"; }
+# median_rate FILE T0 T1 → the median of pingpong's 250 ms rates in [T0, T1) and their count
+median_rate() {
+        awk -v a="$2" -v b="$3" '/^t=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                t = v["t"] + 0; if (t >= a && t < b) print v["rate"] + 0 }' "$1" | sort -n |
+                awk '{ r[NR] = $1 } END { if (!NR) print "0 0"; else printf "%.0f %d\n", NR % 2 ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2, NR }'
+}
+# judge_undo WHAT TID OUT T0 T_PIN T_END: TID's pin was let go. Only the
+# effect check may let it go, and only where the pair's own round trips did
+# not rise under the pin by more than the check's default tolerance (10 %):
+# the median of pingpong's lines in [T_PIN + 0.25, T_END) against that in
+# [T0, T_PIN). On a loaded machine the kernel often runs a pair together
+# already, and there a pin can cost (CI under stress-ng: "split 10.1%"
+# before the pin, undone at -6 %; "split 6%", undone at -21 %). With fewer
+# than 4 lines before or 2 under the pin there is nothing to compare: said.
+judge_undo() {
+        local what=$1 tid=$2 out=$3 kernel nk pinned np
+        # the mask is put back before the line is logged
+        wait_for 2 grep -q "undo affinity task:$tid:.*effect check" "$RUNDIR/daemon.log" ||
+                fail "$what, not by the effect check: $(allowed_of "$tid")"
+        read -r kernel nk < <(median_rate "$out" "$4" "$5")
+        read -r pinned np < <(median_rate "$out" "$(awk -v t="$5" 'BEGIN { print t + 0.25 }')" "$6")
+        echo "# $what by the effect check: $(grep "undo affinity task:$tid:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')"
+        echo "# pingpong's own round trips/s (medians of 250 ms): ${kernel} before the pin (${nk} lines; its longest split run $(split_run_s "$out") s), ${pinned} pinned (${np} lines)"
+        if [ "$nk" -lt 4 ] || [ "$np" -lt 2 ]; then
+                echo "# too few lines to compare: the undo not judged by the pair's own rate"
+                return 0
+        fi
+        awk -v k="$kernel" -v p="$pinned" 'BEGIN { exit !(p < k * 1.10) }' ||
+                fail "the effect check undid a pin that raised the pair's own rate (${kernel} -> ${pinned} round trips/s)"
+}
 
 start_pingpong() {   # start_pingpong NAME → P1 P2 PPOUT
         PPOUT=$work/$1.out
@@ -171,7 +200,8 @@ SLOWEST_ONE=$(printf '%s\n' "${HAND_TOGETHER[@]}" | sort -n | head -1)
 FASTEST_SPLIT=$(printf '%s\n' "${HAND_SPLIT[@]}" | sort -n | tail -1)
 
 # What could not be checked because the kernel kept the pairs together by
-# itself; if set, the test ends with 77 after everything else passed.
+# itself; if set, the test says so at its end (it passes: everything the
+# daemon did was checked).
 NOT_CHECKED=
 
 # 1. split pair → co-located, state says so, faster
@@ -232,15 +262,9 @@ if colocate_pingpong pp; then
                         # agree with the pair's own rate (CI rehearsal under
                         # stress-ng: "split 6%" when pinned, undone at
                         # "250001 -> 197222 (-21 %)").
-                        grep -q "undo affinity task:$P1:.*effect check" "$RUNDIR/daemon.log" ||
-                                fail "the pair was let go while the bursts thinned out: $(allowed_of "$P1") / $(allowed_of "$P2")"
-                        kernel=$(mean_rate "$PPOUT" between "$(awk -v t="$T_PIN" 'BEGIN { print t - 2 }')" "$T_PIN")
-                        pinned=$(mean_rate "$PPOUT" between "$(awk -v t="$T_PIN" 'BEGIN { print t + 0.5 }')" \
-                                "$(awk -v t="$T_PIN" 'BEGIN { print t + 2.5 }')")
-                        echo "# the effect check undid the pin: $(grep "undo affinity task:$P1:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')"
-                        echo "# pingpong's own round trips/s: ${kernel} in the 2 s before the pin (its longest split run $(split_run_s "$PPOUT") s), ${pinned} pinned"
-                        awk -v k="$kernel" -v p="$pinned" 'BEGIN { exit !(k > 0 && p > 0 && p < k * 1.05) }' ||
-                                fail "the effect check undid a pin that raised the pair's own rate (${kernel} -> ${pinned} round trips/s)"
+                        judge_undo "the pair was let go while the bursts thinned out" "$P1" "$PPOUT" \
+                                "$(awk -v t="$T_PIN" 'BEGIN { print (t > 2 ? t - 2 : 0) }')" "$T_PIN" \
+                                "$(awk -v t="$T_PIN" 'BEGIN { print t + 2.5 }')"
                 fi
                 echo "# settled: $(ctl status --json | jq -r --argjson s0 "$SKIPS0" '.capabilities.wake_sampler | "\(.source), \(.bursts_skipped_settled - $s0) bursts skipped since the pin"')"
         fi
@@ -270,59 +294,47 @@ stop_pingpong
 # 1c. one member narrowed by someone else (a client that pins itself, as
 # memcaslap does), the other free: the pinned one anchors the pair, the
 # free one is moved onto its CPU, and the pinned one is never touched.
-# The pin is held unless the effect check undoes it, and then only where
-# the pair's own round trips agree: the kernel often runs the free one on
-# the anchor's CPU already (CI under stress-ng: "split 10.1%", the pin
-# undone at -6 %), and such a pin buys nothing.
+# The pin is held until the effect check's verdict, and an undo is judged
+# by the pair's own rate (judge_undo): then the case is tried again, up to
+# 3 times.
 anchored() { [ "$(allowed_of "$A2")" = 0 ]; }
 anchor_untouched() {
         [ "$(allowed_of "$A1")" = 0 ] || fail "the anchor's mask was changed: $(allowed_of "$A1")"
         anchored
 }
-# Where A2 (pinned at $A_PIN on the clock of $A_OUT) was let go: only the
-# effect check may, and only where the pair's own round trips did not rise.
-anchor_undo_agrees() {
-        local t_undo kernel pinned
-        grep -q "undo affinity task:$A2:.*effect check" "$RUNDIR/daemon.log" ||
-                fail "$1: $(allowed_of "$A2")"
-        t_undo=$(last_t "$A_OUT")
-        kernel=$(mean_rate "$A_OUT" between "$(awk -v t="$A_PIN" 'BEGIN { print (t > 2 ? t - 2 : 0) }')" "$A_PIN")
-        pinned=$(mean_rate "$A_OUT" between "$(awk -v t="$A_PIN" 'BEGIN { print t + 0.25 }')" "$t_undo")
-        echo "# anchored pair undone by the effect check: $(grep "undo affinity task:$A2:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')"
-        echo "# pingpong's own round trips/s: ${kernel} in the 2 s before the pin (its longest split run $(split_run_s "$A_OUT") s), ${pinned} pinned"
-        awk -v k="$kernel" -v p="$pinned" 'BEGIN { exit !(k > 0 && p > 0 && p < k * 1.05) }' ||
-                fail "the effect check undid an anchored pin that raised the pair's own rate (${kernel} -> ${pinned} round trips/s)"
-}
-# anchor_try NAME → 0 co-located and held 2 s; 2 the kernel kept the pair
+# A2's pin kept by the effect check, or let go (judged after)
+verdict_or_let_go() { ! anchor_untouched || grep -qE "effect check: task:$A2:[0-9]+ kept" "$RUNDIR/daemon.log"; }
+# anchor_try NAME → 0 co-located and kept; 2 the kernel kept the pair
 # together (nothing to co-locate); 3 undone by the effect check, the pair's
 # own rate agreeing. Fails otherwise. Leaves the pingpong running.
 anchor_try() {
-        local until_t state
-        A_OUT=$work/$1.out
+        local state a_out=$work/$1.out a_free a_pin
         rm -f "$work/$1.pids"
-        "$PINGPONG" --cpus 0,1 --hold --duration 30 --report-interval 250 --pid-file "$work/$1.pids" >"$A_OUT" 2>&1 &
+        "$PINGPONG" --cpus 0,1 --hold --duration 30 --report-interval 250 --pid-file "$work/$1.pids" >"$a_out" 2>&1 &
         PP=$!; CHILDREN+=("$PP")
         wait_for 10 test -s "$work/$1.pids" || fail "anchor pingpong did not start"
         { read -r A1; read -r A2; } < "$work/$1.pids"
-        taskset -pc "$ORIG" "$A2" >/dev/null    # A2 free again; A1 stays on CPU 0
+        taskset -pc "$ORIG" "$A2" >/dev/null || fail "cannot free $A2"   # A1 stays on CPU 0
+        a_free=$(last_t "$a_out")
         if ! wait_for 15 anchor_untouched; then
-                [ "$(split_run_s "$A_OUT")" = 0.00 ] && return 2
+                [ "$(split_run_s "$a_out")" = 0.00 ] && return 2
                 pairs_json >&2 || true
                 fail "a pair anchored on CPU 0 stayed split: $(allowed_of "$A1") / $(allowed_of "$A2") (state '$(pair_state "$A1" "$A2")')"
         fi
-        A_PIN=$(last_t "$A_OUT")
+        a_pin=$(last_t "$a_out")
         state=$(pair_state "$A1" "$A2")
         [[ $state == co-located* ]] || fail "anchored pair state '$state', want co-located"
         pairs_json | jq -e '[.pairs[] | select(.why | test("pinned there by someone else"))] | length >= 1' >/dev/null ||
                 { pairs_json >&2; fail "affctl pairs does not say which member someone else pinned"; }
-        # held: 2 s (4 intervals) later both still on CPU 0, the anchor never ours
-        until_t=$(( $(date +%s) + 2 ))
-        while [ "$(date +%s)" -lt "$until_t" ]; do
-                anchor_untouched && { sleep 0.2; continue; }
-                anchor_undo_agrees "anchored pair let go"
+        # held until the verdict (5 intervals), the anchor never ours
+        wait_for 10 verdict_or_let_go || fail "no effect check verdict on $A2's pin in 10 s: $(allowed_of "$A2")"
+        if ! anchored; then
+                judge_undo "anchored pair let go" "$A2" "$a_out" \
+                        "$(awk -v f="$a_free" -v t="$a_pin" 'BEGIN { print (f + 0.5 > t - 2 ? f + 0.5 : t - 2) }')" \
+                        "$a_pin" "$(last_t "$a_out")"
                 return 3
-        done
-        echo "# anchored pair: $A2 moved to the anchor's CPU 0, $A1 left as set"
+        fi
+        echo "# anchored pair: $A2 moved to the anchor's CPU 0 and kept, $A1 left as set"
         return 0
 }
 for try in 1 2 3; do
@@ -332,25 +344,24 @@ for try in 1 2 3; do
 done
 if [ "$rc" -eq 0 ]; then
         # 1d. whoever pinned the anchor puts it back while the pair still
-        # ping-pongs: A1 joins our CPU, and A2's pin is never let go (a
-        # release would leave the pair split for Cooldown=)
-        taskset -pc "$ORIG" "$A1" >/dev/null
-        # (the effect check on A2's pin may still end in that time: an
-        # undo the pair's own rate agrees with is not a release)
-        joined_or_let_go() { ! anchored || [ "$(allowed_of "$A1")" = 0 ]; }
-        wait_for 3 joined_or_let_go || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU 0 in 3 s: $(allowed_of "$A1")"; }
-        if ! anchored; then
-                anchor_undo_agrees "A2's pin was let go when the anchor was freed"
-                NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }the freed anchor joining (A2's pin undone by the effect check first, the pair's own rate agreeing)"
-        else
-                pairs_json | jq -e --argjson a "$A1" '[.pairs[] | select((.tid_a == $a or .tid_b == $a) and (.why | test("joined")))] | length >= 1' >/dev/null ||
-                        { pairs_json >&2; fail "affctl pairs does not say the freed member joined"; }
-                echo "# anchor let go: $A1 joined CPU 0 beside $A2"
-        fi
+        # ping-pongs: A1 joins our CPU, and A2's pin (kept: its verdict is
+        # in) is never let go (a release would leave the pair split for
+        # Cooldown=)
+        taskset -pc "$ORIG" "$A1" >/dev/null || fail "cannot free $A1"
+        joined() {
+                [ "$(allowed_of "$A2")" = 0 ] || fail "A2's pin was let go when the anchor was freed: $(allowed_of "$A2")"
+                [ "$(allowed_of "$A1")" = 0 ]
+        }
+        wait_for 3 joined || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU 0 in 3 s: $(allowed_of "$A1")"; }
+        pairs_json | jq -e --argjson a "$A1" '[.pairs[] | select((.tid_a == $a or .tid_b == $a) and (.why | test("joined")))] | length >= 1' >/dev/null ||
+                { pairs_json >&2; fail "affctl pairs does not say the freed member joined"; }
+        echo "# anchor let go: $A1 joined CPU 0 beside $A2"
 elif [ "$rc" -eq 2 ]; then
         NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }co-location around an anchor (the kernel kept the pair together)"
+elif [ "$rc" -eq 3 ]; then
+        NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }an anchored pin kept (undone by the effect check in 3 tries, the pair's own rate agreeing each time)"
 else
-        NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }an anchored pin held (undone by the effect check in 3 tries, the pair's own rate agreeing each time)"
+        fail "anchor_try returned $rc"
 fi
 stop_pingpong
 
@@ -406,7 +417,8 @@ elif grep -Eq "undo affinity task:($C1|$C2|$C3):.*effect check" "$RUNDIR/daemon.
                 END { printf "%.0f %.0f\n", kn ? ks / kn : 0, pn ? ps / pn : 0 }' "$CH/masks.log" "$CH/client.out")
         echo "# the effect check undid the chain's co-location: $(grep -E "undo affinity task:($C1|$C2|$C3):" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')"
         echo "# the chain's own round trips/s: ${kernel} before the first pin, ${pinned} pinned"
-        awk -v k="$kernel" -v p="$pinned" 'BEGIN { exit !(k > 0 && p > 0 && p < k * 1.05) }' ||
+        # (within the effect check's default tolerance, as judge_undo)
+        awk -v k="$kernel" -v p="$pinned" 'BEGIN { exit !(k > 0 && p > 0 && p < k * 1.10) }' ||
                 fail "the effect check undid a chain's co-location that raised its own rate (${kernel} -> ${pinned} round trips/s)"
 else
         pairs_json >&2 || true

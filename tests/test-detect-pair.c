@@ -341,33 +341,57 @@ static void test_held_pair_one_way(void) {
 }
 
 /* One thread of a process waking another of it one way at a pair rate: a
- * feeder (sysbench --rate's event generator and its worker); a one-way
- * waker from another process, or one woken back often, is none. */
+ * feeder (sysbench --rate's event generator 501 and its worker 500, the
+ * worker in a ping-pong with server 502); a one-way waker from another
+ * process, one woken back often, or one whose wakee wakes nobody at a pair
+ * rate (a pair member notifying a helper), is none. items[0] is 500-501,
+ * items[1] the ping-pong 500-502 (findings in thread order). */
 static void test_feeder(void) {
-        struct task tasks[] = { mktask(500, 0.20, 0), mktask(501, 0.05, 1) };
-        struct wake_edge edges[] = { mkedge(501, 500, 1000, 1), mkedge(500, 501, 30, 1) };
+        struct task tasks[] = { mktask(500, 0.20, 0), mktask(501, 0.05, 1), mktask(502, 0.30, 1) };
+        struct wake_edge edges[] = {
+                mkedge(501, 500, 1000, 1), mkedge(500, 501, 30, 1),
+                mkedge(500, 502, 1000, 1), mkedge(502, 500, 1000, 1),
+        };
         struct snapshot s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
         struct findings f = {};
 
         tasks[1].id.pid = 500;
         run(&s, &f);
-        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.n, 2);
         ASSERT_EQ(f.items[0].shape, PAIR_FEEDER);
         ASSERT_NEAR(f.items[0].wake_rate_per_s, 1000, 1e-9);
         ASSERT_TRUE(strncmp(f.items[0].note, "one-way", 7) == 0);
+        ASSERT_EQ(f.items[1].shape, PAIR_PINGPONG);
+
+        /* the other way round: the worker 500 notifies its helper 501, which
+         * wakes nobody at a pair rate: no feeder, the ping-pong alone */
+        edges[0] = mkedge(500, 501, 1000, 1);
+        edges[1] = mkedge(501, 500, 30, 1);
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        edges[0] = mkedge(501, 500, 1000, 1);
+        edges[1] = mkedge(500, 501, 30, 1);
+
+        /* the worker's ping-pong gone (under the floor): nothing to feed */
+        edges[2].wakeups_per_s = edges[3].wakeups_per_s = 50;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 0);
+        edges[2].wakeups_per_s = edges[3].wakeups_per_s = 1000;
 
         /* woken back at more than a quarter of its rate: neither a feeder nor (below 100/s) a pair */
         edges[0].wakeups_per_s = 300;
         edges[1].wakeups_per_s = 90;
         run(&s, &f);
-        ASSERT_EQ(f.n, 0);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
         edges[0].wakeups_per_s = 1000;
         edges[1].wakeups_per_s = 30;
 
         /* both busy: a producer and its consumer, a stream */
         tasks[0].util = tasks[1].util = 0.9;
         run(&s, &f);
-        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.n, 2);
         ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
         tasks[0].util = 0.20, tasks[1].util = 0.05;
 
@@ -375,15 +399,18 @@ static void test_feeder(void) {
         tasks[0].allowed = tasks[1].allowed = CPU0;
         tasks[0].affinity_ours = tasks[1].affinity_ours = true;
         run(&s, &f);
-        ASSERT_EQ(f.n, 1);
+        ASSERT_TRUE(f.n >= 1);
         ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        ASSERT_EQ(f.items[0].members[0].tid, 500);
+        ASSERT_EQ(f.items[0].members[1].tid, 501);
         tasks[0].allowed = tasks[1].allowed = ALL2;
         tasks[0].affinity_ours = tasks[1].affinity_ours = false;
 
-        /* another process: nothing */
+        /* another process: the ping-pong alone */
         tasks[1].id.pid = 501;
         run(&s, &f);
-        ASSERT_EQ(f.n, 0);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].members[1].tid, 502);
         findings_clear(&f);
 }
 

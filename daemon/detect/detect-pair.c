@@ -287,27 +287,6 @@ static double pair_rate(const struct task *a, const struct task *b, const struct
         return held_together(a, b, anchored) ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);
 }
 
-/*
- * A feeder: two threads of one process, one waking the other at a pair
- * rate (floor) and woken back at most 1/DETECT_PAIR_FEEDER_ONE_WAY as
- * often. sysbench --rate drives its worker so, from an event-generator
- * thread (a queue and a condition variable): MariaDB at a fixed 1,000
- * point selects/s, its worker co-located with the server thread and the
- * generator left where the kernel put it, read a per-second p99 of
- * 445-1,515 µs; with the generator on the pair's CPU too, 180-270 µs, a
- * human's taskset of the whole client (bench/rate-feeder.sh). Only two
- * threads of one process: a one-way waker from elsewhere (a logger, a
- * timer service, another client) is none of the pair's business. rate is
- * pair_rate()'s: a feeder held with its pair reads as a pair.
- */
-#define DETECT_PAIR_FEEDER_ONE_WAY 4.0
-
-static bool is_feeder(const struct task *a, const struct task *b, const struct pair_item *it, double rate,
-                      double floor) {
-        double fwd = MAX(it->lo_to_hi, it->hi_to_lo), back = MIN(it->lo_to_hi, it->hi_to_lo);
-
-        return rate < floor && fwd >= floor && back * DETECT_PAIR_FEEDER_ONE_WAY <= fwd && a->id.pid == b->id.pid;
-}
 
 const char *split_basis_to_string(enum split_basis b) {
         switch (b) {
@@ -486,6 +465,7 @@ struct partner_end {
         pid_t tid;
         enum pair_role role;
         pid_t partner;
+        double out; /* wake-ups/s from tid to partner */
 };
 
 struct tid_list {
@@ -533,8 +513,10 @@ static int count_partners(const struct snapshot *s, const struct pair_item *item
                 if (!a || !b)
                         continue;
                 detect_pair_roles(a, b, role);
-                ret->ends[ret->n++] = (struct partner_end) { .tid = items[i].lo, .role = role[0], .partner = items[i].hi };
-                ret->ends[ret->n++] = (struct partner_end) { .tid = items[i].hi, .role = role[1], .partner = items[i].lo };
+                ret->ends[ret->n++] = (struct partner_end) {
+                        .tid = items[i].lo, .role = role[0], .partner = items[i].hi, .out = items[i].lo_to_hi };
+                ret->ends[ret->n++] = (struct partner_end) {
+                        .tid = items[i].hi, .role = role[1], .partner = items[i].lo, .out = items[i].hi_to_lo };
         }
         qsort_safe(ret->ends, ret->n, sizeof(*ret->ends), end_cmp);
         return 0;
@@ -573,18 +555,29 @@ static unsigned one_service(const struct snapshot *s, const struct partner_end *
 /* A thread's partners at pair rates, and the most of them it has in one
  * role (client or server; peers are not counted there) that are one
  * service (one_service()): a fan's width. */
-static unsigned partners_of(const struct snapshot *s, const struct tid_list *l, pid_t tid, unsigned *ret_same_role) {
+/* The run of tid's ends in l: its first, and *ret_end past its last; NULL if none. */
+static const struct partner_end *ends_of(const struct tid_list *l, pid_t tid, const struct partner_end **ret_end) {
         struct partner_end key = { .tid = tid };
         const struct partner_end *hit = bsearch_safe(&key, l->ends, l->n, sizeof(*l->ends), end_tid_cmp);
-        const struct partner_end *lo, *hi, *run;
+        const struct partner_end *lo, *hi;
 
-        *ret_same_role = 0;
+        *ret_end = NULL;
         if (!hit)
-                return 0;
+                return NULL;
         for (lo = hit; lo > l->ends && lo[-1].tid == tid; lo--)
                 ;
         for (hi = hit; hi < l->ends + l->n && hi->tid == tid; hi++)
                 ;
+        *ret_end = hi;
+        return lo;
+}
+
+static unsigned partners_of(const struct snapshot *s, const struct tid_list *l, pid_t tid, unsigned *ret_same_role) {
+        const struct partner_end *hi, *lo = ends_of(l, tid, &hi), *run;
+
+        *ret_same_role = 0;
+        if (!lo)
+                return 0;
         /* a hub already (add_finding()): the fan's width, quadratic in the
          * partners, is not needed (a server thread can have thousands) */
         if (hi - lo >= DETECT_PAIR_HUB_PARTNERS)
@@ -599,6 +592,39 @@ static unsigned partners_of(const struct snapshot *s, const struct tid_list *l, 
                 run = e;
         }
         return (unsigned) (hi - lo);
+}
+
+/*
+ * A feeder: two threads of one process, one waking the other at a pair
+ * rate (floor) and woken back at most 1/DETECT_PAIR_FEEDER_ONE_WAY as
+ * often. sysbench --rate drives its worker so, from an event-generator
+ * thread (a queue and a condition variable): MariaDB at a fixed 1,000
+ * point selects/s, its worker co-located with the server thread and the
+ * generator left where the kernel put it, read a per-second p99 of
+ * 445-1,515 µs; with the generator on the pair's CPU too, 180-270 µs, a
+ * human's taskset of the whole client (bench/rate-feeder.sh). Only two
+ * threads of one process: a one-way waker from elsewhere (a logger, a
+ * timer service, another client) is none of the pair's business. And only
+ * the waker is the feeder: the thread it wakes must itself wake another at
+ * a pair rate (the worker its server), or the edge is a pair member
+ * notifying a helper of its own (a log writer), which on the pair's CPU
+ * would only take turns with it. rate is pair_rate()'s: a feeder held with
+ * its pair reads as a pair.
+ */
+#define DETECT_PAIR_FEEDER_ONE_WAY 4.0
+
+static bool is_feeder(const struct task *a, const struct task *b, const struct pair_item *it, double rate,
+                      double floor, const struct tid_list *busy) {
+        double fwd = MAX(it->lo_to_hi, it->hi_to_lo), back = MIN(it->lo_to_hi, it->hi_to_lo);
+        pid_t waker = it->lo_to_hi >= it->hi_to_lo ? it->lo : it->hi, wakee = waker == it->lo ? it->hi : it->lo;
+        const struct partner_end *e, *end;
+
+        if (rate >= floor || fwd < floor || back * DETECT_PAIR_FEEDER_ONE_WAY > fwd || a->id.pid != b->id.pid)
+                return false;
+        for (e = ends_of(busy, wakee, &end); e && e < end; e++)
+                if (e->partner != waker && e->out >= floor)
+                        return true;
+        return false;
 }
 
 int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
@@ -680,7 +706,7 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 if (!p)
                         continue;
                 rate = pair_rate(a, b, &it, anchored);
-                feeder = is_feeder(a, b, &it, rate, floor);
+                feeder = is_feeder(a, b, &it, rate, floor, &busy);
                 if (feeder)
                         rate = MAX(it.lo_to_hi, it.hi_to_lo);
                 if (rate < floor || rate < pair_wake_rate_min(p) || !owners_allow(p, a, b))
