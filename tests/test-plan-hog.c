@@ -1125,7 +1125,9 @@ static void test_claims_by_use(void) {
  * hopping; pinned, the kernel moved Redis onto its CPU). The two real
  * hogs are pinned; it is left alone and claims no CPU.
  */
-/* The hog detector, and 102 a feeder of 105, a helper of its own process (detect-pair.c is_feeder()). */
+/* The hog detector, and a one-way finding of 102 and 105, a helper of its own process (a feeder
+ * finding: detect-pair.c no longer makes one of a helper that wakes nobody, but whichever thread
+ * wakes which, no feeder finding exempts a hog). */
 static void detect_with_feeder(struct world *w) {
         struct finding f = { .kind = DETECT_PAIR, .shape = PAIR_FEEDER, .policy = &w->pol[1], .n_members = 2 };
 

@@ -1174,6 +1174,7 @@ static void test_feeder(void) {
         w.snap.n_edges = ELEMENTSOF(edges);
         ff = mkpair(&tasks[0], &tasks[2], 1.0, "one-way");
         ff.shape = PAIR_FEEDER;
+        ff.waker = 1u << 1; /* 862 */
         ff.wake_rate_per_s = 1000;
         ff.split_basis = SPLIT_BASIS_WAKEUPS;
         ASSERT_OK(findings_add(&w.findings, &ff));
@@ -1239,6 +1240,45 @@ static void test_feeder(void) {
         ASSERT_EQ(w.out.n, 1);
         ASSERT_EQ(w.out.items[0].task.tid, 862);
         ASSERT_EQ(w.out.items[0].verb, VERB_RELEASE);
+        ASSERT_STREQ(target(&w, 860, 862)->state, "left alone: one-way");
+        world_done(&w);
+}
+
+/*
+ * The other way round: 860, a member of the ping-pong 860 <-> 861, notifies
+ * 862, a helper of its own process, one way. Co-locating the pair leaves
+ * the helper where it is: only a waker joins the pair of the thread it
+ * wakes (finding.waker).
+ */
+static void test_feeder_direction(void) {
+        struct task tasks[] = { mktask(860, 0.3, 0), mktask(861, 0.3, 1), mktask(862, 0.05, 2) };
+        struct wake_edge edges[] = {
+                { .waker_tid = 860, .wakee_tid = 861, .wakeups_per_s = 1000, .response_usec = 60 },
+                { .waker_tid = 861, .wakee_tid = 860, .wakeups_per_s = 1000, .response_usec = 900 },
+                { .waker_tid = 860, .wakee_tid = 862, .wakeups_per_s = 1000 },
+        };
+        struct world w;
+        struct finding fp, ff;
+
+        tasks[2].id.pid = 860;
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.snap.edges = edges;
+        w.snap.n_edges = ELEMENTSOF(edges);
+        ff = mkpair(&tasks[0], &tasks[2], 1.0, "one-way");
+        ff.shape = PAIR_FEEDER;
+        ff.waker = 1u << 0; /* 860 */
+        ff.wake_rate_per_s = 1000;
+        ff.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w.findings, &ff));
+        fp = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        fp.wake_rate_per_s = 1000;
+        fp.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w.findings, &fp));
+        for (int i = 0; i < 3 && w.out.n == 0; i++)
+                interval(&w);
+        ASSERT_EQ(w.out.n, 2);
+        ASSERT_EQ(w.out.items[0].task.tid + w.out.items[1].task.tid, 860 + 861);
+        ASSERT_STREQ(target(&w, 860, 861)->state, "co-located");
         ASSERT_STREQ(target(&w, 860, 862)->state, "left alone: one-way");
         world_done(&w);
 }
@@ -1801,6 +1841,7 @@ int main(void) {
         test_shared_member();
         test_chain();
         test_feeder();
+        test_feeder_direction();
         test_fan_no_chain();
         test_machines_distinct_cores();
         test_machines_capacity();

@@ -39,7 +39,7 @@
  * it one way at a pair rate: a client's rate limiter or event generator
  * handing each request to the thread that sends it. It is no pair of its
  * own, but every request then starts with a wake-up of the other CPU once
- * the ping-pong it feeds is co-located (see is_feeder()).
+ * the ping-pong it feeds is co-located (see feeder_waker()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -390,7 +390,7 @@ static bool pipelined(const struct task *a, const struct task *b, unsigned ancho
 
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
                        const struct task *b, const struct pair_item *it, double rate, unsigned partners,
-                       unsigned fan, unsigned anchored, bool feeder, struct findings *out) {
+                       unsigned fan, unsigned anchored, unsigned waker, struct findings *out) {
         double split, combined = combined_util(a, b, anchored), umax = pair_group_util_max(p);
         enum split_basis basis = SPLIT_BASIS_WAKEUPS;
         struct finding f;
@@ -411,6 +411,7 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                 .split_fraction = split < 0 ? -1.0 : MIN(split, 1.0),
                 .split_basis = basis,
                 .anchored = anchored,
+                .waker = waker,
                 .migrations_per_s = a->migrations_per_s + b->migrations_per_s,
                 .cpus_seen = cpumask_or(&a->cpus_seen, &b->cpus_seen),
                 .last_cpu = -1,
@@ -424,7 +425,7 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
 
         f.shape = partners >= DETECT_PAIR_HUB_PARTNERS || fan >= DETECT_PAIR_FAN_PARTNERS ? PAIR_HUB
                   : combined > umax || pipelined(a, b, anchored)                         ? PAIR_STREAM
-                  : feeder                                                               ? PAIR_FEEDER
+                  : waker                                                                ? PAIR_FEEDER
                                                                                          : PAIR_PINGPONG;
         if (f.shape == PAIR_HUB && partners >= DETECT_PAIR_HUB_PARTNERS)
                 snprintf(f.note, sizeof(f.note),
@@ -613,18 +614,20 @@ static unsigned partners_of(const struct snapshot *s, const struct tid_list *l, 
  */
 #define DETECT_PAIR_FEEDER_ONE_WAY 4.0
 
-static bool is_feeder(const struct task *a, const struct task *b, const struct pair_item *it, double rate,
-                      double floor, const struct tid_list *busy) {
+/* Returns the waker's bit (1u << 0: the lower tid, a; 1u << 1: b) if the
+ * pair is a feeder, else 0. The planner's chain() moves only the waker. */
+static unsigned feeder_waker(const struct task *a, const struct task *b, const struct pair_item *it, double rate,
+                             double floor, const struct tid_list *busy) {
         double fwd = MAX(it->lo_to_hi, it->hi_to_lo), back = MIN(it->lo_to_hi, it->hi_to_lo);
         pid_t waker = it->lo_to_hi >= it->hi_to_lo ? it->lo : it->hi, wakee = waker == it->lo ? it->hi : it->lo;
         const struct partner_end *e, *end;
 
         if (rate >= floor || fwd < floor || back * DETECT_PAIR_FEEDER_ONE_WAY > fwd || a->id.pid != b->id.pid)
-                return false;
+                return 0;
         for (e = ends_of(busy, wakee, &end); e && e < end; e++)
                 if (e->partner != waker && e->out >= floor)
-                        return true;
-        return false;
+                        return waker == it->lo ? 1u << 0 : 1u << 1;
+        return 0;
 }
 
 int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
@@ -692,7 +695,7 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 const struct policy *p;
                 double rate;
                 unsigned partners, fan_lo, fan_hi, anchored;
-                bool feeder;
+                unsigned waker;
 
                 if (MAX(it.lo_to_hi, it.hi_to_lo) < floor)
                         continue;
@@ -706,13 +709,13 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 if (!p)
                         continue;
                 rate = pair_rate(a, b, &it, anchored);
-                feeder = is_feeder(a, b, &it, rate, floor, &busy);
-                if (feeder)
+                waker = feeder_waker(a, b, &it, rate, floor, &busy);
+                if (waker)
                         rate = MAX(it.lo_to_hi, it.hi_to_lo);
                 if (rate < floor || rate < pair_wake_rate_min(p) || !owners_allow(p, a, b))
                         continue;
                 partners = MAX(partners_of(s, &busy, it.lo, &fan_lo), partners_of(s, &busy, it.hi, &fan_hi));
-                r = add_finding(s, p, a, b, &it, rate, partners, MAX(fan_lo, fan_hi), anchored, feeder, out);
+                r = add_finding(s, p, a, b, &it, rate, partners, MAX(fan_lo, fan_hi), anchored, waker, out);
                 if (r < 0)
                         return r;
         }

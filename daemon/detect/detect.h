@@ -98,6 +98,8 @@ struct finding {
         enum pair_shape shape;       /* pair: ping-pong, stream or hub */
         unsigned anchored;           /* pair: bit k set: members[k] is pinned to one CPU by someone
                                       * else; only the other member is moved, onto that CPU */
+        unsigned waker;              /* PAIR_FEEDER: bit k set: members[k] wakes the other one way;
+                                      * only it joins the other's pair */
         char note[160];              /* short human text, e.g. "stream: combined util 1.7 > 1.2" */
 };
 

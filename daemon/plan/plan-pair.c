@@ -1098,6 +1098,10 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
         if ((u0 && u1) || !u || u->cpu < 0 || u->cpu >= pp->n_cpus || (!it->f && !it->m[j]) || !it->t[j] ||
             it->m[k] || it->other[j] || it->pair_pin[j] || (it->anchored & (1u << j)))
                 return false;
+        /* a feeder joins the pair of the thread it wakes, never the other way:
+         * a pair member's one-way notices to a helper leave the helper be */
+        if (it->f && it->f->shape == PAIR_FEEDER && !(it->f->waker & (1u << j)))
+                return false;
         if (it->t[k]) {
                 enum pair_role role[2];
 
