@@ -1154,30 +1154,37 @@ static void test_chain(void) {
  * alone; once the ping-pong 860 <-> 861 is co-located it joins that CPU as
  * a chain's link; when the pair is no longer held, it is released.
  */
-static void test_feeder(void) {
-        struct task tasks[] = { mktask(860, 0.3, 0), mktask(861, 0.3, 1), mktask(862, 0.05, 2) };
-        struct world w;
-        struct finding fp, ff;
-        int cpu;
+/* The world of the feeder tests: the ping-pong 860 <-> 861 (the client 860
+ * answered in 60 us), and a one-way finding of 860 and 862, a thread of
+ * 860's process, whose waker is waker (862 feeding 860, or 860 notifying
+ * 862); edges[2] is that one-way edge. */
+static void feeder_world(struct world *w, struct task tasks[3], struct wake_edge edges[3], pid_t waker) {
+        struct finding ff;
 
-        /* the client 860 answered in 60 us; the feeder switches a tenth as often as the pair */
-        struct wake_edge edges[] = {
-                { .waker_tid = 860, .wakee_tid = 861, .wakeups_per_s = 1000, .response_usec = 60 },
-                { .waker_tid = 861, .wakee_tid = 860, .wakeups_per_s = 1000, .response_usec = 900 },
-                { .waker_tid = 862, .wakee_tid = 860, .wakeups_per_s = 1000 },
-        };
-
+        edges[0] = (struct wake_edge) { .waker_tid = 860, .wakee_tid = 861, .wakeups_per_s = 1000, .response_usec = 60 };
+        edges[1] = (struct wake_edge) { .waker_tid = 861, .wakee_tid = 860, .wakeups_per_s = 1000, .response_usec = 900 };
+        edges[2] = (struct wake_edge) { .waker_tid = waker, .wakee_tid = waker == 862 ? 860 : 862, .wakeups_per_s = 1000 };
         tasks[2].id.pid = 860;
-        tasks[2].nvcsw_per_s = 4500;
-        world_init(&w, tasks, ELEMENTSOF(tasks));
-        w.snap.edges = edges;
-        w.snap.n_edges = ELEMENTSOF(edges);
+        tasks[2].nvcsw_per_s = 4500;   /* a tenth as often as the pair */
+        world_init(w, tasks, 3);
+        w->snap.edges = edges;
+        w->snap.n_edges = 3;
         ff = mkpair(&tasks[0], &tasks[2], 1.0, "one-way");
         ff.shape = PAIR_FEEDER;
-        ff.waker = 1u << 1; /* 862 */
+        ff.waker = waker == 862 ? 1u << 1 : 1u << 0;
         ff.wake_rate_per_s = 1000;
         ff.split_basis = SPLIT_BASIS_WAKEUPS;
-        ASSERT_OK(findings_add(&w.findings, &ff));
+        ASSERT_OK(findings_add(&w->findings, &ff));
+}
+
+static void test_feeder(void) {
+        struct task tasks[] = { mktask(860, 0.3, 0), mktask(861, 0.3, 1), mktask(862, 0.05, 2) };
+        struct wake_edge edges[3];
+        struct world w;
+        struct finding fp;
+        int cpu;
+
+        feeder_world(&w, tasks, edges, 862);
         for (int i = 0; i < 3; i++) {
                 interval(&w);
                 ASSERT_EQ(w.out.n, 0);
@@ -1252,24 +1259,11 @@ static void test_feeder(void) {
  */
 static void test_feeder_direction(void) {
         struct task tasks[] = { mktask(860, 0.3, 0), mktask(861, 0.3, 1), mktask(862, 0.05, 2) };
-        struct wake_edge edges[] = {
-                { .waker_tid = 860, .wakee_tid = 861, .wakeups_per_s = 1000, .response_usec = 60 },
-                { .waker_tid = 861, .wakee_tid = 860, .wakeups_per_s = 1000, .response_usec = 900 },
-                { .waker_tid = 860, .wakee_tid = 862, .wakeups_per_s = 1000 },
-        };
+        struct wake_edge edges[3];
         struct world w;
-        struct finding fp, ff;
+        struct finding fp;
 
-        tasks[2].id.pid = 860;
-        world_init(&w, tasks, ELEMENTSOF(tasks));
-        w.snap.edges = edges;
-        w.snap.n_edges = ELEMENTSOF(edges);
-        ff = mkpair(&tasks[0], &tasks[2], 1.0, "one-way");
-        ff.shape = PAIR_FEEDER;
-        ff.waker = 1u << 0; /* 860 */
-        ff.wake_rate_per_s = 1000;
-        ff.split_basis = SPLIT_BASIS_WAKEUPS;
-        ASSERT_OK(findings_add(&w.findings, &ff));
+        feeder_world(&w, tasks, edges, 860);
         fp = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
         fp.wake_rate_per_s = 1000;
         fp.split_basis = SPLIT_BASIS_WAKEUPS;
