@@ -653,6 +653,45 @@ static void test_feeder_judged_by_its_pair(void) {
 }
 
 /*
+ * A pair that went quiet after its co-location (neither member runs nor
+ * waits to run: its burst of work ended) is no verdict and blocks
+ * nothing; one whose members wait to run (a pin that starves them) is
+ * undone.
+ */
+static void test_pair_went_quiet(void) {
+        struct task tasks[2] = {
+                { .id = { .pid = 90, .tid = 90, .start_time = 7 }, .have_rates = true, .nvcsw_per_s = 225 },
+                { .id = { .pid = 90, .tid = 91, .start_time = 8 }, .have_rates = true, .nvcsw_per_s = 225 },
+        };
+        struct snapshot snap = { .tasks = tasks, .n_tasks = 2 };
+
+        for (int starved = 0; starved < 2; starved++) {
+                struct effect_tracker tr = {};
+                struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                                    .task = tasks[0].id, .partner = tasks[1].id };
+                unsigned before = n_verdicts;
+
+                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 225;
+                tasks[0].run_delay_ms_per_s = tasks[1].run_delay_ms_per_s = 0;
+                a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
+                ASSERT_OK(effect_track(&tr, &a));
+                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 0;
+                if (starved)
+                        tasks[0].run_delay_ms_per_s = tasks[1].run_delay_ms_per_s = 400;
+                for (unsigned i = 0; i < 10 && tr.n; i++)
+                        effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                ASSERT_EQ(tr.n, 0u);
+                if (starved) {
+                        ASSERT_EQ(n_verdicts, before + 1);
+                        ASSERT_EQ(last_verdict.verdict, EFFECT_UNDO);
+                } else
+                        ASSERT_EQ(n_verdicts, before);
+                effect_tracker_clear(&tr);
+        }
+}
+
+/*
  * A keep by bytes that rose by less than a quarter of the tolerance (by
  * the median of five), or fell, is released for a second look, once:
  * placed again (action.looked_again), the same figures keep it. A stream
@@ -735,6 +774,7 @@ int main(void) {
         test_bytes_held();
         test_second_look();
         test_feeder_judged_by_its_pair();
+        test_pair_went_quiet();
         test_proxy_io_bytes();
         test_wait_for_samples();
         test_keep_and_undo();
