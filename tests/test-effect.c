@@ -655,8 +655,8 @@ static void test_feeder_judged_by_its_pair(void) {
 /*
  * A pair that went quiet after its co-location (neither member runs nor
  * waits to run: its burst of work ended) is no verdict and blocks
- * nothing; one whose members wait to run (a pin that starves them) is
- * undone.
+ * nothing; one whose members wait to run (a pin that starves them), or
+ * that did clearly less before it fell quiet, is undone.
  */
 static void test_pair_went_quiet(void) {
         struct task tasks[2] = {
@@ -665,7 +665,8 @@ static void test_pair_went_quiet(void) {
         };
         struct snapshot snap = { .tasks = tasks, .n_tasks = 2 };
 
-        for (int starved = 0; starved < 2; starved++) {
+        /* 0: quiet; 1: waiting to run (starved); 2: hurt for four windows, quiet at the fifth */
+        for (int starved = 0; starved < 3; starved++) {
                 struct effect_tracker tr = {};
                 struct action a = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
                                     .task = tasks[0].id, .partner = tasks[1].id };
@@ -676,11 +677,14 @@ static void test_pair_went_quiet(void) {
                 a.evidence_basis = effect_basis_for(DETECT_PAIR, &tasks[0], &tasks[1]);
                 a.evidence_before = effect_proxy_for(DETECT_PAIR, &tasks[0], &tasks[1]);
                 ASSERT_OK(effect_track(&tr, &a));
-                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 0;
-                if (starved)
+                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = starved == 2 ? 50 : 0;
+                if (starved == 1)
                         tasks[0].run_delay_ms_per_s = tasks[1].run_delay_ms_per_s = 400;
-                for (unsigned i = 0; i < 10 && tr.n; i++)
+                for (unsigned i = 0; i < 10 && tr.n; i++) {
+                        if (i == 4)
+                                tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 0;
                         effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+                }
                 ASSERT_EQ(tr.n, 0u);
                 if (starved) {
                         ASSERT_EQ(n_verdicts, before + 1);

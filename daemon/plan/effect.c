@@ -472,18 +472,22 @@ static bool second_look(struct effect_pending *p, enum effect_verdict v, const s
 }
 
 /*
- * A pair whose members neither ran nor waited to run in the last window
- * went quiet: its exchange ended (two of MariaDB's own threads at 225
- * wake-ups/s while sysbench prepared its table, co-located, then idle: the
- * check read "8.03 -> 0 (-100 %)" and undid it, and blocked the pair's next
- * burst for RetryAfter=). Threads that a pin starves wait to run, and are
- * judged as ever.
+ * A pair whose work fell to nothing (the median the undo rests on about 0)
+ * and whose members neither ran, switched nor waited to run in the last
+ * window went quiet: its exchange ended (two of MariaDB's own threads at
+ * 225 wake-ups/s while sysbench prepared its table, co-located, then idle:
+ * the check read "8.03 -> 0 (-100 %)" and undid it, and blocked the pair's
+ * next burst for RetryAfter=). Threads that a pin starves wait to run, and
+ * are judged as ever; so is a feeder whose pin starves it (its pair then
+ * sleeps for want of requests, but the feeder waits to run).
  */
-#define EFFECT_QUIET_SWITCHES_PER_S 1.0
+#define EFFECT_QUIET_WORK 1.0            /* switches/s or bytes/s: the proxy's "about 0" */
 #define EFFECT_QUIET_RUN_DELAY_MS_PER_S 1.0
+#define EFFECT_QUIET_UTIL 0.01
 
 static bool pair_went_quiet(const struct task *a, const struct task *b) {
-        return switches_per_s(a) + switches_per_s(b) < EFFECT_QUIET_SWITCHES_PER_S &&
+        return a->have_rates && b->have_rates && a->util + b->util < EFFECT_QUIET_UTIL &&
+               switches_per_s(a) + switches_per_s(b) < EFFECT_QUIET_WORK &&
                a->run_delay_ms_per_s + b->run_delay_ms_per_s < EFFECT_QUIET_RUN_DELAY_MS_PER_S;
 }
 
@@ -533,7 +537,8 @@ void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double
                 }
                 /* an undo of a pair that went quiet: no verdict, nothing blocked */
                 if (decided->last.verdict == EFFECT_UNDO && p->action.kind == DETECT_PAIR &&
-                    pair_went_quiet(w[0], w[1])) {
+                    p->state.last.after < EFFECT_QUIET_WORK && pair_went_quiet(w[0], w[1]) &&
+                    (!fed || pair_went_quiet(t, partner))) {
                         effect_forget(tr, i);
                         continue;
                 }
