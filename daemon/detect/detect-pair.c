@@ -287,7 +287,6 @@ static double pair_rate(const struct task *a, const struct task *b, const struct
         return held_together(a, b, anchored) ? MAX(it->lo_to_hi, it->hi_to_lo) : MIN(it->lo_to_hi, it->hi_to_lo);
 }
 
-
 const char *split_basis_to_string(enum split_basis b) {
         switch (b) {
         case SPLIT_BASIS_WAKEUPS: return "wakeups";
@@ -553,9 +552,6 @@ static unsigned one_service(const struct snapshot *s, const struct partner_end *
         return best;
 }
 
-/* A thread's partners at pair rates, and the most of them it has in one
- * role (client or server; peers are not counted there) that are one
- * service (one_service()): a fan's width. */
 /* The run of tid's ends in l: its first, and *ret_end past its last; NULL if none. */
 static const struct partner_end *ends_of(const struct tid_list *l, pid_t tid, const struct partner_end **ret_end) {
         struct partner_end key = { .tid = tid };
@@ -573,6 +569,9 @@ static const struct partner_end *ends_of(const struct tid_list *l, pid_t tid, co
         return lo;
 }
 
+/* A thread's partners at pair rates, and the most of them it has in one
+ * role (client or server; peers are not counted there) that are one
+ * service (one_service()): a fan's width. */
 static unsigned partners_of(const struct snapshot *s, const struct tid_list *l, pid_t tid, unsigned *ret_same_role) {
         const struct partner_end *hi, *lo = ends_of(l, tid, &hi), *run;
 
