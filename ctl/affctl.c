@@ -337,8 +337,8 @@ static void print_cannot(struct json_object *o) {
 /* What co-location buys on this host, as the daemon measured it at start. */
 static void print_colocation(struct json_object *o) {
         struct json_object *levels = json_path(o, "colocation.levels");
-        const char *label = "Co-location", *span;
-        char buf[256] = "";
+        const char *label = "Co-location", *span, *why;
+        char buf[256] = "", busy[192];
         size_t off = 0;
 
         if (!json_path(o, "colocation"))
@@ -356,11 +356,21 @@ static void print_colocation(struct json_object *o) {
                         break;
                 off += (size_t) n;
         }
+        if (jdouble(o, "colocation.gain") >= jdouble(o, "colocation.gain_min"))
+                why = "";
+        else if (json_object_get_boolean(json_path(o, "colocation.believed")))
+                why = "; under the threshold: pairs are left to the kernel (unless their policy sets IgnoreCalibration=yes)";
+        else if (json_path(o, "colocation.cpus_busy")) {
+                snprintf(busy, sizeof(busy),
+                         "; read with its CPUs %.0f %% busy (over %.0f %%): not believed, pairs are placed as their "
+                         "policies say until it is measured again on quiet CPUs",
+                         jdouble(o, "colocation.cpus_busy") * 100, jdouble(o, "colocation.cpus_busy_max") * 100);
+                why = busy;
+        } else
+                why = "; under the threshold once a pass finds its CPUs quiet (until then pairs are placed as their "
+                      "policies say)";
         line(&label, "buys %s on this host (a pipe ping-pong on one CPU: %.0f round trips/s)%s", buf,
-             jdouble(o, "colocation.same_cpu_round_trips_per_s"),
-             jdouble(o, "colocation.gain") < jdouble(o, "colocation.gain_min")
-                     ? "; under the threshold: pairs are left to the kernel (unless their policy sets IgnoreCalibration=yes)"
-                     : "");
+             jdouble(o, "colocation.same_cpu_round_trips_per_s"), why);
         /* one CPU is the rule; a wider span is news (affinityd.policy(5) Span=) */
         span = jstr(o, "colocation.span");
         if (!streq(span, "cpu") && !streq(span, ""))

@@ -137,7 +137,9 @@ together && fail "the pair is on one CPU before any daemon runs ($orig1): the te
 
 # 1. co-located from the container
 run_container "$NAME"
-wait_for 30 together || { clog "$NAME"; hctl pairs; fail "the daemon in the container did not co-locate pingpong $P1/$P2"; }
+# On failure the pair's state and the calibration come last, where a CI log's tail shows them.
+wait_for 30 together || { clog "$NAME"; hctl pairs; hctl status | grep -A1 "Co-location" || true
+	fail "the daemon in the container did not co-locate pingpong $P1/$P2: $(hctl pairs --wide | grep -E "pingpong\[($P1|$P2)\]" | head -2 | tr -s ' \n' ' ')"; }
 echo "1: co-located on CPU $(allowed_of "$P1") (was $orig1, $orig2)"
 out=$(podman exec "$NAME" affctl actions) || fail "affctl in the container failed"
 # held split, one member is on the pair's CPU already: only the other's mask changes

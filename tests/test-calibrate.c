@@ -13,6 +13,7 @@
 
 #include "common/util.h"
 #include "sample/calibrate.h"
+#include "sample/snapshot.h"
 #include "test-util.h"
 
 static void test_live(void) {
@@ -93,8 +94,37 @@ static void test_merge(void) {
         ASSERT_TRUE(none.done && none.readings == 1 && none.n_levels == 2);
 }
 
+/*
+ * A free reading is believed only once a pass found its CPUs quiet: the
+ * busy check reads the busiest of the CPUs it measured on (CPU 0 and the
+ * levels' partners 1 and 4, not CPU 2), or of all of them where it was
+ * not measured; a level that pays is never "free", believed or not.
+ */
+static void test_busy(void) {
+        struct calibration c = {
+                .done = true, .cpu = 0, .same_per_s = 1000, .n_levels = 2, .gain_max = 1.5, .readings = 2,
+                .levels = { { .level = CALIB_SMT, .cpu_a = 0, .cpu_b = 1, .split_per_s = 980, .gain = 1.02 },
+                            { .level = CALIB_NODE, .cpu_a = 0, .cpu_b = 4, .split_per_s = 666, .gain = 1.5 } },
+        };
+        struct calibration starved = { .cpu = -1, .starved = true };
+        struct cpu_sample cpus[5] = { { .busy = 0.05 }, { .busy = 0.10 }, { .busy = 0.90 }, { .busy = 0 }, { .busy = 0.15 } };
+
+        ASSERT_TRUE(calibration_reads_free(&c));
+        /* not yet checked: not believed */
+        ASSERT_TRUE(!calibration_quiet(&c) && !calibration_free_at(&c, CALIB_SMT));
+        ASSERT_NEAR(calibration_cpus_busy(&c, cpus, 5), 0.15, 1e-12);
+        ASSERT_NEAR(calibration_cpus_busy(&starved, cpus, 5), 0.90, 1e-12);
+        calibration_note_busy(&c, calibration_cpus_busy(&c, cpus, 5));
+        ASSERT_TRUE(calibration_quiet(&c));
+        ASSERT_TRUE(calibration_free_at(&c, CALIB_SMT) && !calibration_free_at(&c, CALIB_NODE));
+        calibration_note_busy(&c, CALIB_BUSY_MAX);
+        ASSERT_TRUE(!calibration_quiet(&c) && !calibration_free_at(&c, CALIB_SMT));
+        ASSERT_TRUE(!calibration_quiet(NULL) && !calibration_reads_free(NULL));
+}
+
 int main(void) {
         test_merge();
+        test_busy();
         test_live();
         return 0;
 }

@@ -1582,11 +1582,13 @@ static void test_machines_reserved(void) {
 
 /* ---- Span=: a pair on a core's siblings or an LLC ------------------- */
 
-/* A calibration as calibrate() leaves it: the gain of a split per level (0: not measured). */
+/* A calibration as calibrate() leaves it, its CPUs then found quiet by a
+ * pass (calibration_note_busy()): the gain of a split per level (0: not
+ * measured). */
 static struct calibration mkcalib(double smt, double core, double llc) {
         const double gain[] = { smt, core, llc };
         const enum calib_level level[] = { CALIB_SMT, CALIB_CORE, CALIB_LLC };
-        struct calibration c = { .done = true, .same_per_s = 100000 };
+        struct calibration c = { .done = true, .same_per_s = 100000, .busy_known = true, .busy = 0.02 };
 
         for (size_t i = 0; i < ELEMENTSOF(gain); i++)
                 if (gain[i] > 0) {
@@ -1655,15 +1657,22 @@ static void test_split_share_by_host(void) {
  * to the kernel and says why; a policy with IgnoreCalibration=yes
  * co-locates it all the same, on one CPU, also where SMT read as free too
  * (Span=auto would otherwise be the LLC: CPUs 0-3, where it already was).
+ * So is a pair where that reading was taken with its CPUs 45 % busy, or
+ * before any pass said how busy they were: such a reading is not believed
+ * (calibrate.h, CALIB_BUSY_MAX).
  */
 static void test_no_gain_here(void) {
-        for (int run = 0; run < 3; run++) {
-                bool ignore = run > 0;
+        for (int run = 0; run < 5; run++) {
+                bool ignore = run == 1 || run == 2, doubtful = run >= 3;
                 struct task tasks[] = { mktask(100, 0.5, 0), mktask(101, 0.5, 1) };
                 struct calibration cal = mkcalib(run == 2 ? 0.9 : 0, 0.84, 0);
                 struct finding f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
                 struct world w;
 
+                if (run == 3)
+                        calibration_note_busy(&cal, 0.45);
+                if (run == 4)
+                        cal.busy_known = false;
                 pair_policy.ignore_calibration = ignore;
                 world_init(&w, tasks, ELEMENTSOF(tasks));
                 w.calibration = &cal;
@@ -1671,7 +1680,7 @@ static void test_no_gain_here(void) {
                 ASSERT_OK(findings_add(&w.findings, &f));
                 for (int i = 0; i < 3 && w.out.n == 0; i++)
                         interval(&w);
-                if (ignore) {
+                if (ignore || doubtful) {
                         expect_colocated(&w, 100, 101);
                 } else {
                         ASSERT_EQ(w.out.n, 0);
@@ -1731,7 +1740,7 @@ static cpumask_t place_spanned(const struct calibration *c, int span, const cpum
  */
 static void test_machines_span(void) {
         struct calibration smt_free = mkcalib(1.0, 2.0, 3.0), llc_free = mkcalib(1.0, 1.02, 3.0);
-        struct calibration none_free = mkcalib(1.6, 2.0, 3.0);
+        struct calibration none_free = mkcalib(1.6, 2.0, 3.0), smt_busy = smt_free;
         struct task tasks[] = { mktask(100, 0.4, 0), mktask(101, 0.4, 8) };
         struct world w;
         cpumask_t m;
@@ -1771,6 +1780,11 @@ static void test_machines_span(void) {
         ASSERT_EQ(cpumask_weight(&m), 1);
         world_done(&w);
         m = place_spanned(NULL, -1, NULL, &w, tasks);
+        ASSERT_EQ(cpumask_weight(&m), 1);
+        world_done(&w);
+        /* siblings read free on busy CPUs: not believed, one CPU */
+        calibration_note_busy(&smt_busy, 0.45);
+        m = place_spanned(&smt_busy, -1, NULL, &w, tasks);
         ASSERT_EQ(cpumask_weight(&m), 1);
         world_done(&w);
 

@@ -45,7 +45,8 @@ struct manager {
         char idle_warning[512];       /* "" or why the configuration gives the daemon nothing to do */
         struct topology *topo;
         char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
-        struct calibration calibration; /* what co-location buys here: at start and on hotplug */
+        struct calibration calibration; /* what co-location buys here: at start, on hotplug, once quiet */
+        uint64_t calib_retry_usec;    /* a doubtful calibration is measured again from then */
         struct sampler *sampler;
         struct memnode_memo *memnodes; /* pairs' memory by node, read on >1-node machines only */
         struct proc_connector *pc;

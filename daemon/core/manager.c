@@ -288,7 +288,8 @@ static void log_topology_notes(struct manager *m, const struct topology *t) {
 
 /*
  * Measure what co-location buys on this machine (calibrate.h), once at
- * start and again when the CPUs change. Not on a fixture tree (--root):
+ * start and again when the CPUs change, or when a free reading came from
+ * busy CPUs (check_calibration()). Not on a fixture tree (--root):
  * its CPUs are not the ones the threads would run on.
  */
 static void calibrate_now(struct manager *m) {
@@ -321,6 +322,43 @@ static void calibrate_now(struct manager *m) {
                    "co-location buys on this host: %s (one CPU %.0f round trips/s; %u reading(s), %llu ms)", buf,
                    m->calibration.same_per_s, m->calibration.readings,
                    (unsigned long long) m->calibration.cost_usec / USEC_PER_MSEC);
+}
+
+/*
+ * A free reading is believed only from quiet CPUs (calibrate.h,
+ * CALIB_BUSY_MAX). One made at start or on hotplug is checked by the
+ * first pass window that began after it. One found doubtful (or starved of
+ * CPU time) is measured again at a pass whose window found its CPUs
+ * quiet, and that window is its check: at most once a CALIB_RETRY_USEC,
+ * for a quiet window on a busy machine can be a short lull.
+ */
+#define CALIB_RETRY_USEC (60 * USEC_PER_SEC)
+
+static void check_calibration(struct manager *m, uint64_t t0) {
+        struct calibration *c = &m->calibration;
+        double busy;
+
+        if (!m->snap || m->snap->window_usec == 0 || t0 < m->snap->window_usec)
+                return;
+        busy = calibration_cpus_busy(c, m->snap->cpus, m->topo->n_cpus);
+        if (c->done && !c->busy_known) {
+                if (t0 - m->snap->window_usec < c->at_usec)
+                        return;   /* the window holds the probe's own runs */
+                calibration_note_busy(c, busy);
+                if (calibration_reads_free(c) && !calibration_quiet(c))
+                        log_fields(&m->log, LOG_NOTICE, NULL,
+                                   "co-location calibrated with its CPUs %.0f %% busy: a level read as free is not "
+                                   "believed; measured again when they are quiet", busy * 100);
+                return;
+        }
+        if (!(c->starved || (calibration_reads_free(c) && !calibration_quiet(c))))
+                return;
+        if (busy >= CALIB_BUSY_MAX || t0 < m->calib_retry_usec)
+                return;
+        m->calib_retry_usec = t0 + CALIB_RETRY_USEC;
+        calibrate_now(m);
+        if (m->calibration.done)
+                calibration_note_busy(&m->calibration, busy);
 }
 
 static void check_hotplug(struct manager *m) {
@@ -588,6 +626,7 @@ static int manager_pass(struct manager *m) {
         r = pass_sample(m, t0);
         if (r < 0)
                 return r;
+        check_calibration(m, t0);
         pass_review_changes(m);
         r = pass_detect(m, t0);
         if (r < 0)

@@ -1431,17 +1431,18 @@ static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][1
  * the CPUs this pair's members last ran on, a pin would only take the
  * balancer's freedom: the pair is left to the kernel, and says why. Not
  * for a policy with IgnoreCalibration=yes: its operator measured the
- * workload itself, or the pipe probe's reading is noise on this host.
+ * workload itself, or the pipe probe's reading is noise on this host. Nor
+ * where the reading was taken on busy CPUs (calibration_quiet()): there
+ * it says little, and the effect check judges the pin instead.
  */
 static bool no_gain_here(const struct pair_plan *pp, const struct pair_item *it) {
         const struct calibration *c = pp->ctx->in->calibration;
         double gain;
 
-        if (!c || !c->done || (it->p && it->p->ignore_calibration))
+        if ((it->p && it->p->ignore_calibration) ||
+            !calibration_free_between(c, pp->topo, it->t[0]->last_cpu, it->t[1]->last_cpu))
                 return false;
         gain = calibration_gain_for(c, pp->topo, it->t[0]->last_cpu, it->t[1]->last_cpu);
-        if (gain >= CALIB_GAIN_MIN)
-                return false;
         plan_set_pair_state(it->st, PAIR_LEFT_ALONE_NO_GAIN,
                             "co-location buys %.2fx on this host (calibrated; under %.2fx)", gain, CALIB_GAIN_MIN);
         return true;

@@ -16,6 +16,7 @@
 
 #include "common/util.h"
 #include "sample/calibrate.h"
+#include "sample/snapshot.h"
 
 const char *calib_level_to_string(enum calib_level l) {
         static const char *const names[_CALIB_LEVEL_MAX] = {
@@ -241,9 +242,13 @@ void calibration_merge(struct calibration *c, const struct calibration *next) {
         c->readings += next->readings;
 }
 
+static bool gain_free(double gain) {
+        return gain > 0 && gain < CALIB_GAIN_MIN;
+}
+
 static bool any_level_free(const struct calibration *c) {
         for (int i = 0; i < c->n_levels; i++)
-                if (c->levels[i].gain < CALIB_GAIN_MIN)
+                if (gain_free(c->levels[i].gain))
                         return true;
         return false;
 }
@@ -314,9 +319,11 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
                         *ret = j->result;
         } else {
                 r = 0;
+                ret->starved = true;
                 snprintf(ret->why, sizeof(ret->why), "the probe got no CPU time within %d ms (busy CPUs)",
                          CALIB_WAIT_MSEC);
         }
+        ret->at_usec = util_now_usec();
         job_unref(j);
         return r;
 }
@@ -335,11 +342,47 @@ double calibration_gain_for(const struct calibration *c, const struct topology *
         return c->gain_max;
 }
 
+bool calibration_quiet(const struct calibration *c) {
+        return c && c->done && c->busy_known && c->busy < CALIB_BUSY_MAX;
+}
+
+bool calibration_reads_free(const struct calibration *c) {
+        return c && c->done && any_level_free(c);
+}
+
 bool calibration_free_at(const struct calibration *c, enum calib_level l) {
-        if (!c || !c->done)
+        if (!calibration_quiet(c))
                 return false;
         for (int i = 0; i < c->n_levels; i++)
                 if (c->levels[i].level == l)
-                        return c->levels[i].gain > 0 && c->levels[i].gain < CALIB_GAIN_MIN;
+                        return gain_free(c->levels[i].gain);
         return false;
+}
+
+bool calibration_free_between(const struct calibration *c, const struct topology *topo, int a, int b) {
+        return calibration_quiet(c) && gain_free(calibration_gain_for(c, topo, a, b));
+}
+
+double calibration_cpus_busy(const struct calibration *c, const struct cpu_sample *cpus, int n_cpus) {
+        double busy = 0;
+
+        if (!c || !cpus)
+                return 0;
+        if (!c->done) {
+                /* not measured (starved): the CPUs it would use are among them all */
+                for (int k = 0; k < n_cpus; k++)
+                        busy = MAX(busy, cpus[k].busy);
+                return busy;
+        }
+        if (c->cpu >= 0 && c->cpu < n_cpus)
+                busy = cpus[c->cpu].busy;
+        for (int i = 0; i < c->n_levels; i++)
+                if (c->levels[i].cpu_b >= 0 && c->levels[i].cpu_b < n_cpus)
+                        busy = MAX(busy, cpus[c->levels[i].cpu_b].busy);
+        return busy;
+}
+
+void calibration_note_busy(struct calibration *c, double busy) {
+        c->busy = busy;
+        c->busy_known = true;
 }
