@@ -356,19 +356,22 @@ static void print_colocation(struct json_object *o) {
                         break;
                 off += (size_t) n;
         }
-        if (jdouble(o, "colocation.gain") >= jdouble(o, "colocation.gain_min"))
+        /* a level read free is believed only from quiet CPUs (the daemon's "believed") */
+        if (!json_object_get_boolean(json_path(o, "colocation.reads_free")))
                 why = "";
         else if (json_object_get_boolean(json_path(o, "colocation.believed")))
-                why = "; under the threshold: pairs are left to the kernel (unless their policy sets IgnoreCalibration=yes)";
+                why = jdouble(o, "colocation.gain") < jdouble(o, "colocation.gain_min")
+                              ? "; under the threshold: pairs are left to the kernel (unless their policy sets "
+                                "IgnoreCalibration=yes)"
+                              : "";
         else if (json_path(o, "colocation.cpus_busy")) {
                 snprintf(busy, sizeof(busy),
-                         "; read with its CPUs %.0f %% busy (over %.0f %%): not believed, pairs are placed as their "
-                         "policies say until it is measured again on quiet CPUs",
+                         "; read with its CPUs %.0f %% busy (%.0f %% or more): a level under the threshold is not "
+                         "believed, and is measured again once they are quiet",
                          jdouble(o, "colocation.cpus_busy") * 100, jdouble(o, "colocation.cpus_busy_max") * 100);
                 why = busy;
         } else
-                why = "; under the threshold once a pass finds its CPUs quiet (until then pairs are placed as their "
-                      "policies say)";
+                why = "; a level under the threshold is believed once a pass finds its CPUs quiet (not checked yet)";
         line(&label, "buys %s on this host (a pipe ping-pong on one CPU: %.0f round trips/s)%s", buf,
              jdouble(o, "colocation.same_cpu_round_trips_per_s"), why);
         /* one CPU is the rule; a wider span is news (affinityd.policy(5) Span=) */

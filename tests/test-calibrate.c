@@ -108,13 +108,20 @@ static void test_busy(void) {
         };
         struct calibration starved = { .cpu = -1, .starved = true };
         struct cpu_sample cpus[5] = { { .busy = 0.05 }, { .busy = 0.10 }, { .busy = 0.90 }, { .busy = 0 }, { .busy = 0.15 } };
+        cpumask_t usable = {};
 
+        cpumask_set(&usable, 0);
+        cpumask_set(&usable, 1);
+        cpumask_set(&usable, 4);
         ASSERT_TRUE(calibration_reads_free(&c));
         /* not yet checked: not believed */
         ASSERT_TRUE(!calibration_quiet(&c) && !calibration_free_at(&c, CALIB_SMT));
-        ASSERT_NEAR(calibration_cpus_busy(&c, cpus, 5), 0.15, 1e-12);
-        ASSERT_NEAR(calibration_cpus_busy(&starved, cpus, 5), 0.90, 1e-12);
-        calibration_note_busy(&c, calibration_cpus_busy(&c, cpus, 5));
+        ASSERT_NEAR(calibration_cpus_busy(&c, cpus, 5, &usable), 0.15, 1e-12);
+        /* starved: the CPUs it may use (CPU 2 is not one) */
+        ASSERT_NEAR(calibration_cpus_busy(&starved, cpus, 5, &usable), 0.15, 1e-12);
+        cpumask_set(&usable, 2);
+        ASSERT_NEAR(calibration_cpus_busy(&starved, cpus, 5, &usable), 0.90, 1e-12);
+        calibration_note_busy(&c, calibration_cpus_busy(&c, cpus, 5, NULL));
         ASSERT_TRUE(calibration_quiet(&c));
         ASSERT_TRUE(calibration_free_at(&c, CALIB_SMT) && !calibration_free_at(&c, CALIB_NODE));
         calibration_note_busy(&c, CALIB_BUSY_MAX);
@@ -122,9 +129,45 @@ static void test_busy(void) {
         ASSERT_TRUE(!calibration_quiet(NULL) && !calibration_reads_free(NULL));
 }
 
+/*
+ * What a pass window says of a calibration made in [1000, 1300) µs: a
+ * window overlapping it nothing; the first one next to it, before or
+ * after, is its check; a doubtful free reading (or a starved probe) is
+ * measured again after a quiet window, not a busy one, and not before the
+ * retry time; a believed reading, or one that pays, never.
+ */
+static void test_step(void) {
+        struct calibration c = {
+                .done = true, .cpu = 0, .same_per_s = 1000, .n_levels = 1, .gain_max = 1.02, .readings = 2,
+                .from_usec = 1000, .at_usec = 1300,
+                .levels = { { .level = CALIB_CORE, .cpu_a = 0, .cpu_b = 1, .split_per_s = 980, .gain = 1.02 } },
+        };
+        struct calibration pays = c, starved = { .cpu = -1, .starved = true, .from_usec = 1000, .at_usec = 1300 };
+
+        pays.levels[0].gain = pays.gain_max = 2.5;
+        ASSERT_EQ(calibration_step(&c, 900, 1100, 0, 0), CALIB_STEP_NONE);     /* overlaps its start */
+        ASSERT_EQ(calibration_step(&c, 1200, 2200, 0, 0), CALIB_STEP_NONE);    /* overlaps its end */
+        ASSERT_EQ(calibration_step(&c, 0, 0, 0, 0), CALIB_STEP_NONE);          /* no window (first pass) */
+        ASSERT_EQ(calibration_step(&c, 300, 1000, 0.5, 0), CALIB_STEP_NOTE);   /* just before */
+        ASSERT_EQ(calibration_step(&c, 1300, 2300, 0.5, 0), CALIB_STEP_NOTE);  /* just after */
+        calibration_note_busy(&c, 0.5);
+        ASSERT_EQ(calibration_step(&c, 2300, 3300, 0.5, 0), CALIB_STEP_NONE);  /* still busy */
+        ASSERT_EQ(calibration_step(&c, 2300, 3300, 0.05, 0), CALIB_STEP_AGAIN);
+        ASSERT_EQ(calibration_step(&c, 2300, 3300, 0.05, 5000), CALIB_STEP_NONE); /* not yet */
+        calibration_note_busy(&c, 0.05);
+        ASSERT_EQ(calibration_step(&c, 2300, 3300, 0.05, 0), CALIB_STEP_NONE); /* believed */
+        ASSERT_EQ(calibration_step(&pays, 1300, 2300, 0.5, 0), CALIB_STEP_NOTE);
+        calibration_note_busy(&pays, 0.5);
+        ASSERT_EQ(calibration_step(&pays, 2300, 3300, 0.05, 0), CALIB_STEP_NONE); /* pays: used as read */
+        ASSERT_EQ(calibration_step(&starved, 2300, 3300, 0.5, 0), CALIB_STEP_NONE);
+        ASSERT_EQ(calibration_step(&starved, 2300, 3300, 0.05, 0), CALIB_STEP_AGAIN);
+        ASSERT_EQ(calibration_step(NULL, 2300, 3300, 0.05, 0), CALIB_STEP_NONE);
+}
+
 int main(void) {
         test_merge();
         test_busy();
+        test_step();
         test_live();
         return 0;
 }

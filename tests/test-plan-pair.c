@@ -1782,7 +1782,12 @@ static void test_machines_span(void) {
         m = place_spanned(NULL, -1, NULL, &w, tasks);
         ASSERT_EQ(cpumask_weight(&m), 1);
         world_done(&w);
-        /* siblings read free on busy CPUs: not believed, one CPU */
+        /* siblings read free, not yet checked against their CPUs' load, then
+         * found busy: not believed, one CPU */
+        smt_busy.busy_known = false;
+        m = place_spanned(&smt_busy, -1, NULL, &w, tasks);
+        ASSERT_EQ(cpumask_weight(&m), 1);
+        world_done(&w);
         calibration_note_busy(&smt_busy, 0.45);
         m = place_spanned(&smt_busy, -1, NULL, &w, tasks);
         ASSERT_EQ(cpumask_weight(&m), 1);

@@ -120,7 +120,7 @@ int metrics_render(struct json_object *status, struct json_object *pairs, struct
 
         if (json_path(status, "colocation.measured") && json_object_get_boolean(json_path(status, "colocation.measured")))
                 one(f, "affinityd_colocation_gain", "gauge",
-                    "Round trips of a pipe ping-pong on one CPU over those split across CPUs, measured at start.",
+                    "Round trips of a pipe ping-pong on one CPU over those split across CPUs, as last measured.",
                     num(status, "colocation.gain"));
         one(f, "affinityd_process_cpu_seconds_total", "counter", "CPU time the daemon used (user and system).",
             num(status, "self.cpu_us_total") / 1e6);

@@ -47,6 +47,8 @@ struct manager {
         char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
         struct calibration calibration; /* what co-location buys here: at start, on hotplug, once quiet */
         uint64_t calib_retry_usec;    /* a doubtful calibration is measured again from then */
+        bool calib_again;             /* ...at the end of this pass (check_calibration()) */
+        double calib_again_busy;      /* how busy its CPUs were in the window before */
         struct sampler *sampler;
         struct memnode_memo *memnodes; /* pairs' memory by node, read on >1-node machines only */
         struct proc_connector *pc;
@@ -76,6 +78,9 @@ struct manager {
         bool next_pass_early;         /* the pass now due was brought forward for a new process */
         unsigned looks_left;          /* more looks after an early pass (next_pass_gap()) */
         unsigned settled_passes;      /* passes in a row that changed nothing (note_settled()) */
+        /* --dry-run: the last changes it reported, a ring (dry_run_repeats()) */
+        struct action would_seen[32];
+        size_t n_would_seen, would_seen_next;
         sd_event_source *pc_rearm;    /* listens to the proc connector again when one is allowed */
         bool early_armed;             /* the dispatch in progress brought a pass forward */
         uint64_t pass_hold_limit;     /* the coming pass was held back for a new process, and may be

@@ -414,11 +414,14 @@ static int calibration_json(const struct calibration *c, const struct topology *
                 r = r ?: json_add(o, "why", json_object_new_string(c->why));
         r = r ?: json_add(o, "gain", json_object_new_double(c->gain_max));
         r = r ?: json_add(o, "gain_min", json_object_new_double(CALIB_GAIN_MIN));
-        /* how busy its CPUs were next to it: a free reading from busy CPUs is not believed */
+        /* how busy its CPUs were next to it (absent: not checked yet); a
+         * level read free is believed only from quiet ones (calibrate.h) */
         if (c->busy_known)
                 r = r ?: json_add(o, "cpus_busy", json_object_new_double(c->busy));
         r = r ?: json_add(o, "cpus_busy_max", json_object_new_double(CALIB_BUSY_MAX));
-        r = r ?: json_add(o, "believed", json_object_new_boolean(calibration_quiet(c)));
+        r = r ?: json_add(o, "reads_free", json_object_new_boolean(calibration_reads_free(c)));
+        r = r ?: json_add(o, "believed",
+                          json_object_new_boolean(!calibration_reads_free(c) || calibration_quiet(c)));
         r = r ?: json_add(o, "same_cpu_round_trips_per_s", json_object_new_double(c->same_per_s));
         /* what a pair policy's Span=auto spreads a pair over here */
         r = r ?: json_add(o, "span", json_object_new_string(pair_span_to_string(plan_pair_auto_span(c, topo))));

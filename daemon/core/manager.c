@@ -288,11 +288,13 @@ static void log_topology_notes(struct manager *m, const struct topology *t) {
 
 /*
  * Measure what co-location buys on this machine (calibrate.h), once at
- * start and again when the CPUs change, or when a free reading came from
- * busy CPUs (check_calibration()). Not on a fixture tree (--root):
- * its CPUs are not the ones the threads would run on.
+ * start and again when the CPUs change, or where a free reading came from
+ * busy CPUs (check_calibration()). A measurement that fails, or is starved
+ * where one was made before, keeps the one before. Not on a fixture tree
+ * (--root): its CPUs are not the ones the threads would run on.
  */
 static void calibrate_now(struct manager *m) {
+        struct calibration c;
         char buf[512];
         int r, n = 0;
 
@@ -301,64 +303,80 @@ static void calibrate_now(struct manager *m) {
                 snprintf(m->calibration.why, sizeof(m->calibration.why), "not the running machine (--root)");
                 return;
         }
-        r = calibrate(m->topo, &m->topo->self_allowed, &m->calibration);
+        r = calibrate(m->topo, &m->topo->self_allowed, &c);
         if (r < 0) {
                 log_errno(&m->log, LOG_WARNING, r, "calibrating co-location failed; pairs are placed as the policies say");
                 return;
         }
-        if (!m->calibration.done) {
-                log_fields(&m->log, LOG_INFO, NULL, "co-location not calibrated: %s", m->calibration.why);
+        if (!c.done) {
+                log_fields(&m->log, LOG_INFO, NULL, "co-location not calibrated: %s", c.why);
+                if (!m->calibration.done || !c.starved)
+                        m->calibration = c;
                 return;
         }
-        for (int i = 0; i < m->calibration.n_levels; i++) {
-                const struct calib_result *x = &m->calibration.levels[i];
-
+        m->calibration = c;
+        for (int i = 0; i < c.n_levels; i++) {
                 n += snprintf(buf + n, sizeof(buf) - (size_t) MIN(n, (int) sizeof(buf)), "%s%s %.2fx",
-                              i ? ", " : "", calib_level_to_string(x->level), x->gain);
+                              i ? ", " : "", calib_level_to_string(c.levels[i].level), c.levels[i].gain);
                 if (n >= (int) sizeof(buf))
                         break;
         }
         log_fields(&m->log, LOG_INFO, NULL,
                    "co-location buys on this host: %s (one CPU %.0f round trips/s; %u reading(s), %llu ms)", buf,
-                   m->calibration.same_per_s, m->calibration.readings,
-                   (unsigned long long) m->calibration.cost_usec / USEC_PER_MSEC);
+                   c.same_per_s, c.readings, (unsigned long long) c.cost_usec / USEC_PER_MSEC);
 }
 
 /*
  * A free reading is believed only from quiet CPUs (calibrate.h,
- * CALIB_BUSY_MAX). One made at start or on hotplug is checked by the
- * first pass window that began after it. One found doubtful (or starved of
- * CPU time) is measured again at a pass whose window found its CPUs
- * quiet, and that window is its check: at most once a CALIB_RETRY_USEC,
- * for a quiet window on a busy machine can be a short lull.
+ * CALIB_BUSY_MAX): the first pass window next to a calibration, not
+ * overlapping it, says how busy its CPUs were (calibration_step()). One
+ * found doubtful, or starved of CPU time, is measured again after a pass
+ * whose window found its CPUs quiet, at the end of that pass: its detect
+ * and plan have a fresh snapshot, and that quiet window, just before the
+ * new measurement, is the new one's check.
  */
-#define CALIB_RETRY_USEC (60 * USEC_PER_SEC)
-
-static void check_calibration(struct manager *m, uint64_t t0) {
-        struct calibration *c = &m->calibration;
+static void check_calibration(struct manager *m) {
+        const struct snapshot *s = m->snap;
+        cpumask_t usable;
         double busy;
 
-        if (!m->snap || m->snap->window_usec == 0 || t0 < m->snap->window_usec)
+        m->calib_again = false;
+        if (!s || s->window_usec == 0 || s->timestamp_usec < s->window_usec)
                 return;
-        busy = calibration_cpus_busy(c, m->snap->cpus, m->topo->n_cpus);
-        if (c->done && !c->busy_known) {
-                if (t0 - m->snap->window_usec < c->at_usec)
-                        return;   /* the window holds the probe's own runs */
-                calibration_note_busy(c, busy);
-                if (calibration_reads_free(c) && !calibration_quiet(c))
+        usable = topology_usable(m->topo);
+        usable = cpumask_and(&usable, &m->topo->self_allowed);
+        busy = calibration_cpus_busy(&m->calibration, s->cpus, m->topo->n_cpus, &usable);
+        switch (calibration_step(&m->calibration, s->timestamp_usec - s->window_usec, s->timestamp_usec, busy,
+                                 m->calib_retry_usec)) {
+        case CALIB_STEP_NOTE:
+                calibration_note_busy(&m->calibration, busy);
+                if (calibration_reads_free(&m->calibration) && !calibration_quiet(&m->calibration))
                         log_fields(&m->log, LOG_NOTICE, NULL,
                                    "co-location calibrated with its CPUs %.0f %% busy: a level read as free is not "
                                    "believed; measured again when they are quiet", busy * 100);
-                return;
+                break;
+        case CALIB_STEP_AGAIN:
+                m->calib_again = true;
+                m->calib_again_busy = busy;
+                break;
+        case CALIB_STEP_NONE:
+                break;
         }
-        if (!(c->starved || (calibration_reads_free(c) && !calibration_quiet(c))))
+}
+
+/* The end of a pass that found a doubtful calibration's CPUs quiet. */
+static void calibrate_again(struct manager *m) {
+        if (!m->calib_again)
                 return;
-        if (busy >= CALIB_BUSY_MAX || t0 < m->calib_retry_usec)
-                return;
-        m->calib_retry_usec = t0 + CALIB_RETRY_USEC;
+        m->calib_again = false;
+        m->calib_retry_usec = util_now_usec() + CALIB_RETRY_USEC;
         calibrate_now(m);
-        if (m->calibration.done)
-                calibration_note_busy(&m->calibration, busy);
+        if (!m->calibration.done || m->calibration.busy_known)
+                return;
+        calibration_note_busy(&m->calibration, m->calib_again_busy);
+        if (calibration_reads_free(&m->calibration))
+                log_fields(&m->log, LOG_INFO, NULL, "co-location measured again with its CPUs %.0f %% busy: "
+                           "a level read as free is believed", m->calib_again_busy * 100);
 }
 
 static void check_hotplug(struct manager *m) {
@@ -626,7 +644,7 @@ static int manager_pass(struct manager *m) {
         r = pass_sample(m, t0);
         if (r < 0)
                 return r;
-        check_calibration(m, t0);
+        check_calibration(m);
         pass_review_changes(m);
         r = pass_detect(m, t0);
         if (r < 0)
@@ -636,6 +654,7 @@ static int manager_pass(struct manager *m) {
                 return r;
         pass_apply(m, t0);
         pass_account(m, t0, n_managed);
+        calibrate_again(m);
         return 0;
 }
 
@@ -682,9 +701,9 @@ static uint64_t next_pass_gap(struct manager *m, bool was_early) {
  * to one pass in SETTLED_STRIDE. A burst costs every wake-up on the
  * machine, the daemon's own clients included, and once every pair is
  * placed and every verdict in, a burst a pass only confirms it. Not
- * settled: a pass that planned a change (in --dry-run too: what it would
- * do is still news), a change waiting for the effect check's verdict, a
- * pair held back for a recheck. A new process does not unsettle it: its
+ * settled: a pass that planned a change (in --dry-run too, the first time
+ * it reports it: dry_run_repeats()), a change waiting for the effect
+ * check's verdict, a pair held back for a recheck. A new process does not unsettle it: its
  * early pass and looks get their bursts anyway (wake_sampler_expect_call()),
  * and on a machine that starts a process every few seconds (health checks,
  * cron, an operator's affctl) resetting here kept the stride from ever
@@ -710,8 +729,37 @@ static uint64_t next_pass_gap(struct manager *m, bool was_early) {
 #define SETTLE_PASSES_LONG 30
 #define SETTLED_SAMPLED_SHARE (1.0 / 200)
 
+/*
+ * In --dry-run nothing is changed, so a change is planned again each time
+ * its cool-down ends (Cooldown=): the same change of the same target is
+ * news once. Counted as news at every repeat, it held a dry-run daemon's
+ * bursts at one pass in SETTLED_STRIDE for as long as the pair lasted,
+ * where a daemon that made the change thins out to SETTLED_SAMPLED_SHARE:
+ * watching alone cost a fixed-rate client more than acting did. True when
+ * every change of this pass was reported before; the new ones are kept.
+ */
+static bool dry_run_repeats(struct manager *m) {
+        bool all = true;
+
+        for (size_t i = 0; i < m->actions.n; i++) {
+                const struct action *a = &m->actions.items[i];
+                bool seen = false;
+
+                for (size_t k = 0; k < m->n_would_seen && !seen; k++)
+                        seen = applier_same_change(&m->would_seen[k], a);
+                if (seen)
+                        continue;
+                all = false;
+                m->would_seen[m->would_seen_next] = *a;
+                m->would_seen_next = (m->would_seen_next + 1) % ELEMENTSOF(m->would_seen);
+                m->n_would_seen = MIN(m->n_would_seen + 1, ELEMENTSOF(m->would_seen));
+        }
+        return all;
+}
+
 static void note_settled(struct manager *m) {
-        bool settled = m->actions.n == 0 && m->effects.n == 0 && !plan_recheck_soon(m->plan);
+        bool news = m->actions.n > 0 && !(m->dry_run && dry_run_repeats(m));
+        bool settled = !news && m->effects.n == 0 && !plan_recheck_soon(m->plan);
         unsigned stride = 1;
 
         m->settled_passes = settled ? plan_count_up(m->settled_passes, SETTLE_PASSES_LONG) : 0;
@@ -1280,6 +1328,7 @@ int manager_set_dry_run(struct manager *m, bool on, struct json_object **ret) {
          * `affctl revert --all` is the way to undo. */
         m->dry_run = on;
         m->opts.dry_run = on;
+        m->n_would_seen = m->would_seen_next = 0;   /* what it reported before is news again */
         log_fields(&m->log, LOG_NOTICE, NULL, "dry-run %s", on ? "on" : "off");
         k = o ? 0 : -ENOMEM;
         k = k ?: json_add(o, "ok", json_object_new_boolean(true));

@@ -420,7 +420,8 @@ static cpumask_t candidates(const struct pair_plan *pp, const struct pair_item *
  * How far the pair may spread around its CPU (Span=, config.h). auto: a
  * core's SMT siblings where the calibration measured a split between them
  * as cheap as one CPU, and the LLC where a split between its cores is too;
- * anywhere else, and wherever nothing was measured, one CPU (what a
+ * anywhere else, wherever nothing was measured and where the reading is
+ * not believed (calibration_quiet()), one CPU (what a
  * split's measured cost asks for). An anchor holds its member on one CPU,
  * so a pair around it is on that CPU.
  */
@@ -905,7 +906,9 @@ static int release_half(struct pair_plan *pp, struct pair_item *it) {
  * the sampler's bursts, and for a ping-pong of tens of thousands of
  * wake-ups/s half a percent is tens of them a burst. At 1,000/s it is one
  * or two a 100 ms burst, and the kernel already keeps such a pair together
- * for the rest; a pin then takes the split that lands in its p99.
+ * for the rest; a pin then takes the split that lands in its p99. The
+ * gain is taken as read also from busy CPUs (calibrate.h, CALIB_BUSY_MAX):
+ * a pin it prices wrongly is one the effect check undoes.
  */
 #define PAIR_SPLIT_SHARE_FLOOR 0.005
 
@@ -1432,8 +1435,9 @@ static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][1
  * balancer's freedom: the pair is left to the kernel, and says why. Not
  * for a policy with IgnoreCalibration=yes: its operator measured the
  * workload itself, or the pipe probe's reading is noise on this host. Nor
- * where the reading was taken on busy CPUs (calibration_quiet()): there
- * it says little, and the effect check judges the pin instead.
+ * where the reading was taken on busy CPUs, or is not checked against
+ * their load yet (calibration_quiet()): there it says little, and the
+ * effect check judges the pin instead.
  */
 static bool no_gain_here(const struct pair_plan *pp, const struct pair_item *it) {
         const struct calibration *c = pp->ctx->in->calibration;

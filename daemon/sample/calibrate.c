@@ -279,6 +279,7 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
         pthread_attr_t attr;
         pthread_t th;
         cpumask_t ok;
+        uint64_t t0;
         int cpu, r;
 
         if (!topo || !ret)
@@ -303,6 +304,7 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
         j->refs = 2;
         j->cpu = cpu;
         pick_partners(topo, &ok, cpu, j->partner);
+        t0 = util_now_usec();
         r = -pthread_attr_init(&attr);
         r = r ?: -pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         r = r ?: -pthread_create(&th, &attr, job_main, j);
@@ -323,6 +325,14 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
                 snprintf(ret->why, sizeof(ret->why), "the probe got no CPU time within %d ms (busy CPUs)",
                          CALIB_WAIT_MSEC);
         }
+        if (r == -ETIME) {
+                /* a reply that took over CALIB_REPLY_MAX_MSEC: starved as well */
+                r = 0;
+                ret->starved = true;
+                snprintf(ret->why, sizeof(ret->why), "a reply of the probe took over %d ms (busy CPUs)",
+                         CALIB_REPLY_MAX_MSEC);
+        }
+        ret->from_usec = t0;
         ret->at_usec = util_now_usec();
         job_unref(j);
         return r;
@@ -363,15 +373,17 @@ bool calibration_free_between(const struct calibration *c, const struct topology
         return calibration_quiet(c) && gain_free(calibration_gain_for(c, topo, a, b));
 }
 
-double calibration_cpus_busy(const struct calibration *c, const struct cpu_sample *cpus, int n_cpus) {
+double calibration_cpus_busy(const struct calibration *c, const struct cpu_sample *cpus, int n_cpus,
+                             const cpumask_t *usable) {
         double busy = 0;
 
         if (!c || !cpus)
                 return 0;
         if (!c->done) {
-                /* not measured (starved): the CPUs it would use are among them all */
-                for (int k = 0; k < n_cpus; k++)
-                        busy = MAX(busy, cpus[k].busy);
+                /* not measured (starved): the CPUs it would use are among these */
+                for (int k = 0; usable && k < n_cpus; k++)
+                        if (cpumask_test(usable, k))
+                                busy = MAX(busy, cpus[k].busy);
                 return busy;
         }
         if (c->cpu >= 0 && c->cpu < n_cpus)
@@ -385,4 +397,17 @@ double calibration_cpus_busy(const struct calibration *c, const struct cpu_sampl
 void calibration_note_busy(struct calibration *c, double busy) {
         c->busy = busy;
         c->busy_known = true;
+}
+
+enum calib_step calibration_step(const struct calibration *c, uint64_t from_usec, uint64_t to_usec, double busy,
+                                 uint64_t retry_from_usec) {
+        if (!c || from_usec >= to_usec || !(c->done || c->starved))
+                return CALIB_STEP_NONE;
+        if (from_usec < c->at_usec && to_usec > c->from_usec)
+                return CALIB_STEP_NONE;   /* the probe's own runs are in it */
+        if (c->done && !c->busy_known)
+                return CALIB_STEP_NOTE;
+        if (!c->starved && !(calibration_reads_free(c) && !calibration_quiet(c)))
+                return CALIB_STEP_NONE;
+        return busy < CALIB_BUSY_MAX && to_usec >= retry_from_usec ? CALIB_STEP_AGAIN : CALIB_STEP_NONE;
 }

@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/cpumask.h"
 #include "sample/topology.h"
 
 #define CALIB_LEVELS_MAX 4
@@ -31,8 +32,8 @@
  */
 #define CALIB_GAIN_MIN 1.05
 /*
- * A level read under CALIB_GAIN_MIN leaves the pairs split there to the
- * kernel, which loses 1.2-30x where the reading was noise, while a level
+ * A level read under CALIB_GAIN_MIN (and believed: CALIB_BUSY_MAX)
+ * leaves the pairs split there to the kernel, which loses 1.2-30x where the reading was noise, while a level
  * read as paying when it does not costs a pin the effect check can undo.
  * So a reading that some level is free is measured once more at once, and
  * each level keeps the larger gain of the two (calibration_merge()). In
@@ -54,9 +55,15 @@
  * kernel (the container test, in CI); stress-ng's compute at 10-40 % of
  * both CPUs made the same host read 2.2-5.0x. A doubtful free reading
  * leaves pairs to their policies (the effect check judges what a pin
- * does) and is measured again once a pass finds those CPUs quiet.
+ * does) and is measured again once a pass finds those CPUs quiet, at most
+ * once a CALIB_RETRY_USEC: on a busy machine a quiet window can be a
+ * short lull. So is a probe that got no CPU time in time (starved).
+ * A reading that pays is used as read: it only prices the share of split
+ * wake-ups a pin waits for, and the effect check undoes a pin that does
+ * not pay.
  */
 #define CALIB_BUSY_MAX 0.20
+#define CALIB_RETRY_USEC (60 * 1000000ULL)
 
 enum calib_level {
         CALIB_SMT,        /* two hardware threads of one core */
@@ -82,7 +89,7 @@ struct calibration {
         double gain_max;             /* the largest gain over the levels (0: none measured) */
         uint64_t cost_usec;          /* wall time it took */
         unsigned readings;           /* measurements merged in (CALIB_READINGS_FOR_FREE) */
-        uint64_t at_usec;            /* CLOCK_MONOTONIC when it ended (done or not) */
+        uint64_t from_usec, at_usec; /* CLOCK_MONOTONIC when it began and ended (done or not) */
         bool starved;                /* !done: the probe got no CPU time in time (busy CPUs) */
         bool busy_known;             /* busy was read from a pass window (calibration_note_busy()) */
         double busy;                 /* the busiest of its CPUs in that window, 0..1 */
@@ -124,10 +131,24 @@ bool calibration_reads_free(const struct calibration *c);
 bool calibration_quiet(const struct calibration *c);
 
 /* The busiest of the CPUs c was measured on (its own and each level's
- * partner) in a pass window (cpus: n_cpus entries), 0..1; of all of them
- * where c was not measured. */
+ * partner) in a pass window (cpus: n_cpus entries), 0..1; where c was not
+ * measured, of those in usable (where it would measure). */
 struct cpu_sample;
-double calibration_cpus_busy(const struct calibration *c, const struct cpu_sample *cpus, int n_cpus);
+double calibration_cpus_busy(const struct calibration *c, const struct cpu_sample *cpus, int n_cpus,
+                             const cpumask_t *usable);
 
 /* Record busy, read from a pass window next to the measurement. */
 void calibration_note_busy(struct calibration *c, double busy);
+
+/*
+ * What a pass window [from_usec, to_usec), whose busiest of c's CPUs was
+ * busy (calibration_cpus_busy()), says of c. A window that overlaps the
+ * measurement holds the probe's own runs, and says nothing.
+ */
+enum calib_step {
+        CALIB_STEP_NONE,      /* nothing to do */
+        CALIB_STEP_NOTE,      /* its first window: calibration_note_busy() */
+        CALIB_STEP_AGAIN,     /* doubtful or starved, and the window quiet: measure again */
+};
+enum calib_step calibration_step(const struct calibration *c, uint64_t from_usec, uint64_t to_usec, double busy,
+                                 uint64_t retry_from_usec);

@@ -1,0 +1,56 @@
+#!/bin/bash
+# A daemon in --dry-run plans the change it would make again each time the
+# change's cool-down ends, for it never makes it. A repeat is no news: the
+# wake-up bursts thin out as they do once a daemon that acts has made its
+# change, or watching alone would cost a fixed-rate client more than
+# acting does. Here a ping-pong is held split on CPUs 0 and 1 (the pair
+# policy with AllowNarrowed=yes), with Interval=200ms and Cooldown=1s, so
+# the same "would co-locate" comes back about every second. The test waits
+# for the long stride (a burst in more than 4 passes: 30 passes in a row
+# with no news), then for a repeat of the change, and asks that the repeat
+# left the stride long. Where each repeat counted as news, the count
+# started again every ~5 passes and the stride never passed 4.
+# Needs root, jq, 2+ CPUs and the perf wake-up source (the stride is its);
+# skips (77) otherwise.
+set -euo pipefail
+. "$top_srcdir/tests/lib.sh"
+require_root
+[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+require_cmd jq
+
+work=$(mktemp -d /tmp/affd-dryrun.XXXXXX)
+cfg=$work/cfg
+mkdir -p "$cfg/policies.d"
+printf '[Daemon]\nInterval=200ms\nCooldown=1s\n' >"$cfg/affinityd.conf"
+{ cat "$top_srcdir/policies/policies.d/50-pingpong.policy"; printf '\n[Action]\nAllowNarrowed=yes\n'; } \
+	>"$cfg/policies.d/50-pingpong.policy"
+trap 'cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test looks at this test's processes only
+
+start_daemon "$cfg" --dry-run
+SRC=$(ctl status --json | jq -r '.capabilities.wake_source // "?"')
+case $SRC in
+	perf*) ;;
+	*) skip "the settled stride is the perf sampler's; the wake-up source here: $SRC" ;;
+esac
+
+"$top_builddir/tests/workloads/pingpong" --cpus 0,1 --hold --duration 120 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+CHILDREN+=("$!")
+wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
+{ read -r P1; read -r P2; } <"$work/pp.pids"
+
+woulds() { grep -cE "would affinity task:($P1|$P2):" "$RUNDIR/daemon.log" || true; }
+reported() { [ "$(woulds)" -ge 1 ]; }
+stride() { ctl status --json | jq -r '.capabilities.wake_sampler.burst_every // 0'; }
+long_stride() { [ "$(stride)" -gt 4 ]; }
+
+wait_for 20 reported || fail "the dry-run daemon never reported co-locating pingpong $P1/$P2"
+echo "# reported: $(grep -E "would affinity task:($P1|$P2):" "$RUNDIR/daemon.log" | head -1 | sed 's/.*would //')"
+wait_for 30 long_stride || fail "no long stride within 30 s of the report: a burst every $(stride) pass(es), the change reported $(woulds) times"
+n=$(woulds)
+repeated() { [ "$(woulds)" -gt "$n" ]; }
+wait_for 10 repeated || fail "the change was not reported again within 10 s (Cooldown=1s): nothing was checked"
+s=$(stride)
+echo "# the change reported $(woulds) times; after the latest repeat a burst every $s passes"
+[ "$s" -gt 4 ] || fail "a repeat of a change already reported unsettled the dry-run daemon: a burst every $s pass(es)"
+echo "ok: a dry-run daemon's repeated report left its bursts thinned out"
