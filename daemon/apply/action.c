@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <inttypes.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "apply/action.h"
 
@@ -29,6 +30,13 @@ char *action_target_key(const struct action *a, char *buf, size_t size) {
         if (n < 0 || (size_t) n >= size)
                 return NULL;
         return buf;
+}
+
+bool action_same_target(const struct action *x, const struct action *y) {
+        char kx[160], ky[160];
+
+        return x->type == y->type && x->verb == y->verb && action_target_key(x, kx, sizeof(kx)) &&
+               action_target_key(y, ky, sizeof(ky)) && strcmp(kx, ky) == 0;
 }
 
 const char *action_type_to_string(enum action_type t) {

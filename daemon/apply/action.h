@@ -90,6 +90,9 @@ struct action {
 /* Stable key of the target ("task:tid:start", "cgroup:/x", "feature:NAME", "sysctl:NAME",
  * "subtree:/x" for the cpu controller in /x's cgroup.subtree_control). */
 char *action_target_key(const struct action *a, char *buf, size_t size);
+
+/* x and y are one verb of one type on one target (their values may differ). */
+bool action_same_target(const struct action *x, const struct action *y);
 const char *action_type_to_string(enum action_type t);
 
 /* One change currently in force (as the applier reports it). */

@@ -162,20 +162,6 @@ static bool value_equal(enum action_type t, const struct value *x, const struct 
         }
 }
 
-bool applier_same_change(const struct action *x, const struct action *y) {
-        char kx[160], ky[160];
-        struct value vx, vy;
-
-        if (x->type != y->type || x->verb != y->verb || !action_target_key(x, kx, sizeof(kx)) ||
-            !action_target_key(y, ky, sizeof(ky)) || !streq(kx, ky))
-                return false;
-        if (x->verb == VERB_RELEASE)
-                return true;
-        value_from_action(x, &vx);
-        value_from_action(y, &vy);
-        return value_equal(x->type, &vx, &vy);
-}
-
 static char *value_format(enum action_type t, const char *name, const struct value *v, char *buf, size_t size) {
         switch (t) {
         case ACT_AFFINITY:

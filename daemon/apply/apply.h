@@ -244,10 +244,6 @@ struct apply_outcome {
  * does not cover. FOREIGN and GONE also raise an event for the log.
  */
 int applier_apply(struct applier *a, const struct action *act, uint64_t now_usec, bool dry_run);
-
-/* x and y make the same change: one verb, one target, one value (what a
- * SET writes; any two RELEASEs of one target are the same). */
-bool applier_same_change(const struct action *x, const struct action *y);
 /* The same, and says what happened (or would happen) in ret_outcome (may be NULL). */
 int applier_apply_full(struct applier *a, const struct action *act, uint64_t now_usec, bool dry_run,
                        struct apply_outcome *ret_outcome);

@@ -731,10 +731,12 @@ static uint64_t next_pass_gap(struct manager *m, bool was_early) {
 
 /*
  * In --dry-run nothing is changed, so a change is planned again each time
- * its cool-down ends (Cooldown=): the same change of the same target is
- * news once. Counted as news at every repeat, it held a dry-run daemon's
- * bursts at one pass in SETTLED_STRIDE for as long as the pair lasted,
- * where a daemon that made the change thins out to SETTLED_SAMPLED_SHARE:
+ * its cool-down ends (Cooldown=): a change of the same target is news
+ * once, whatever its value (the plan picks a pair's CPU by the load it
+ * sees then: MariaDB's pair at 1,000/s came back for CPU 0 after CPU 1).
+ * Counted as news at every repeat, it held a dry-run daemon's bursts at
+ * one pass in SETTLED_STRIDE for as long as the pair lasted, where a
+ * daemon that made the change thins out to SETTLED_SAMPLED_SHARE:
  * watching alone cost a fixed-rate client more than acting did. True when
  * every change of this pass was reported before; the new ones are kept.
  */
@@ -746,7 +748,7 @@ static bool dry_run_repeats(struct manager *m) {
                 bool seen = false;
 
                 for (size_t k = 0; k < m->n_would_seen && !seen; k++)
-                        seen = applier_same_change(&m->would_seen[k], a);
+                        seen = action_same_target(&m->would_seen[k], a);
                 if (seen)
                         continue;
                 all = false;
