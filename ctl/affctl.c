@@ -334,7 +334,8 @@ static void print_cannot(struct json_object *o) {
                 line(&label, "nothing missing");
 }
 
-/* What co-location buys on this host, as the daemon measured it at start. */
+/* What co-location buys on this host, as the daemon last measured it, and
+ * whether a level read free is believed (calibrate.h). */
 static void print_colocation(struct json_object *o) {
         struct json_object *levels = json_path(o, "colocation.levels");
         const char *label = "Co-location", *span, *why;

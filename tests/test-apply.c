@@ -1062,9 +1062,9 @@ static void test_allowed_cpus_fixture(void) {
         ASSERT_EQ(system(cmd), 0);
 }
 
-/* One target of one verb (what a dry-run daemon reports once): the value,
- * reason and policy do not count. */
-static void test_same_target(void) {
+/* One target of one verb (what a dry-run daemon reports once) has one
+ * hash: the value, reason and policy do not count; a cgroup's long path does. */
+static void test_target_hash(void) {
         struct fake f;
         struct action a, b;
 
@@ -1072,19 +1072,23 @@ static void test_same_target(void) {
         a = pin(&f, 0, "1");
         b = pin(&f, 0, "0");
         snprintf(b.reason, sizeof(b.reason), "pair: co-locate, another reason");
-        ASSERT_TRUE(action_same_target(&a, &b));
+        ASSERT_TRUE(action_target_hash(&a) == action_target_hash(&b));
         b = pin(&f, 1, "1");
-        ASSERT_TRUE(!action_same_target(&a, &b));            /* another task */
+        ASSERT_TRUE(action_target_hash(&a) != action_target_hash(&b));   /* another task */
         b = release_of(a);
-        ASSERT_TRUE(!action_same_target(&a, &b));            /* another verb */
+        ASSERT_TRUE(action_target_hash(&a) != action_target_hash(&b));   /* another verb */
+        a = (struct action) { .type = ACT_CGROUP_WEIGHT, .verb = VERB_SET, .weight = 200 };
+        memset(a.cgroup, 'x', sizeof(a.cgroup) - 2);
         b = a;
-        b.type = ACT_CGROUP_WEIGHT;
-        ASSERT_TRUE(!action_same_target(&a, &b));            /* another type */
+        b.weight = 300;
+        ASSERT_TRUE(action_target_hash(&a) == action_target_hash(&b));
+        b.cgroup[sizeof(b.cgroup) - 3] = 'y';                               /* differs at its end */
+        ASSERT_TRUE(action_target_hash(&a) != action_target_hash(&b));
 }
 
 int main(void) {
         test_mkdtemp(dir, sizeof(dir), "test-apply-");
-        test_same_target();
+        test_target_hash();
         test_allowed_cpus_fixture();
         test_set_and_restore_order();
         test_unchanged_target_not_journaled();

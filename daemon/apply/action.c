@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <inttypes.h>
+#include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "apply/action.h"
 
@@ -32,11 +32,18 @@ char *action_target_key(const struct action *a, char *buf, size_t size) {
         return buf;
 }
 
-bool action_same_target(const struct action *x, const struct action *y) {
-        char kx[160], ky[160];
+uint64_t action_target_hash(const struct action *a) {
+        /* the longest key: a cgroup path and its prefix */
+        char key[sizeof(a->cgroup) + sizeof(a->name) + 32];
+        uint64_t h = 14695981039346656037ULL;   /* FNV-1a */
 
-        return x->type == y->type && x->verb == y->verb && action_target_key(x, kx, sizeof(kx)) &&
-               action_target_key(y, ky, sizeof(ky)) && strcmp(kx, ky) == 0;
+        if (!action_target_key(a, key, sizeof(key)))
+                key[0] = '\0';
+        h = (h ^ (uint64_t) a->type) * 1099511628211ULL;
+        h = (h ^ (uint64_t) a->verb) * 1099511628211ULL;
+        for (const char *c = key; *c; c++)
+                h = (h ^ (uint8_t) *c) * 1099511628211ULL;
+        return h;
 }
 
 const char *action_type_to_string(enum action_type t) {

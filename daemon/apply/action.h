@@ -91,8 +91,9 @@ struct action {
  * "subtree:/x" for the cpu controller in /x's cgroup.subtree_control). */
 char *action_target_key(const struct action *a, char *buf, size_t size);
 
-/* x and y are one verb of one type on one target (their values may differ). */
-bool action_same_target(const struct action *x, const struct action *y);
+/* A hash of the action's type, verb and target (not its value): two
+ * actions of one verb on one target have the same. */
+uint64_t action_target_hash(const struct action *a);
 const char *action_type_to_string(enum action_type t);
 
 /* One change currently in force (as the applier reports it). */

@@ -78,8 +78,9 @@ struct manager {
         bool next_pass_early;         /* the pass now due was brought forward for a new process */
         unsigned looks_left;          /* more looks after an early pass (next_pass_gap()) */
         unsigned settled_passes;      /* passes in a row that changed nothing (note_settled()) */
-        /* --dry-run: the last changes it reported, a ring (dry_run_repeats()) */
-        struct action would_seen[32];
+        /* --dry-run: the targets of the changes it reported, hashed, a ring
+         * (dry_run_repeats()): 256 targets in rotation before one is news again */
+        uint64_t would_seen[256];
         size_t n_would_seen, would_seen_next;
         sd_event_source *pc_rearm;    /* listens to the proc connector again when one is allowed */
         bool early_armed;             /* the dispatch in progress brought a pass forward */

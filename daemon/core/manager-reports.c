@@ -421,7 +421,7 @@ static int calibration_json(const struct calibration *c, const struct topology *
         r = r ?: json_add(o, "cpus_busy_max", json_object_new_double(CALIB_BUSY_MAX));
         r = r ?: json_add(o, "reads_free", json_object_new_boolean(calibration_reads_free(c)));
         r = r ?: json_add(o, "believed",
-                          json_object_new_boolean(!calibration_reads_free(c) || calibration_quiet(c)));
+                          json_object_new_boolean(c->done && (!calibration_reads_free(c) || calibration_quiet(c))));
         r = r ?: json_add(o, "same_cpu_round_trips_per_s", json_object_new_double(c->same_per_s));
         /* what a pair policy's Span=auto spreads a pair over here */
         r = r ?: json_add(o, "span", json_object_new_string(pair_span_to_string(plan_pair_auto_span(c, topo))));

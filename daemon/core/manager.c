@@ -289,11 +289,13 @@ static void log_topology_notes(struct manager *m, const struct topology *t) {
 /*
  * Measure what co-location buys on this machine (calibrate.h), once at
  * start and again when the CPUs change, or where a free reading came from
- * busy CPUs (check_calibration()). A measurement that fails, or is starved
- * where one was made before, keeps the one before. Not on a fixture tree
- * (--root): its CPUs are not the ones the threads would run on.
+ * busy CPUs (check_calibration()). keep_old (that re-measure): one that
+ * fails, or is starved, keeps the doubtful one before, on the same CPUs;
+ * at start and on hotplug a starved one is kept, to be measured again.
+ * Not on a fixture tree (--root): its CPUs are not the ones the threads
+ * would run on.
  */
-static void calibrate_now(struct manager *m) {
+static void calibrate_now(struct manager *m, bool keep_old) {
         struct calibration c;
         char buf[512];
         int r, n = 0;
@@ -306,11 +308,15 @@ static void calibrate_now(struct manager *m) {
         r = calibrate(m->topo, &m->topo->self_allowed, &c);
         if (r < 0) {
                 log_errno(&m->log, LOG_WARNING, r, "calibrating co-location failed; pairs are placed as the policies say");
+                if (!keep_old) {
+                        m->calibration = (struct calibration) { .cpu = -1 };
+                        snprintf(m->calibration.why, sizeof(m->calibration.why), "failed: %s", strerror(-r));
+                }
                 return;
         }
         if (!c.done) {
                 log_fields(&m->log, LOG_INFO, NULL, "co-location not calibrated: %s", c.why);
-                if (!m->calibration.done || !c.starved)
+                if (!keep_old || !m->calibration.done)
                         m->calibration = c;
                 return;
         }
@@ -370,7 +376,7 @@ static void calibrate_again(struct manager *m) {
                 return;
         m->calib_again = false;
         m->calib_retry_usec = util_now_usec() + CALIB_RETRY_USEC;
-        calibrate_now(m);
+        calibrate_now(m, true);
         if (!m->calibration.done || m->calibration.busy_known)
                 return;
         calibration_note_busy(&m->calibration, m->calib_again_busy);
@@ -402,7 +408,7 @@ static void check_hotplug(struct manager *m) {
                 (void) wake_sampler_set_topology(m->wake, t);
         topology_free(m->topo);
         m->topo = t;
-        calibrate_now(m);
+        calibrate_now(m, false);
 }
 
 /* Say when another placer comes or goes, and a file it cannot use, once each. */
@@ -630,11 +636,14 @@ static void pass_account(struct manager *m, uint64_t t0, size_t n_managed) {
 
 /* One pass: sample, review our changes, detect, plan, apply, account. */
 static int manager_pass(struct manager *m) {
-        uint64_t t0 = util_now_usec();
+        uint64_t t0;
         size_t n_managed = 0;
         int r;
 
+        /* before t0: a window stamped from t0 must not hold a hotplug's probe
+         * (calibration_step()) */
         check_hotplug(m);
+        t0 = util_now_usec();
         manager_drain_proc_connector(m);
         /* Listen between passes again once an early pass may come: a fresh
          * event then, not one that waited in the socket. */
@@ -744,15 +753,15 @@ static bool dry_run_repeats(struct manager *m) {
         bool all = true;
 
         for (size_t i = 0; i < m->actions.n; i++) {
-                const struct action *a = &m->actions.items[i];
+                uint64_t h = action_target_hash(&m->actions.items[i]);
                 bool seen = false;
 
                 for (size_t k = 0; k < m->n_would_seen && !seen; k++)
-                        seen = action_same_target(&m->would_seen[k], a);
+                        seen = m->would_seen[k] == h;
                 if (seen)
                         continue;
                 all = false;
-                m->would_seen[m->would_seen_next] = *a;
+                m->would_seen[m->would_seen_next] = h;
                 m->would_seen_next = (m->would_seen_next + 1) % ELEMENTSOF(m->would_seen);
                 m->n_would_seen = MIN(m->n_would_seen + 1, ELEMENTSOF(m->would_seen));
         }
@@ -987,7 +996,7 @@ static int setup_sampling(struct manager *m) {
                                  sizeof(m->topo_online));
         util_strip(m->topo_online);
 
-        calibrate_now(m);
+        calibrate_now(m, false);
         r = sampler_new(m->root, m->topo, m->config->daemon.max_tracked_threads, &m->sampler);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
@@ -1295,6 +1304,7 @@ int manager_reload(struct manager *m, struct json_object **ret) {
                         wake_sampler_set_floor(m->wake, detect_pair_rate_floor(c));
                 }
                 log_fields(&m->log, LOG_INFO, NULL, "configuration reloaded: %zu policies", c->n_policies);
+                m->n_would_seen = m->would_seen_next = 0;   /* new policies: what it reported is news again */
                 check_nothing_to_do(m);
                 release_orphans(m);
         }
@@ -1330,7 +1340,7 @@ int manager_set_dry_run(struct manager *m, bool on, struct json_object **ret) {
          * `affctl revert --all` is the way to undo. */
         m->dry_run = on;
         m->opts.dry_run = on;
-        m->n_would_seen = m->would_seen_next = 0;   /* what it reported before is news again */
+        m->n_would_seen = m->would_seen_next = 0;   /* what it reported is news again */
         log_fields(&m->log, LOG_NOTICE, NULL, "dry-run %s", on ? "on" : "off");
         k = o ? 0 : -ENOMEM;
         k = k ?: json_add(o, "ok", json_object_new_boolean(true));

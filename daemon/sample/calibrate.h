@@ -13,7 +13,8 @@
  * Only the daemon's own two threads are pinned (pthread_setaffinity_np),
  * for CALIB_RUN_USEC at a time; nothing of anyone else is touched. Run at
  * start and when the CPUs change (hotplug), and again where a free reading
- * came from busy CPUs (CALIB_BUSY_MAX): about 0.3 s of two threads.
+ * came from busy CPUs or the probe was starved (CALIB_BUSY_MAX): about
+ * 0.3 s of two threads.
  */
 
 #include <stdbool.h>
@@ -126,8 +127,9 @@ bool calibration_free_between(const struct calibration *c, const struct topology
 /* Some level was read free: what calibration_quiet() must confirm. */
 bool calibration_reads_free(const struct calibration *c);
 
-/* Its CPUs were found quiet (under CALIB_BUSY_MAX) in a pass window next
- * to the measurement: its free readings are believed. */
+/* It was measured (not starved) and its CPUs were found quiet (under
+ * CALIB_BUSY_MAX) in a pass window next to the measurement: its free
+ * readings are believed. */
 bool calibration_quiet(const struct calibration *c);
 
 /* The busiest of the CPUs c was measured on (its own and each level's
