@@ -447,6 +447,30 @@ static void test_hub(void) {
         findings_clear(&f);     /* a third partner below WakeRate=: test_many() */
 }
 
+/* A server that wakes two kernel threads (rcu_preempt, a kworker) over
+ * WakeRate= besides its one client serves no hub: one ping-pong. */
+static void test_hub_not_kthreads(void) {
+        struct task tasks[] = { mktask(600, 0.55, 0), mktask(601, 0.4, 1), mktask(15, 0.01, 0), mktask(700, 0.01, 1) };
+        struct wake_edge edges[] = {
+                mkedge(600, 601, 40000, 1), mkedge(601, 600, 40000, 1),
+                mkedge(600, 15, 300, 0), mkedge(600, 700, 200, 1),
+        };
+        struct snapshot s;
+        struct findings f = {};
+
+        tasks[2].kthread = tasks[3].kthread = true;
+        s = mksnap(tasks, ELEMENTSOF(tasks), edges, ELEMENTSOF(edges));
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        /* the same two as user threads: a hub of three */
+        tasks[2].kthread = tasks[3].kthread = false;
+        run(&s, &f);
+        ASSERT_TRUE(f.n >= 1);
+        ASSERT_EQ(f.items[0].shape, PAIR_HUB);
+        findings_clear(&f);
+}
+
 /* The fallback's verdict for members on CPUs cpu_a/cpu_b migrating mig_a/mig_b per s
  * (mig < 0: no se.nr_migrations). */
 static const struct finding *fallback_case(struct findings *f, int cpu_a, int cpu_b, double mig_a, double mig_b) {
@@ -704,6 +728,7 @@ int main(void) {
         test_held_pair_one_way();
         test_feeder();
         test_hub();
+        test_hub_not_kthreads();
         test_no_split_evidence();
         test_no_edges();
         test_many();

@@ -115,7 +115,7 @@ const struct policy *match_policy_for(const struct config *c, const struct snaps
                 best = NULL;
                 goto none;
         }
-        if (t->kthread || (t->proc && t->proc->kthread)) {
+        if (task_is_kthread(t)) {
                 why = "kernel thread";
                 goto none;
         }

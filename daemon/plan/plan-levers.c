@@ -106,7 +106,7 @@ static bool match_is_empty(const struct policy *p) {
 
 /* A task that a lever policy may act for: a user task in Scope=, not excluded by any Action=exclude policy. */
 static bool task_eligible(const struct config *c, const struct task *t) {
-        if (t->kthread || !t->proc || t->proc->kthread || !match_in_scope(c, t))
+        if (task_is_kthread(t) || !t->proc || !match_in_scope(c, t))
                 return false;
         for (size_t i = 0; i < c->n_policies; i++) {
                 const struct policy *x = &c->policies[i];

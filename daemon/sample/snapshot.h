@@ -129,6 +129,12 @@ struct task {
         bool rates_since_birth;
 };
 
+/* A kernel thread (its own flag, or its process's): never a pair's member
+ * nor a hub's partner; its wake-ups are the kernel's housekeeping. */
+static inline bool task_is_kthread(const struct task *t) {
+        return t->kthread || (t->proc && t->proc->kthread);
+}
+
 struct cpu_sample {
         /* cumulative jiffies from /proc/stat */
         uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
