@@ -1137,7 +1137,8 @@ static void detect_with_feeder(struct world *w) {
         ASSERT_OK(findings_add(&w->findings, &f));
 }
 
-static void test_exchange_is_no_hog(void) {
+/* kworker: 104 is a kernel thread, and the exchange with it no pair: 103 is a hog */
+static void exchange_case(bool kworker) {
         struct world w;
         const struct plan_target_state *st;
 
@@ -1157,9 +1158,15 @@ static void test_exchange_is_no_hog(void) {
         /* 102 posts to a helper 400 times a second and is never woken back: still a hog */
         w.edges[3] = (struct wake_edge) { .waker_tid = 102, .wakee_tid = 105, .wakeups_per_s = 400 };
         w.n_edges = 4;
+        world_task(&w, 104)->kthread = kworker;
         world_steps(&w, 5);
         ASSERT_TRUE(world_pinned_cpu(&w, 101) >= 0);
         ASSERT_TRUE(world_pinned_cpu(&w, 102) >= 0);
+        if (kworker) {
+                ASSERT_TRUE(world_pinned_cpu(&w, 103) >= 0);
+                world_done(&w);
+                return;
+        }
         ASSERT_EQ(world_managed(&w, 103) == NULL, 1);
         st = hog_state(&w, 103);
         ASSERT_TRUE(st);
@@ -1170,6 +1177,11 @@ static void test_exchange_is_no_hog(void) {
         world_steps(&w, 5);
         ASSERT_TRUE(world_pinned_cpu(&w, 103) >= 0);
         world_done(&w);
+}
+
+static void test_exchange_is_no_hog(void) {
+        exchange_case(false);
+        exchange_case(true);
 }
 
 /* `affctl explain PID`'s planner entries: by the thread a target concerns,

@@ -50,7 +50,7 @@
 enum pair_shape {
         PAIR_PINGPONG,
         PAIR_STREAM,   /* both busy (combined util > MaxCombinedUtil=) or pipelined: co-locating costs ~25 % */
-        PAIR_HUB,      /* a member serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates,
+        PAIR_HUB,      /* a member serves DETECT_PAIR_HUB_PARTNERS or more threads (not kernel threads) at pair rates,
                         * or is the client (the server) of DETECT_PAIR_FAN_PARTNERS or more: a fan */
         PAIR_FEEDER,   /* one thread of a process wakes another one way at a pair rate, and that one
                         * wakes a third at a pair rate (its server): joins only a pair we hold (the

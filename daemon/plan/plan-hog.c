@@ -107,7 +107,8 @@ static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, 
  * that gets moved onto its CPU. Both ways: a compute thread that only
  * posts to a helper or a logger a few hundred times a second is a hog
  * like any other, and so is one that the sampler charges with the
- * wake-ups of the interrupts that land on its CPU.
+ * wake-ups of the interrupts that land on its CPU, or one that exchanges
+ * with a kernel thread (a kworker): that is no pair (task_is_kthread()).
  */
 static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
         const struct plan_input *in = hp->ctx->in;
@@ -117,7 +118,12 @@ static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
         for (size_t i = 0; floor >= 0 && i < s->n_edges; i++) {
                 const struct wake_edge *e = &s->edges[i], *back;
 
+                const struct task *wakee;
+
                 if (e->waker_tid != id->tid || e->wakee_tid == id->tid || e->wakeups_per_s < floor)
+                        continue;
+                wakee = snapshot_find_task(s, e->wakee_tid);
+                if (wakee && task_is_kthread(wakee))
                         continue;
                 back = snapshot_find_edge(s, e->wakee_tid, id->tid);
                 if (back && back->wakeups_per_s >= floor)

@@ -130,7 +130,7 @@ struct task {
 };
 
 /* A kernel thread (its own flag, or its process's): never a pair's member
- * nor a hub's partner; its wake-ups are the kernel's housekeeping. */
+ * nor a hub's partner; wake-ups to or from it are the kernel's housekeeping. */
 static inline bool task_is_kthread(const struct task *t) {
         return t->kthread || (t->proc && t->proc->kthread);
 }
