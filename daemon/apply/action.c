@@ -1,6 +1,5 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 #include <inttypes.h>
-#include <stdint.h>
 #include <stdio.h>
 
 #include "apply/action.h"

@@ -356,7 +356,7 @@ static void check_calibration(struct manager *m) {
                                  m->calib_retry_usec)) {
         case CALIB_STEP_NOTE:
                 calibration_note_busy(&m->calibration, busy);
-                if (calibration_reads_free(&m->calibration) && !calibration_quiet(&m->calibration))
+                if (calibration_doubtful(&m->calibration))
                         log_fields(&m->log, LOG_NOTICE, NULL,
                                    "co-location calibrated with its CPUs %.0f %% busy: a level read as free is not "
                                    "believed; measured again when they are quiet", busy * 100);
@@ -712,8 +712,9 @@ static uint64_t next_pass_gap(struct manager *m, bool was_early) {
  * placed and every verdict in, a burst a pass only confirms it. Not
  * settled: a pass that planned a change (in --dry-run too, the first time
  * it reports it: dry_run_repeats()), a change waiting for the effect
- * check's verdict, a pair held back for a recheck. A new process does not unsettle it: its
- * early pass and looks get their bursts anyway (wake_sampler_expect_call()),
+ * check's verdict, a pair held back for a recheck. A new process does
+ * not unsettle it: its early pass and looks get their bursts anyway
+ * (wake_sampler_expect_call()),
  * and on a machine that starts a process every few seconds (health checks,
  * cron, an operator's affctl) resetting here kept the stride from ever
  * applying. The sampler itself bursts again when /proc shows a thread

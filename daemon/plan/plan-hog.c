@@ -117,7 +117,6 @@ static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
 
         for (size_t i = 0; floor >= 0 && i < s->n_edges; i++) {
                 const struct wake_edge *e = &s->edges[i], *back;
-
                 const struct task *wakee;
 
                 if (e->waker_tid != id->tid || e->wakee_tid == id->tid || e->wakeups_per_s < floor)

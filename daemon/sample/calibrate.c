@@ -360,6 +360,10 @@ bool calibration_reads_free(const struct calibration *c) {
         return c && c->done && any_level_free(c);
 }
 
+bool calibration_doubtful(const struct calibration *c) {
+        return calibration_reads_free(c) && !calibration_quiet(c);
+}
+
 bool calibration_free_at(const struct calibration *c, enum calib_level l) {
         if (!calibration_quiet(c))
                 return false;
@@ -407,7 +411,7 @@ enum calib_step calibration_step(const struct calibration *c, uint64_t from_usec
                 return CALIB_STEP_NONE;   /* the probe's own runs are in it */
         if (c->done && !c->busy_known)
                 return CALIB_STEP_NOTE;
-        if (!c->starved && !(calibration_reads_free(c) && !calibration_quiet(c)))
+        if (!c->starved && !calibration_doubtful(c))
                 return CALIB_STEP_NONE;
         return busy < CALIB_BUSY_MAX && to_usec >= retry_from_usec ? CALIB_STEP_AGAIN : CALIB_STEP_NONE;
 }

@@ -34,8 +34,8 @@
 #define CALIB_GAIN_MIN 1.05
 /*
  * A level read under CALIB_GAIN_MIN (and believed: CALIB_BUSY_MAX)
- * leaves the pairs split there to the kernel, which loses 1.2-30x where the reading was noise, while a level
- * read as paying when it does not costs a pin the effect check can undo.
+ * leaves the pairs split there to the kernel, which loses 1.2-30x where
+ * the reading was noise, while a level read as paying when it does not costs a pin the effect check can undo.
  * So a reading that some level is free is measured once more at once, and
  * each level keeps the larger gain of the two (calibration_merge()). In
  * the topology VM (8 vCPUs of TCG on 2 host CPUs) one level read 1.29x to
@@ -126,6 +126,10 @@ bool calibration_free_between(const struct calibration *c, const struct topology
 
 /* Some level was read free: what calibration_quiet() must confirm. */
 bool calibration_reads_free(const struct calibration *c);
+
+/* Some level was read free, and is not believed (not yet checked, or its
+ * CPUs were busy): what a quiet window measures again. */
+bool calibration_doubtful(const struct calibration *c);
 
 /* It was measured (not starved) and its CPUs were found quiet (under
  * CALIB_BUSY_MAX) in a pass window next to the measurement: its free
