@@ -334,6 +334,30 @@ static void print_cannot(struct json_object *o) {
                 line(&label, "nothing missing");
 }
 
+/* Where one level is free and another pays: the free ones by name, for
+ * the pairs split only there, which the daemon leaves to the kernel. */
+static const char *free_levels(struct json_object *o, struct json_object *levels, char *buf, size_t size) {
+        size_t off = 0;
+        int n;
+
+        buf[0] = 0;
+        for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
+                struct json_object *l = json_object_array_get_idx(levels, i);
+
+                if (jdouble(l, "gain") >= jdouble(o, "colocation.gain_min"))
+                        continue;
+                n = snprintf(buf + off, size - off, "%s%s", off ? ", " : "; a pair split only within ",
+                             jstr(l, "level"));
+                if (n < 0 || (size_t) n >= size - off)
+                        return "";
+                off += (size_t) n;
+        }
+        if (off == 0)
+                return "";
+        n = snprintf(buf + off, size - off, " is left to the kernel: a split there costs nothing measurable");
+        return n < 0 || (size_t) n >= size - off ? "" : buf;
+}
+
 /* What co-location buys on this host, as the daemon last measured it, and
  * whether a level read free is believed (calibrate.h). */
 static void print_colocation(struct json_object *o) {
@@ -364,7 +388,7 @@ static void print_colocation(struct json_object *o) {
                 why = jdouble(o, "colocation.gain") < jdouble(o, "colocation.gain_min")
                               ? "; under the threshold: pairs are left to the kernel (unless their policy sets "
                                 "IgnoreCalibration=yes)"
-                              : "";
+                              : free_levels(o, levels, busy, sizeof(busy));
         else if (json_path(o, "colocation.cpus_busy")) {
                 snprintf(busy, sizeof(busy),
                          "; read with its CPUs %.0f %% busy (%.0f %% or more): a level under the threshold is not "

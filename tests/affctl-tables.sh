@@ -10,7 +10,8 @@
 # and no line at 80 or 200 may be wider than that; without COLUMNS and
 # with stdout not a terminal the width is 80; --json gives the reply back
 # unchanged. AFFCTL_TABLES_UPDATE=1 writes the golden files instead (read
-# the diff before committing them).
+# the diff before committing them). A .reply file is a reply checked by
+# its own lines below.
 
 set -u
 : "${top_srcdir:?}" "${top_builddir:?}"
@@ -82,6 +83,31 @@ for json in "$CASES"/*.json; do
 		fail=1
 	fi
 done
+
+# status (lines not cut to a width, so no golden file): where one level
+# reads free and another pays, the free one is named, and only it; where
+# every level pays, nothing is said of one
+n=$((n + 1))
+reply="$CASES/status-one-level-free.reply"
+"$AFFCTL" status --from-json "$reply" >"$tmp/status" 2>&1
+if grep -q "^ *Co-location: .*; a pair split only within smt is left to the kernel" "$tmp/status" &&
+	! grep -q "within smt, llc" "$tmp/status"; then
+	echo "ok status names the level that reads free"
+else
+	echo "FAIL status with smt 1.01x of 1.05x: the free level is not named alone:"
+	cat "$tmp/status"
+	fail=1
+fi
+n=$((n + 1))
+sed 's/"gain":1.01/"gain":1.2/; s/"reads_free":true/"reads_free":false/' "$reply" >"$tmp/paying.reply"
+"$AFFCTL" status --from-json "$tmp/paying.reply" >"$tmp/status" 2>&1
+if grep -q "^ *Co-location: buys smt 1.20x" "$tmp/status" && ! grep -q "left to the kernel" "$tmp/status"; then
+	echo "ok status says nothing of a level left alone where every level pays"
+else
+	echo "FAIL status with every level paying:"
+	cat "$tmp/status"
+	fail=1
+fi
 
 # --from-json stands in for one read-only reply, not for a verb that changes state
 n=$((n + 1))

@@ -365,6 +365,76 @@ static void test_response_time(void) {
         free(out);
 }
 
+/*
+ * Answered or not (wake_edge_table_time()): a split wake-up along an edge
+ * after a split one of the burst counts, unanswered when the wakee has
+ * not woken the waker since. Wake-ups on one CPU do not count (a wakee
+ * that preempts its waker answers it unseen), nor does a split one right
+ * after one of them, nor the first of a burst; each window halves the
+ * sums of the ones before.
+ */
+static void timed_burst(struct wake_edge_table *t, struct wake_timed *ev, size_t k, struct wake_edge **out,
+                        size_t *alloc, size_t *n) {
+        for (size_t i = 0; i < k; i++)
+                ASSERT_OK(wake_edge_table_add(t, ev[i].waker, ev[i].wakee, 1, 1, ev[i].split, true));
+        ASSERT_OK(wake_edge_table_time(t, ev, k));
+        ASSERT_OK(wake_edge_table_fold_observed(t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(t, out, alloc, n));
+}
+
+static void test_unanswered(void) {
+        struct wake_edge_table t;
+        struct wake_timed ev[128];
+        struct wake_edge *out = NULL;
+        size_t alloc = 0, n = 0, k = 0;
+
+        wake_edge_table_init(&t, 0);
+        /* 20 questions and answers, split: 19 follow an earlier one, all answered */
+        for (int i = 0; i < 20; i++) {
+                ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
+                ev[k++] = (struct wake_timed) { 1000ULL * i + 500, 20, 10, true };
+        }
+        timed_burst(&t, ev, k, &out, &alloc, &n);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 19);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 0);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 19);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_unanswered, 0);
+
+        /* 10 woken twice before each answer: 19 follow one, 10 unanswered
+         * (19 / 2 + 19 and 0 / 2 + 10); the answers 9, all answered */
+        k = 0;
+        for (int i = 0; i < 10; i++) {
+                ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
+                ev[k++] = (struct wake_timed) { 1000ULL * i + 300, 10, 20, true };
+                ev[k++] = (struct wake_timed) { 1000ULL * i + 600, 20, 10, true };
+        }
+        timed_burst(&t, ev, k, &out, &alloc, &n);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 28);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 10);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 18);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_unanswered, 0);
+
+        /* the same on one CPU counts nothing: the sums halve */
+        for (size_t i = 0; i < k; i++)
+                ev[i].split = false;
+        timed_burst(&t, ev, k, &out, &alloc, &n);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 14);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 5);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 9);
+
+        /* split ones each right after one on one CPU, none answered: the
+         * answer to that one may have come unseen, so nothing counts */
+        k = 0;
+        for (int i = 0; i < 20; i++)
+                ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, i % 2 == 1 };
+        timed_burst(&t, ev, k, &out, &alloc, &n);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 7);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 2);
+
+        wake_edge_table_done(&t);
+        free(out);
+}
+
 /* ---- fallback on a made-up /proc ---- */
 
 static void mk(const char *root, const char *rel) {
@@ -1296,6 +1366,170 @@ static int test_response_live(void) {
         return 0;
 }
 
+/*
+ * Answered or not, live (wake_edge.split_unanswered): a pipe ping-pong and
+ * a pipelined stream (a producer and a consumer, 2 messages in flight),
+ * each side working UNANSWERED_WORK_USEC ± half on each message, their
+ * sides held on two CPUs so that every wake-up is split (and the sampler
+ * at period 1, which a ping-pong without work would not allow). The
+ * ping-pong's sides wait for each other's answer and must read none
+ * unanswered, give or take the odd one; the stream's run on and must read
+ * over the detector's line (detect-pair.c, DETECT_PAIR_STREAM_UNANSWERED:
+ * 55 %) each way (66-80 % here, quiet and under stress-ng 40 %).
+ */
+#define UNANSWERED_WORK_USEC 50
+#define UNANSWERED_DEPTH 2
+
+static void pin_self(int cpu) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        ASSERT_TRUE(sched_setaffinity(0, sizeof(set), &set) == 0);
+}
+
+static long jittered(uint64_t *x) {
+        *x ^= *x << 13;
+        *x ^= *x >> 7;
+        *x ^= *x << 17;
+        return UNANSWERED_WORK_USEC / 2 + (long) (*x % UNANSWERED_WORK_USEC);
+}
+
+/* A child of parent: gone with it (a parent that died before the prctl() is no longer its parent). */
+static void child_start(pid_t parent, int cpu) {
+        (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent)
+                _exit(1);
+        pin_self(cpu);
+}
+
+/* side 0 makes messages (data out, credits in), side 1 takes them */
+static void stream_side(int in, int out, int side) {
+        uint64_t x = 0x9e3779b97f4a7c15ULL + (uint64_t) side;
+        long credits = UNANSWERED_DEPTH;
+        char c = 'x';
+
+        for (;;) {
+                if (side == 1 && read(in, &c, 1) != 1)
+                        _exit(0);
+                cpu_work(jittered(&x));
+                if (side == 1) {
+                        if (write(out, &c, 1) != 1)
+                                _exit(0);
+                        continue;
+                }
+                for (; credits == 0; credits++)
+                        if (read(in, &c, 1) != 1)
+                                _exit(0);
+                if (write(out, &c, 1) != 1)
+                        _exit(0);
+                credits--;
+        }
+}
+
+/* the same work a message, one message at a time: each side answers and waits */
+static void pingpong_side(int in, int out, int side) {
+        uint64_t x = 0x9e3779b97f4a7c15ULL + (uint64_t) side;
+        char c = 'x';
+
+        if (side == 0 && write(out, &c, 1) != 1)
+                _exit(1);
+        for (;;) {
+                if (read(in, &c, 1) != 1)
+                        _exit(0);
+                cpu_work(jittered(&x));
+                if (write(out, &c, 1) != 1)
+                        _exit(0);
+        }
+}
+
+/* Run the pair on cpus[0] and cpus[1] until 3 bursts counted
+ * DETECT_PAIR_UNANSWERED_MIN_N (16) each way, or 20 s; share[d]: unanswered
+ * of the split wake-ups a→b and b→a, as the sampler sums them then. */
+static int unanswered_run(const char *what, bool stream, const int cpus[2], double share[2]) {
+        struct topology topo = {};
+        struct wake_sampler *ws = NULL;
+        struct pingpong pp = {};
+        struct wake_status st;
+        sd_event *ev = NULL;
+        unsigned got = 0, next[2] = {}, unanswered[2] = {};
+        uint64_t deadline, bursts = 0;
+        int ab[2], ba[2], r;
+        pid_t parent = getpid();
+
+        ASSERT_OK(online_topology(&topo));
+        r = duty_sampler_new(what, &topo, 200000, &ws, &ev);
+        if (r != 0)
+                return r;
+        ASSERT_TRUE(pipe2(ab, O_CLOEXEC) == 0 && pipe2(ba, O_CLOEXEC) == 0);
+        for (int side = 0; side < 2; side++) {
+                pid_t p = fork();
+
+                ASSERT_TRUE(p >= 0);
+                if (p == 0) {
+                        child_start(parent, cpus[side]);
+                        (stream ? stream_side : pingpong_side)(side ? ab[0] : ba[0], side ? ba[1] : ab[1], side);
+                }
+                *(side ? &pp.b : &pp.a) = p;
+        }
+        close(ab[0]), close(ab[1]), close(ba[0]), close(ba[1]);
+
+        deadline = util_now_usec() + 20 * USEC_PER_SEC;
+        while (got < 3 && util_now_usec() < deadline) {
+                const struct wake_edge *e2[2];
+                struct wake_edge *e;
+                size_t n;
+
+                run_loop(ev, 300 * USEC_PER_MSEC);
+                ASSERT_TRUE(wake_sampler_edges(ws, util_now_usec(), &e, &n) >= 0);
+                wake_sampler_status(ws, &st);
+                e2[0] = find_edge(e, n, pp.a, pp.b);
+                e2[1] = find_edge(e, n, pp.b, pp.a);
+                /* a new burst (not the last one's sums read again), counted enough each way */
+                if (st.bursts == bursts || !e2[0] || !e2[1] || e2[0]->split_next < 16 || e2[1]->split_next < 16)
+                        continue;
+                bursts = st.bursts;
+                got++;
+                for (int d = 0; d < 2; d++) {
+                        next[d] = e2[d]->split_next;
+                        unanswered[d] = e2[d]->split_unanswered;
+                }
+        }
+        pingpong_stop(&pp);
+        wake_sampler_free(ws);
+        sd_event_unref(ev);
+        fprintf(stderr, "%s (CPUs %d and %d): %u bursts, unanswered %u of %u split wake-ups a→b, %u of %u b→a\n",
+                what, cpus[0], cpus[1], got, unanswered[0], next[0], unanswered[1], next[1]);
+        ASSERT_TRUE(got >= 3);
+        for (int d = 0; d < 2; d++)
+                share[d] = (double) unanswered[d] / next[d];
+        return 0;
+}
+
+static int test_unanswered_live(void) {
+        cpu_set_t allowed;
+        int cpus[2], k = 0, r;
+        double share[2];
+
+        ASSERT_TRUE(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
+        for (int cpu = 0; cpu < CPU_SETSIZE && k < 2; cpu++)
+                if (CPU_ISSET(cpu, &allowed))
+                        cpus[k++] = cpu;
+        if (k < 2) {
+                fprintf(stderr, "unanswered, live: one CPU allowed here; no pair can be split\n");
+                return 0;
+        }
+        r = unanswered_run("unanswered, ping-pong held split", false, cpus, share);
+        if (r != 0)
+                return r;
+        ASSERT_TRUE(share[0] < 0.1 && share[1] < 0.1);
+        r = unanswered_run("unanswered, stream held split", true, cpus, share);
+        if (r != 0)
+                return r;
+        ASSERT_TRUE(share[0] >= 0.55 && share[1] >= 0.55);
+        return 0;
+}
+
 /* ---- bench ---- */
 
 static uint64_t self_cpu_usec(void) {
@@ -1387,6 +1621,7 @@ int main(int argc, char **argv) {
         test_fallback_fixture();
         test_hot_set();
         test_response_time();
+        test_unanswered();
         r = test_live();
         if (r != 0)
                 return r;
@@ -1397,6 +1632,9 @@ int main(int argc, char **argv) {
         if (r != 0)
                 return r;
         r = test_settled_stride();
+        if (r != 0)
+                return r;
+        r = test_unanswered_live();
         if (r != 0)
                 return r;
         return test_response_live();

@@ -15,8 +15,9 @@
  * release it and the kernel would split it again.
  *
  * A pair whose members are both busy (combined util above
- * MaxCombinedUtil=, default 120 %), or that read and write several
- * messages a wake-up (pipelined()), is a pipelined stream, not a
+ * MaxCombinedUtil=, default 120 %), that read and write several
+ * messages a wake-up (pipelined()), or whose sides wake each other again
+ * before the other answered (runs_on()), is a pipelined stream, not a
  * ping-pong: co-locating one costs ~25 % here. Its finding's shape is PAIR_STREAM and
  * the planner leaves it alone. So it does a hub (PAIR_HUB): a thread that
  * serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates (one
@@ -79,6 +80,8 @@ struct pair_item {
         double lo_to_hi, hi_to_lo;       /* wake-ups/s */
         double split_weighted;           /* Σ rate × split_fraction over edges with a known split */
         double split_rate;               /* Σ rate of those edges */
+        /* lo→hi [0] and hi→lo [1]: wake_edge.split_next, split_unanswered */
+        unsigned split_next[2], split_unanswered[2];
 };
 
 static int pair_item_cmp(const void *a, const void *b) {
@@ -387,12 +390,52 @@ static bool pipelined(const struct task *a, const struct task *b, unsigned ancho
                calls_per_switch(b) > DETECT_PAIR_STREAM_CALLS_PER_SWITCH;
 }
 
+/*
+ * A request and its answer alternate: a ping-pong's member that wakes the
+ * other waits for the answer, and is woken by it before it wakes the other
+ * again. A pipeline's sides run on: each wakes the other again while the
+ * other still works (wake_edge.split_unanswered). When most of a pair's
+ * split wake-ups go unanswered it is a stream, whatever a load makes of
+ * its utils and switches: under stress-ng --cpu 2 --cpu-load 40 the
+ * stream workload read 1.1-1.2 CPUs and 2-3 reads and writes a switch,
+ * passed for a ping-pong, and ran 10-22 % slower on one CPU until the
+ * effect check undid it (once it kept it), while 65-72 % of its split
+ * wake-ups were unanswered (66-80 % for a stream held split, under that
+ * load and quiet, tests/test-wake.c); a pipe ping-pong beside it read 0 %.
+ * The line is over half: a ping-pong that sends each message in two parts
+ * (a header, then its body, to a reader that slept between them) reads
+ * half each way, and one taken for a stream in every pass is never
+ * placed, where a stream taken for a ping-pong is undone by its effect
+ * check. In
+ * both directions: one that wakes the other far more often than it is
+ * woken back (a feeder, a producer that a consumer rarely waits for) has
+ * its wake-ups unanswered by definition, and the other direction then
+ * reads answered. The counts are the sampler's sums over its windows
+ * (halved each window), so a pair at a few hundred requests/s needs a few
+ * bursts to reach DETECT_PAIR_UNANSWERED_MIN_N each way; a pair held
+ * together is judged by its effect check (pipelined()). MaxCombinedUtil=
+ * does not set this rule.
+ */
+#define DETECT_PAIR_STREAM_UNANSWERED 0.55
+#define DETECT_PAIR_UNANSWERED_MIN_N 16u
+
+static double unanswered_share(const struct pair_item *it, int d) {
+        return it->split_next[d] >= DETECT_PAIR_UNANSWERED_MIN_N ? (double) it->split_unanswered[d] / it->split_next[d]
+                                                                  : -1;
+}
+
+static bool runs_on(const struct task *a, const struct task *b, const struct pair_item *it, unsigned anchored) {
+        return !held_together(a, b, anchored) && unanswered_share(it, 0) >= DETECT_PAIR_STREAM_UNANSWERED &&
+               unanswered_share(it, 1) >= DETECT_PAIR_STREAM_UNANSWERED;
+}
+
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
                        const struct task *b, const struct pair_item *it, double rate, unsigned partners,
                        unsigned fan, unsigned anchored, unsigned waker, struct findings *out) {
         double split, combined = combined_util(a, b, anchored), umax = pair_group_util_max(p);
         enum split_basis basis = SPLIT_BASIS_WAKEUPS;
         struct finding f;
+        bool stream;
         char cpus[64], split_text[96];
 
         /* The tracepoint's split is over the whole decayed window; without
@@ -422,8 +465,9 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         if (!cpumask_format_list(&f.cpus_seen, cpus, sizeof(cpus)))
                 strcpy(cpus, "...");
 
+        stream = combined > umax || pipelined(a, b, anchored) || runs_on(a, b, it, anchored);
         f.shape = partners >= DETECT_PAIR_HUB_PARTNERS || fan >= DETECT_PAIR_FAN_PARTNERS ? PAIR_HUB
-                  : combined > umax || pipelined(a, b, anchored)                         ? PAIR_STREAM
+                  : stream                                                               ? PAIR_STREAM
                   : waker                                                                ? PAIR_FEEDER
                                                                                          : PAIR_PINGPONG;
         if (f.shape == PAIR_HUB && partners >= DETECT_PAIR_HUB_PARTNERS)
@@ -439,11 +483,16 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                 snprintf(f.note, sizeof(f.note),
                          "stream: combined util %.2f > %.2f (%.0f/%.0f wake-ups/s)",
                          combined, umax, it->lo_to_hi, it->hi_to_lo);
-        else if (f.shape == PAIR_STREAM)
+        else if (f.shape == PAIR_STREAM && pipelined(a, b, anchored))
                 snprintf(f.note, sizeof(f.note),
                          "stream: %.1f and %.1f reads and writes a switch > %.0f (%.0f/%.0f wake-ups/s)",
                          calls_per_switch(a), calls_per_switch(b), DETECT_PAIR_STREAM_CALLS_PER_SWITCH,
                          it->lo_to_hi, it->hi_to_lo);
+        else if (f.shape == PAIR_STREAM)
+                snprintf(f.note, sizeof(f.note),
+                         "stream: %.0f%% and %.0f%% of split wake-ups unanswered before the next "
+                         "(each side runs on; %.0f/%.0f wake-ups/s)",
+                         unanswered_share(it, 0) * 100, unanswered_share(it, 1) * 100, it->lo_to_hi, it->hi_to_lo);
         else if (f.shape == PAIR_FEEDER)
                 snprintf(f.note, sizeof(f.note), "one-way: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d, util %.2f+%.2f",
                          it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, DETECT_PAIR_SPLIT_MIN, split_text, sizeof(split_text)),
@@ -634,10 +683,61 @@ static unsigned feeder_waker(const struct task *a, const struct task *b, const s
         return 0;
 }
 
+/* The directed edges of s folded into unordered pairs, one item each
+ * (both directions, and repeats, summed), sorted by (lo, hi). */
+static int fold_edges(const struct snapshot *s, struct pair_item **ret, size_t *ret_n) {
+        struct pair_item *items = calloc(s->n_edges, sizeof(*items));
+        size_t n = 0, m = 0;
+
+        if (!items)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_edges; i++) {
+                const struct wake_edge *e = &s->edges[i];
+                double sp = edge_split(e);
+                int d = e->waker_tid > e->wakee_tid;   /* 0: lo→hi */
+
+                if (e->waker_tid == e->wakee_tid || e->waker_tid <= 0 || e->wakee_tid <= 0)
+                        continue;
+                items[n] = (struct pair_item) {
+                        .lo = MIN(e->waker_tid, e->wakee_tid),
+                        .hi = MAX(e->waker_tid, e->wakee_tid),
+                };
+                *(d ? &items[n].hi_to_lo : &items[n].lo_to_hi) = e->wakeups_per_s;
+                if (sp >= 0) {
+                        items[n].split_weighted = e->wakeups_per_s * sp;
+                        items[n].split_rate = e->wakeups_per_s;
+                }
+                items[n].split_next[d] = e->split_next;
+                items[n].split_unanswered[d] = e->split_unanswered;
+                n++;
+        }
+        qsort_safe(items, n, sizeof(*items), pair_item_cmp);
+        for (size_t i = 0; i < n;) {
+                struct pair_item it = items[i];
+                size_t j = i + 1;
+
+                for (; j < n && items[j].lo == it.lo && items[j].hi == it.hi; j++) {
+                        it.lo_to_hi += items[j].lo_to_hi;
+                        it.hi_to_lo += items[j].hi_to_lo;
+                        it.split_weighted += items[j].split_weighted;
+                        it.split_rate += items[j].split_rate;
+                        for (int k = 0; k < 2; k++) {
+                                it.split_next[k] += items[j].split_next[k];
+                                it.split_unanswered[k] += items[j].split_unanswered[k];
+                        }
+                }
+                items[m++] = it;
+                i = j;
+        }
+        *ret = items;
+        *ret_n = m;
+        return 0;
+}
+
 int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
         _cleanup_free_ struct pair_item *items = NULL;
         _cleanup_(tid_list_free) struct tid_list busy = {};
-        size_t n = 0, m = 0;
+        size_t m = 0;
         double floor;
         int r;
 
@@ -649,46 +749,9 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
         if (floor < 0)
                 return 0;        /* no pair policy */
 
-        /* Fold the directed edges into unordered pairs. */
-        items = calloc(s->n_edges, sizeof(*items));
-        if (!items)
-                return -ENOMEM;
-        for (size_t i = 0; i < s->n_edges; i++) {
-                const struct wake_edge *e = &s->edges[i];
-                double sp = edge_split(e);
-
-                if (e->waker_tid == e->wakee_tid || e->waker_tid <= 0 || e->wakee_tid <= 0)
-                        continue;
-                items[n] = (struct pair_item) {
-                        .lo = MIN(e->waker_tid, e->wakee_tid),
-                        .hi = MAX(e->waker_tid, e->wakee_tid),
-                };
-                if (e->waker_tid < e->wakee_tid)
-                        items[n].lo_to_hi = e->wakeups_per_s;
-                else
-                        items[n].hi_to_lo = e->wakeups_per_s;
-                if (sp >= 0) {
-                        items[n].split_weighted = e->wakeups_per_s * sp;
-                        items[n].split_rate = e->wakeups_per_s;
-                }
-                n++;
-        }
-        qsort_safe(items, n, sizeof(*items), pair_item_cmp);
-
-        /* Both directions of a pair, and repeats, into one item each. */
-        for (size_t i = 0; i < n;) {
-                struct pair_item it = items[i];
-                size_t j = i + 1;
-
-                for (; j < n && items[j].lo == it.lo && items[j].hi == it.hi; j++) {
-                        it.lo_to_hi += items[j].lo_to_hi;
-                        it.hi_to_lo += items[j].hi_to_lo;
-                        it.split_weighted += items[j].split_weighted;
-                        it.split_rate += items[j].split_rate;
-                }
-                items[m++] = it;
-                i = j;
-        }
+        r = fold_edges(s, &items, &m);
+        if (r < 0)
+                return r;
         r = count_partners(s, items, m, floor, &busy);
         if (r < 0)
                 return r;

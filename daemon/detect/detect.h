@@ -49,7 +49,8 @@
 /* What kind of exchange a pair finding is; only a ping-pong is co-located. */
 enum pair_shape {
         PAIR_PINGPONG,
-        PAIR_STREAM,   /* both busy (combined util > MaxCombinedUtil=) or pipelined: co-locating costs ~25 % */
+        PAIR_STREAM,   /* both busy (combined util > MaxCombinedUtil=), pipelined, or its sides run on
+                        * (wake each other again unanswered): co-locating costs ~25 % */
         PAIR_HUB,      /* a member serves DETECT_PAIR_HUB_PARTNERS or more threads (not kernel threads) at pair rates,
                         * or is the client (the server) of DETECT_PAIR_FAN_PARTNERS or more: a fan */
         PAIR_FEEDER,   /* one thread of a process wakes another one way at a pair rate, and that one
@@ -181,7 +182,7 @@ void detect_task_finding(struct finding *f, enum detector kind, const struct pol
  * second, 15 % split, 274k ops/s against 430k co-located (0.64x: a split
  * round trip cost ~5 together ones). At 5 % the same arithmetic loses
  * ~16 %. Pinning a ping-pong pair together costs it nothing (streams,
- * which it would cost, are told apart by their combined utilisation).
+ * which it would cost, are told apart: detect-pair.c, PAIR_STREAM).
  * The planner co-locates from a lower share where the host's calibration
  * prices a split higher (plan-pair.c, split_share_min()).
  */

@@ -159,6 +159,16 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                 s->response_usec = s->answers >= WAKE_RESPONSE_MIN ? s->answer_sum_ns / s->answers / 1e3 : 0;
                 s->answer_sum_ns = 0;
                 s->answers = 0;
+                /* Summed over the windows, each earlier one at half weight:
+                 * one 100 ms burst of a pair at a few hundred requests/s
+                 * holds only tens of split wake-ups, and a share of so few
+                 * swings by a tenth or more. A window that timed nothing (a
+                 * sampling period above 1, lost samples) or saw no split
+                 * halves the sums too, so an old verdict fades within a
+                 * few windows instead of holding for good. */
+                s->sum_split_next = s->sum_split_next / 2 + s->split_next;
+                s->sum_split_unanswered = s->sum_split_unanswered / 2 + s->split_unanswered;
+                s->split_next = s->split_unanswered = 0;
                 if (s->rate_per_s < WAKE_EDGE_PRUNE_PER_S) {
                         s->key = 0;
                         prune = true;
@@ -286,6 +296,13 @@ int wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_
                                                              .asked_ns = q->asked_ns, .slot = q };
                 }
                 if (s) {
+                        /* again before an answer: the waker ran on */
+                        if (ev[i].split && s->asked_split && s->asked_round == t->time_round) {
+                                s->split_next++;
+                                if (!s->answered)
+                                        s->split_unanswered++;
+                        }
+                        s->asked_split = ev[i].split;
                         s->asked_ns = ev[i].t_ns;
                         s->asked_round = t->time_round;
                         s->answered = false;
@@ -331,6 +348,8 @@ int wake_edge_table_export(const struct wake_edge_table *t, struct wake_edge **b
                                 ? MIN(1.0, s->split_per_s / s->rate_per_s) : 0.0,
 #endif
                         .response_usec = s->response_usec > 0 ? s->response_usec : NAN,
+                        .split_next = s->sum_split_next,
+                        .split_unanswered = s->sum_split_unanswered,
                 };
                 n++;
         }

@@ -68,6 +68,11 @@ struct wake_edge_slot {
         double answer_sum_ns;    /* this window: sum of the times from a question to its asker running again */
         unsigned answers;
         double response_usec;    /* mean of the last window with WAKE_RESPONSE_MIN answers; 0: none */
+        /* answered or not (wake_edge_table_time()): this window's counts,
+         * and their sums over the windows, each earlier one at half weight */
+        bool asked_split;        /* the wake-up at asked_ns was split */
+        unsigned split_next, split_unanswered;
+        double sum_split_next, sum_split_unanswered;
 };
 
 struct wake_edge_table {
@@ -122,6 +127,7 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
 struct wake_timed {
         uint64_t t_ns;
         pid_t waker, wakee;
+        bool split;      /* a wake-up whose wakee last ran on another CPU than the waker's (target_cpu) */
 };
 
 #define WAKE_TIMED_SWITCH_IN 0
@@ -156,6 +162,13 @@ struct wake_waiting {
  * came while it was still on its CPU, read without sleeping). Edges not in
  * t are skipped (dropped when the table was full). Reorders ev. -ENOMEM
  * leaves the edges without this burst's times.
+ *
+ * The same pass counts, on each edge A→B, the split wake-ups that follow
+ * a split A→B of the burst, and of them those B had not answered (no B→A
+ * in between): A woke B again without waiting for B, it ran on (see
+ * wake_edge.split_unanswered). After a wake-up on one CPU the answer may
+ * have come while A was preempted by B, which is not traced, so a split
+ * one after it says nothing.
  */
 int wake_edge_table_time(struct wake_edge_table *t, struct wake_timed *ev, size_t n);
 

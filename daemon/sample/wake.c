@@ -132,7 +132,7 @@
 #define KERNEL_RATE_SHARE 4
 /*
  * Timed wake-ups and switch-ins kept per burst for the response times
- * (wake_edge_table_time()): 16 bytes each, 1 MiB. A burst of 100 ms at
+ * (wake_edge_table_time()): 24 bytes each, 1.5 MiB. A burst of 100 ms at
  * period 1 under the default budget (200k wake-ups/s sampled) holds ~20k
  * wake-ups and about as many switch-ins; the switch-ins are not in the
  * budget, which sets the wake-up event's period: at any period above 1
@@ -700,7 +700,8 @@ static bool cpu_timing(const struct wake_cpu *c) {
  * wake_timed) with its time for the burst's response times, while every
  * wake-up and switch-in is sampled; one that is not makes the burst's
  * pairing void. */
-static void timed_add(struct wake_sampler *ws, const struct wake_cpu *c, uint64_t t_ns, pid_t waker, pid_t wakee) {
+static void timed_add(struct wake_sampler *ws, const struct wake_cpu *c, uint64_t t_ns, pid_t waker, pid_t wakee,
+                      bool split) {
         if (!ws->timed_ok)
                 return;
         if (!cpu_timing(c) || ws->n_timed >= TIMED_MAX) {
@@ -718,7 +719,7 @@ static void timed_add(struct wake_sampler *ws, const struct wake_cpu *c, uint64_
                 ws->timed = n;
                 ws->timed_allocated = na;
         }
-        ws->timed[ws->n_timed++] = (struct wake_timed) { .t_ns = t_ns, .waker = waker, .wakee = wakee };
+        ws->timed[ws->n_timed++] = (struct wake_timed) { .t_ns = t_ns, .waker = waker, .wakee = wakee, .split = split };
 }
 
 /* Pair what the burst kept into response times (on the edges, folded at
@@ -754,7 +755,7 @@ static void handle_switch(struct wake_sampler *ws, struct wake_cpu *c, const uin
         ws->win_samples++;
         memcpy(&next, raw + ws->switch_fmt.pid_offset, 4);
         if (next > 0)
-                timed_add(ws, c, t_ns, 0, next);
+                timed_add(ws, c, t_ns, 0, next, false);
 }
 
 static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uint8_t *rec, size_t size) {
@@ -798,7 +799,7 @@ static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uin
          * it still says the wakee had gone to sleep again. */
         if ((f->flags_offset >= 0 && (raw[f->flags_offset] & (WAKE_TRACE_FLAG_HARDIRQ | WAKE_TRACE_FLAG_NMI))) ||
             pid_tid[1] == 0) {
-                timed_add(ws, c, t_ns, WAKE_TIMED_INTERRUPT, wakee);
+                timed_add(ws, c, t_ns, WAKE_TIMED_INTERRUPT, wakee, false);
                 return;
         }
         if (f->target_cpu_offset >= 0)
@@ -808,7 +809,7 @@ static void handle_sample(struct wake_sampler *ws, struct wake_cpu *c, const uin
         split = target >= 0 && target != cpu;
         (void) wake_edge_table_add(&ws->table, (pid_t) pid_tid[1], wakee, (double) period, 1,
                                    split ? (double) period : 0.0, target >= 0);
-        timed_add(ws, c, t_ns, (pid_t) pid_tid[1], wakee);
+        timed_add(ws, c, t_ns, (pid_t) pid_tid[1], wakee, split);
 }
 
 static void handle_record(struct wake_sampler *ws, struct wake_cpu *c, const uint8_t *rec, size_t size) {
