@@ -344,7 +344,8 @@ static const char *free_levels(struct json_object *o, struct json_object *levels
         for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
                 struct json_object *l = json_object_array_get_idx(levels, i);
 
-                if (jdouble(l, "gain") >= jdouble(o, "colocation.gain_min"))
+                /* 0: its probe read nothing, which the daemon does not call free */
+                if (!(jdouble(l, "gain") > 0) || jdouble(l, "gain") >= jdouble(o, "colocation.gain_min"))
                         continue;
                 n = snprintf(buf + off, size - off, "%s%s", off ? ", " : "; a pair split only within ",
                              jstr(l, "level"));
@@ -354,7 +355,9 @@ static const char *free_levels(struct json_object *o, struct json_object *levels
         }
         if (off == 0)
                 return "";
-        n = snprintf(buf + off, size - off, " is left to the kernel: a split there costs nothing measurable");
+        n = snprintf(buf + off, size - off,
+                     " is left to the kernel: a split there costs nothing measurable (unless its policy sets "
+                     "IgnoreCalibration=yes)");
         return n < 0 || (size_t) n >= size - off ? "" : buf;
 }
 

@@ -202,6 +202,36 @@ echo "# this host, by hand: ${HAND_ONE} round trips/s on one CPU, ${HAND_TWO}/s 
 SLOWEST_ONE=$(printf '%s\n' "${HAND_TOGETHER[@]}" | sort -n | head -1)
 FASTEST_SPLIT=$(printf '%s\n' "${HAND_SPLIT[@]}" | sort -n | tail -1)
 
+# The pair's rate did not rise by a quarter of the gain measured by hand
+# before the daemon started. On a shared host that gain comes and goes: in
+# a rehearsal one vCPU ran a fifth slower than the other for minutes, and
+# a pair pinned by the daemon on a CPU where hand runs had read 70-75k ran
+# 52k for the seconds it was checked. So the hand runs are taken again now
+# (the test's pair stopped meanwhile), on the CPU the daemon chose: only
+# if they still show a gain beyond their spread is the daemon's pair
+# failed. rate_not_risen BEFORE AFTER
+rate_not_risen() {
+        local cpu one=() two=() lo hi g
+        # the CPU of the daemon's pin (it may have been undone since)
+        cpu=$(grep -o "set affinity task:$P1:[0-9]* → [0-9]*" "$RUNDIR/daemon.log" | tail -1 | awk '{ print $NF }')
+        [[ $cpu =~ ^[0-9]+$ ]] || cpu=0
+        kill -STOP "$P1" "$P2" 2>/dev/null || true
+        for i in 1 2 3; do
+                one+=("$(hand_rate "again-one-$i" --pin "$cpu")")
+                two+=("$(hand_rate "again-split-$i" --cpus 0,1 --hold)")
+        done
+        kill -CONT "$P1" "$P2" 2>/dev/null || true
+        lo=$(printf '%s\n' "${one[@]}" | sort -n | head -1)
+        hi=$(printf '%s\n' "${two[@]}" | sort -n | tail -1)
+        g=$(awk -v a="$(median "${one[@]}")" -v b="$(median "${two[@]}")" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }')
+        echo "# by hand again, now: on CPU $cpu ${one[*]}, split ${two[*]}: ${g}x"
+        if awk -v g="$g" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(g < 1.10 || lo <= hi) }'; then
+                echo "# premise not met: the host's gain went (${GAIN}x before the daemon, ${g}x now on CPU $cpu): rate not compared (split $1/s, co-located $2/s)"
+                return 0
+        fi
+        fail "rate did not rise: split $1/s, co-located $2/s; by hand ${GAIN}x before and ${g}x now on CPU $cpu, want at least a quarter of that"
+}
+
 # What could not be checked because the kernel kept the pairs together by
 # itself; if set, the test says so at its end (it passes: everything the
 # daemon did was checked).
@@ -243,7 +273,7 @@ if colocate_pingpong pp; then
                 # (the daemon's own wake-up bursts cost a watched pair some;
                 # a pair it did not co-locate shows none of the gain)
                 awk -v a="$after" -v b="$before" -v g="$GAIN" 'BEGIN { exit !(a >= b * (1 + (g - 1) / 4)) }' ||
-                        fail "rate did not rise: split $before/s, co-located $after/s; by hand ${GAIN}x, want at least a quarter of that"
+                        rate_not_risen "$before" "$after"
         fi
         # 1f. settled: the pin kept and nothing left to change, the wake-up
         # bursts thin out to one pass in 4 or fewer (affinityd(8)) and the pair stays
@@ -437,11 +467,12 @@ rm -f "$work/st.pids"
 ST=$!; CHILDREN+=("$ST")
 wait_for 10 test -s "$work/st.pids" || fail "stream did not start"
 { read -r S1; read -r S2; } < "$work/st.pids"
-# The detector's rule for a stream is MaxCombinedUtil= (the policy's 120 %):
+# The detector's rules for a stream: MaxCombinedUtil= (the policy's 120 %:
 # what its two sides get together on this machine now, measured here from
-# their own run times. On a loaded machine a stream's sides are squeezed
-# under it and, by that rule, look like a ping-pong: the detector may then
-# co-locate it, and the effect check, which judges a pair by the bytes it
+# their own run times), reads and writes a switch, and wake-ups unanswered
+# before the next (affinityd.policy(5)). On a loaded machine a stream's
+# sides are squeezed under the first and may pass the others in some
+# passes: the detector may then co-locate it, and the effect check, which judges a pair by the bytes it
 # moves through read()/write(), must undo that when it moves fewer (its
 # switches go up). Where the kernel kept it mostly together anyway, one
 # CPU costs it nothing and the change may stay: the stream's own message

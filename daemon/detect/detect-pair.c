@@ -406,19 +406,18 @@ static bool pipelined(const struct task *a, const struct task *b, unsigned ancho
  * (a header, then its body, to a reader that slept between them) reads
  * half each way, and one taken for a stream in every pass is never
  * placed, where a stream taken for a ping-pong is undone by its effect
- * check. In
- * both directions: one that wakes the other far more often than it is
- * woken back (a feeder, a producer that a consumer rarely waits for) has
- * its wake-ups unanswered by definition, and the other direction then
- * reads answered. The counts are the sampler's sums over its windows
- * (halved each window), so a pair at a few hundred requests/s needs a few
+ * check. In both directions: one that wakes the other far more often than
+ * it is woken back (a feeder, a producer that a consumer rarely waits
+ * for) has its wake-ups unanswered by definition, and the other direction
+ * then reads answered. The counts are the sampler's sums over its windows
+ * (halved each second), so a pair at a few hundred requests/s needs a few
  * bursts to reach DETECT_PAIR_UNANSWERED_MIN_N each way; a pair held
- * together is judged by its effect check (pipelined()). MaxCombinedUtil=
- * does not set this rule.
+ * together is judged by its effect check (held_together()).
+ * MaxCombinedUtil= does not set this rule. The constants are in detect.h,
+ * for the sampler's live test.
  */
-#define DETECT_PAIR_STREAM_UNANSWERED 0.55
-#define DETECT_PAIR_UNANSWERED_MIN_N 16u
 
+/* direction d's share of split wake-ups unanswered; -1: too few to tell */
 static double unanswered_share(const struct pair_item *it, int d) {
         return it->split_next[d] >= DETECT_PAIR_UNANSWERED_MIN_N ? (double) it->split_unanswered[d] / it->split_next[d]
                                                                   : -1;

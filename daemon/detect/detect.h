@@ -57,6 +57,10 @@ enum pair_shape {
                         * wakes a third at a pair rate (its server): joins only a pair we hold (the
                         * planner's chain()), never placed alone */
 };
+/* A stream by its wake-ups: this share or more of its split ones
+ * unanswered each way, over this many or more (detect-pair.c, runs_on()) */
+#define DETECT_PAIR_STREAM_UNANSWERED 0.55
+#define DETECT_PAIR_UNANSWERED_MIN_N 16u
 #define DETECT_PAIR_HUB_PARTNERS 3
 #define DETECT_PAIR_FAN_PARTNERS 2
 

@@ -175,9 +175,9 @@ struct wake_edge {
          * split wake-ups count: on one CPU a wakee that preempts its waker
          * answers while the waker is runnable, an answer the tracepoint
          * does not see (a pinned ping-pong read 96 % unanswered there).
-         * Sums over the sampler's windows, each earlier one at half
-         * weight, rounded down; 0: none counted lately (a sampling period
-         * above 1 times nothing).
+         * Sums over the sampler's windows, the earlier ones halved a
+         * second (a half at most a window), rounded down; 0: none counted
+         * lately (a sampling period above 1 times nothing).
          */
         unsigned split_next, split_unanswered;
 };

@@ -107,7 +107,7 @@ int wake_edge_table_fold(struct wake_edge_table *t, uint64_t window_usec, uint64
 int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_usec, uint64_t observed_usec,
                                   uint64_t tau_usec) {
         size_t live = 0, capacity;
-        double alpha, dt;
+        double alpha, dt, keep;
         bool prune = false;
 
         if (window_usec == 0 || observed_usec == 0 || t->capacity == 0)
@@ -115,6 +115,7 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
         dt = (double) observed_usec / 1e6;
         /* EWMA with a time constant, so the decay does not depend on the interval length. */
         alpha = 1.0 - exp(-(double) window_usec / (double) (tau_usec ? tau_usec : WAKE_EDGE_TAU_USEC));
+        keep = MIN(0.5, exp2(-(double) window_usec / (double) WAKE_UNANSWERED_HALF_LIFE_USEC));
 
         for (size_t i = 0; i < t->capacity; i++) {
                 struct wake_edge_slot *s = &t->slots[i];
@@ -159,15 +160,17 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                 s->response_usec = s->answers >= WAKE_RESPONSE_MIN ? s->answer_sum_ns / s->answers / 1e3 : 0;
                 s->answer_sum_ns = 0;
                 s->answers = 0;
-                /* Summed over the windows, each earlier one at half weight:
-                 * one 100 ms burst of a pair at a few hundred requests/s
-                 * holds only tens of split wake-ups, and a share of so few
-                 * swings by a tenth or more. A window that timed nothing (a
-                 * sampling period above 1, lost samples) or saw no split
-                 * halves the sums too, so an old verdict fades within a
-                 * few windows instead of holding for good. */
-                s->sum_split_next = s->sum_split_next / 2 + s->split_next;
-                s->sum_split_unanswered = s->sum_split_unanswered / 2 + s->split_unanswered;
+                /* Summed over the windows, the earlier ones at half weight
+                 * a second (a half at most a window): one 100 ms burst of
+                 * a pair at a few hundred requests/s holds only tens of
+                 * split wake-ups, and a share of so few swings by a tenth
+                 * or more. A window that timed nothing (a sampling period
+                 * above 1, lost samples) or saw no split shrinks the sums
+                 * too, and a long one (the settled stride's, up to 20 s)
+                 * all but clears them, so an old verdict fades as the
+                 * rates do instead of holding for good. */
+                s->sum_split_next = s->sum_split_next * keep + s->split_next;
+                s->sum_split_unanswered = s->sum_split_unanswered * keep + s->split_unanswered;
                 s->split_next = s->split_unanswered = 0;
                 if (s->rate_per_s < WAKE_EDGE_PRUNE_PER_S) {
                         s->key = 0;

@@ -69,7 +69,7 @@ struct wake_edge_slot {
         unsigned answers;
         double response_usec;    /* mean of the last window with WAKE_RESPONSE_MIN answers; 0: none */
         /* answered or not (wake_edge_table_time()): this window's counts,
-         * and their sums over the windows, each earlier one at half weight */
+         * and their sums over the windows, halved a second (WAKE_UNANSWERED_HALF_LIFE_USEC) */
         bool asked_split;        /* the wake-up at asked_ns was split */
         unsigned split_next, split_unanswered;
         double sum_split_next, sum_split_unanswered;
@@ -89,6 +89,8 @@ struct wake_edge_table {
 
 /* Time constant of the decay; see wake.h. */
 #define WAKE_EDGE_TAU_USEC (2 * UINT64_C(1000000))
+/* The answered-or-not sums (wake_edge_slot.sum_split_next) halve over this. */
+#define WAKE_UNANSWERED_HALF_LIFE_USEC (1 * UINT64_C(1000000))
 /* Below this rate an edge is forgotten. */
 #define WAKE_EDGE_PRUNE_PER_S 1.0
 #define WAKE_EDGE_MAX_DEFAULT 65536
