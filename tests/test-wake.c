@@ -1246,17 +1246,21 @@ static void cpu_work(long usec) {
         while ((int64_t) ts.tv_sec * 1000000000 + ts.tv_nsec < end);
 }
 
+/* This process (a test's child) on cpu alone. */
+static void pin_self(int cpu) {
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(cpu, &set);
+        ASSERT_TRUE(sched_setaffinity(0, sizeof(set), &set) == 0);
+}
+
 static void fixed_rate_side(int in, int out, bool client, int cpu, long work_usec, long after_usec) {
         char c = 'x';
 
         (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (cpu >= 0) {
-                cpu_set_t set;
-
-                CPU_ZERO(&set);
-                CPU_SET(cpu, &set);
-                ASSERT_TRUE(sched_setaffinity(0, sizeof(set), &set) == 0);
-        }
+        if (cpu >= 0)
+                pin_self(cpu);
         /* a server working on after its answer at a higher weight: its
          * client on the same CPU runs only once it sleeps */
         if (!client && after_usec > 0)
@@ -1380,14 +1384,6 @@ static int test_response_live(void) {
  */
 #define UNANSWERED_WORK_USEC 50
 #define UNANSWERED_DEPTH 2
-
-static void pin_self(int cpu) {
-        cpu_set_t set;
-
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        ASSERT_TRUE(sched_setaffinity(0, sizeof(set), &set) == 0);
-}
 
 static long jittered(uint64_t *x) {
         *x ^= *x << 13;
