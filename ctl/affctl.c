@@ -334,9 +334,10 @@ static void print_cannot(struct json_object *o) {
                 line(&label, "nothing missing");
 }
 
-/* Where one level is free and another pays: the free ones by name, for
- * the pairs split only there, which the daemon leaves to the kernel. */
-static const char *free_levels(struct json_object *o, struct json_object *levels, char *buf, size_t size) {
+/* Where one level is free and another pays: the free ones by name (the
+ * daemon's own verdict per level), for the pairs split only there, which
+ * it leaves to the kernel. */
+static const char *free_levels(struct json_object *levels, char *buf, size_t size) {
         size_t off = 0;
         int n;
 
@@ -344,8 +345,7 @@ static const char *free_levels(struct json_object *o, struct json_object *levels
         for (size_t i = 0; levels && i < json_object_array_length(levels); i++) {
                 struct json_object *l = json_object_array_get_idx(levels, i);
 
-                /* 0: its probe read nothing, which the daemon does not call free */
-                if (!(jdouble(l, "gain") > 0) || jdouble(l, "gain") >= jdouble(o, "colocation.gain_min"))
+                if (!json_object_get_boolean(json_path(l, "free")))
                         continue;
                 n = snprintf(buf + off, size - off, "%s%s", off ? ", " : "; a pair split only within ",
                              jstr(l, "level"));
@@ -388,10 +388,10 @@ static void print_colocation(struct json_object *o) {
         if (!json_object_get_boolean(json_path(o, "colocation.reads_free")))
                 why = "";
         else if (json_object_get_boolean(json_path(o, "colocation.believed")))
-                why = jdouble(o, "colocation.gain") < jdouble(o, "colocation.gain_min")
+                why = json_object_get_boolean(json_path(o, "colocation.free"))
                               ? "; under the threshold: pairs are left to the kernel (unless their policy sets "
                                 "IgnoreCalibration=yes)"
-                              : free_levels(o, levels, busy, sizeof(busy));
+                              : free_levels(levels, busy, sizeof(busy));
         else if (json_path(o, "colocation.cpus_busy")) {
                 snprintf(busy, sizeof(busy),
                          "; read with its CPUs %.0f %% busy (%.0f %% or more): a level under the threshold is not "

@@ -73,6 +73,27 @@ static struct json_object *count_states(struct json_object *doc, const char *key
         return counts;
 }
 
+/* Member field of each calibration level, by the level's name (smt, core,
+ * llc, node): the figures affctl status prints beside each level. */
+static struct json_object *by_level(struct json_object *status, const char *field) {
+        struct json_object *levels = json_path(status, "colocation.levels"), *o = json_object_new_object();
+
+        if (!o || !levels || !json_object_is_type(levels, json_type_array))
+                return o;
+        for (size_t i = 0; i < json_object_array_length(levels); i++) {
+                struct json_object *l = json_object_array_get_idx(levels, i), *name = json_path(l, "level"),
+                                   *v = json_path(l, field);
+
+                if (!name || !v)
+                        continue;
+                json_object_object_add(o, json_object_get_string(name),
+                                       json_object_is_type(v, json_type_boolean)
+                                               ? json_object_new_int64(json_object_get_boolean(v))
+                                               : json_object_new_double(json_object_get_double(v)));
+        }
+        return o;
+}
+
 int metrics_render(struct json_object *status, struct json_object *pairs, struct json_object *hogs, FILE *f) {
         struct json_object *v, *c;
 
@@ -118,10 +139,22 @@ int metrics_render(struct json_object *status, struct json_object *pairs, struct
                 by_label(f, "affinityd_hogs", "CPU hogs known, by state.", "state", c);
         json_object_put(c);
 
-        if (json_path(status, "colocation.measured") && json_object_get_boolean(json_path(status, "colocation.measured")))
+        if (json_path(status, "colocation.measured") && json_object_get_boolean(json_path(status, "colocation.measured"))) {
                 one(f, "affinityd_colocation_gain", "gauge",
                     "Round trips of a pipe ping-pong on one CPU over those split across CPUs, as last measured.",
                     num(status, "colocation.gain"));
+                c = by_level(status, "gain");
+                by_label(f, "affinityd_colocation_level_gain",
+                         "The same ratio per topology level, for a pair split across it (smt, core, llc, node).",
+                         "level", c);
+                json_object_put(c);
+                c = by_level(status, "free");
+                by_label(f, "affinityd_colocation_level_free",
+                         "1 where a split across that level costs nothing measurable (believed): a pair split "
+                         "only there is left to the kernel.",
+                         "level", c);
+                json_object_put(c);
+        }
         one(f, "affinityd_process_cpu_seconds_total", "counter", "CPU time the daemon used (user and system).",
             num(status, "self.cpu_us_total") / 1e6);
         one(f, "affinityd_process_resident_memory_bytes", "gauge", "The daemon's resident memory.",

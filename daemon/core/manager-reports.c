@@ -422,6 +422,10 @@ static int calibration_json(const struct calibration *c, const struct topology *
         r = r ?: json_add(o, "reads_free", json_object_new_boolean(calibration_reads_free(c)));
         r = r ?: json_add(o, "believed",
                           json_object_new_boolean(c->done && (!calibration_reads_free(c) || calibration_quiet(c))));
+        /* the verdicts the pair planner acts on, so that no reader judges
+         * the gains again: every pair left to the kernel (the largest gain
+         * free), and per level below, a pair split only there */
+        r = r ?: json_add(o, "free", json_object_new_boolean(calibration_free_between(c, topo, -1, -1)));
         r = r ?: json_add(o, "same_cpu_round_trips_per_s", json_object_new_double(c->same_per_s));
         /* what a pair policy's Span=auto spreads a pair over here */
         r = r ?: json_add(o, "span", json_object_new_string(pair_span_to_string(plan_pair_auto_span(c, topo))));
@@ -437,6 +441,7 @@ static int calibration_json(const struct calibration *c, const struct topology *
                 }
                 k = k ?: json_add(l, "split_round_trips_per_s", json_object_new_double(c->levels[i].split_per_s));
                 k = k ?: json_add(l, "gain", json_object_new_double(c->levels[i].gain));
+                k = k ?: json_add(l, "free", json_object_new_boolean(calibration_free_at(c, c->levels[i].level)));
                 r = array_add(levels, json_or_null(l, k));
         }
         r = r ?: json_add(o, "levels", TAKE_PTR(levels));
