@@ -21,7 +21,9 @@
 # before its workload (its start-up calibration done) and stops after it
 # (SIGTERM: it restores what it changed). The figures are the medians of
 # the ratios paired by round (the runs of one round are back to back) and
-# of the rates; each daemon run says what its effect check decided.
+# of the rates; each daemon run says what its effect check decided, and
+# its log is kept (bench/results/logs/pairs-load-TIME/ROUND.WORKLOAD.VARIANT.daemon.log
+# under the build tree) to say why.
 #
 # Usage (build tree, as root, nothing else running):
 #   bash <srcdir>/bench/pairs-load.sh [--repeats N] [--duration SEC]
@@ -51,6 +53,8 @@ command -v stress-ng >/dev/null || { echo "pairs-load: needs stress-ng (apt-get 
 [[ -z $OTHER || -x $OTHER ]] || { echo "pairs-load: --other $OTHER is not an executable" >&2; exit 2; }
 
 OUT=$(mktemp -d)
+LOGS=$B/bench/results/logs/pairs-load-$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p "$LOGS" || { echo "pairs-load: cannot make $LOGS" >&2; exit 2; }
 LPID=
 # the rounds run in a pipeline's subshell: a daemon's PID is left in a file
 trap '[[ -s $OUT/dpid ]] && kill "$(cat "$OUT/dpid")" 2>/dev/null; [[ -n $LPID ]] && kill "$LPID" 2>/dev/null; wait 2>/dev/null; rm -rf "$OUT"' EXIT
@@ -64,7 +68,7 @@ workload_cmd() {
         esac
 }
 
-# run WORKLOAD VARIANT: one run; prints "RATE ACTIONS" (ACTIONS: the daemon's
+# run WORKLOAD VARIANT ROUND: one run; prints "RATE ACTIONS" (ACTIONS: the daemon's
 # affinity changes and its effect check's keeps and undos, one a thread;
 # "-" without a daemon)
 run() {
@@ -85,6 +89,7 @@ run() {
         if [[ -n $bin ]]; then
                 kill "$DPID"; wait "$DPID" 2>/dev/null
                 : >"$OUT/dpid"
+                cp "$rd/log" "$LOGS/$3.$w.$v.daemon.log"
                 verdicts="set:$(grep -c 'set affinity' "$rd/log")/kept:$(grep -c 'effect check: .* kept:' "$rd/log")/undone:$(grep 'effect check:' "$rd/log" | grep -vc ' kept:')/for-a-look:$(grep -c 'effect check: .*released for a second look' "$rd/log")"
         fi
         echo "${r:-0} $verdicts"
@@ -102,6 +107,7 @@ LPID=$!
 sleep 1
 echo "# host: $(lscpu | awk -F: '/^Model name/ { gsub(/^ +/, "", $2); print $2; exit }'), $(nproc) CPUs, kernel $(uname -r)"
 echo "# load: stress-ng --cpu $(nproc) --cpu-load $LOAD; repeats=$REPEATS duration=${DURATION}s settle=${SETTLE}s${OTHER:+; other: $OTHER}"
+echo "# daemon logs: $LOGS"
 echo "# round workload variant rate effect-check"
 for ((i = 1; i <= REPEATS; i++)); do
         for w in stream pingpong; do
@@ -109,7 +115,7 @@ for ((i = 1; i <= REPEATS; i++)); do
                 n=${#vs[@]}
                 for ((k = 0; k < n; k++)); do
                         v=${vs[$(((k + i - 1) % n))]}
-                        echo "$i $w $v $(run "$w" "$v")"
+                        echo "$i $w $v $(run "$w" "$v" "$i")"
                 done
         done
 done | tee "$OUT/runs"

@@ -544,6 +544,8 @@ one_run() {
                 rate=$(run_client "$w" "$pre" "$tag.log")
                 "$AFFCTL" --runtime-dir "$tag.run" pairs >"$tag.pairs" 2>&1
                 "$AFFCTL" --runtime-dir "$tag.run" pairs --json >"$tag.pairs.json" 2>&1
+                # what the watching did (bursts, their share of the time, samples)
+                "$AFFCTL" --runtime-dir "$tag.run" status --json >"$tag.status.json" 2>&1
                 stop_daemon
                 coloc=$(watch_result "$t0" "$tag.run/coloc_at")
                 echo "$coloc" >"$tag.coloc"
