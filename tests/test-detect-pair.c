@@ -209,25 +209,42 @@ static void test_stream_by_unanswered(void) {
         ASSERT_EQ(f.n, 1);
         fprintf(stderr, "stream by unanswered: %s\n", f.items[0].note);
         ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
-        ASSERT_TRUE(strstr(f.items[0].note, "66% and 66% of split wake-ups unanswered"));
+        ASSERT_TRUE(strstr(f.items[0].note, "66% of split wake-ups unanswered before the next (66% and 66% each way"));
 
         /* a ping-pong answers every one */
         edges[0].split_unanswered = edges[1].split_unanswered = 0;
         run(&s, &f);
         ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
-        /* one direction runs on, the other waits: no stream */
+        /* one direction runs on, the other waits (a feeder): no stream */
         edges[0].split_unanswered = 250;
         run(&s, &f);
         ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
-        /* half the other way (a message in two parts) is not a stream */
-        edges[1].split_next = 200, edges[1].split_unanswered = 100;
+        /* half each way (each message in two parts) is not a stream */
+        edges[0].split_unanswered = 125;
+        edges[1].split_next = 250, edges[1].split_unanswered = 125;
         run(&s, &f);
         ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
-        edges[1].split_unanswered = 109;
+        /* both ways together: 296 of 540 is under 55 %, 298 is not,
+         * however they fall each way (a quarter or more) */
+        edges[1].split_next = 290, edges[1].split_unanswered = 171;
         run(&s, &f);
         ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
-        /* 55 % each way is */
-        edges[1].split_unanswered = 110;
+        edges[1].split_unanswered = 173;
+        run(&s, &f);
+        ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
+        /* 40 of 134 one way, 207 of 300 the other (30 % and 69 %, 57 %
+         * together): what the stream read under load */
+        edges[0].split_next = 134, edges[0].split_unanswered = 40;
+        edges[1].split_next = 300, edges[1].split_unanswered = 207;
+        run(&s, &f);
+        ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
+        /* a quarter each way at least: 62 of 250 with all of the other's
+         * (352 of 540 together) is not a stream, 63 is */
+        edges[0].split_next = 250, edges[0].split_unanswered = 62;
+        edges[1].split_next = 290, edges[1].split_unanswered = 290;
+        run(&s, &f);
+        ASSERT_EQ(f.items[0].shape, PAIR_PINGPONG);
+        edges[0].split_unanswered = 63;
         run(&s, &f);
         ASSERT_EQ(f.items[0].shape, PAIR_STREAM);
         /* too few to count one way */

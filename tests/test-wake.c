@@ -371,8 +371,11 @@ static void test_response_time(void) {
  * after a split one of the burst counts, unanswered when the wakee has
  * not woken the waker since. Wake-ups on one CPU do not count (a wakee
  * that preempts its waker answers it unseen), nor does a split one right
- * after one of them, nor the first of a burst; each window halves the
- * sums of the ones before.
+ * after one of them, nor the first of a burst. A window's counts take
+ * their share of WAKE_UNANSWERED_MEMORY from the sums before; a window
+ * that timed the edge with nothing to count holds them (a pair kept
+ * together says nothing of how it runs split), and one that timed
+ * nothing of it halves them.
  */
 static void timed_burst(struct wake_edge_table *t, struct wake_timed *ev, size_t k, struct wake_edge **out,
                         size_t *alloc, size_t *n) {
@@ -402,7 +405,8 @@ static void test_unanswered(void) {
         ASSERT_EQ(find_edge(out, n, 20, 10)->split_unanswered, 0);
 
         /* 10 woken twice before each answer: 19 follow one, 10 unanswered
-         * (19 / 2 + 19 and 0 / 2 + 10); the answers 9, all answered */
+         * (19 x (1 - 19/64) + 19 = 32.4 and 0 + 10); the answers 9, all
+         * answered (19 x (1 - 9/64) + 9 = 25.3) */
         k = 0;
         for (int i = 0; i < 10; i++) {
                 ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
@@ -410,18 +414,18 @@ static void test_unanswered(void) {
                 ev[k++] = (struct wake_timed) { 1000ULL * i + 600, 20, 10, true };
         }
         timed_burst(&t, ev, k, &out, &alloc, &n);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 28);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 32);
         ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 10);
-        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 18);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 25);
         ASSERT_EQ(find_edge(out, n, 20, 10)->split_unanswered, 0);
 
-        /* the same on one CPU counts nothing: the sums halve */
+        /* the same on one CPU counts nothing, and holds the sums */
         for (size_t i = 0; i < k; i++)
                 ev[i].split = false;
         timed_burst(&t, ev, k, &out, &alloc, &n);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 14);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 5);
-        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 9);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 32);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 10);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 25);
 
         /* split ones each right after one on one CPU, none answered: the
          * answer to that one may have come unseen, so nothing counts */
@@ -429,8 +433,27 @@ static void test_unanswered(void) {
         for (int i = 0; i < 20; i++)
                 ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, i % 2 == 1 };
         timed_burst(&t, ev, k, &out, &alloc, &n);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 7);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 2);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 32);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 10);
+
+        /* a window that timed nothing of the edge (a sampling period
+         * above 1, no burst) halves them: 32.4 / 2, 10 / 2 */
+        ASSERT_OK(wake_edge_table_add(&t, 10, 20, 1, 1, true, true));
+        ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
+        ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 16);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 5);
+
+        /* a stream's counts from here on take their share from the old
+         * (64 split, 48 unanswered: 32.4 x 0 + 64 and 5 x 0 + 48) */
+        k = 0;
+        for (int i = 0; i < 65; i++)
+                ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
+        for (int i = 0; i < 16; i++)
+                ev[k++] = (struct wake_timed) { 4000ULL * i + 500, 20, 10, true };
+        timed_burst(&t, ev, k, &out, &alloc, &n);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 64);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 48);
 
         wake_edge_table_done(&t);
         free(out);
@@ -1379,8 +1402,9 @@ static int test_response_live(void) {
  * at period 1, which a ping-pong without work would not allow). The
  * ping-pong's sides wait for each other's answer and must read none
  * unanswered, give or take the odd one; the stream's run on and must read
- * over the detector's line (DETECT_PAIR_STREAM_UNANSWERED, 55 %) each way
- * (66-80 % here, quiet and under stress-ng 40 %).
+ * over the detector's line (DETECT_PAIR_STREAM_UNANSWERED, 55 %, which
+ * the detector asks of both ways together) each way, which also clears
+ * its quarter each way (66-80 % here, quiet and under stress-ng 40 %).
  */
 #define UNANSWERED_WORK_USEC 50
 #define UNANSWERED_DEPTH 2

@@ -58,8 +58,10 @@ enum pair_shape {
                         * planner's chain()), never placed alone */
 };
 /* A stream by its wake-ups: this share or more of its split ones
- * unanswered each way, over this many or more (detect-pair.c, runs_on()) */
+ * unanswered, both ways together, and _EACH or more each way, over
+ * _MIN_N or more each way (detect-pair.c, runs_on()) */
 #define DETECT_PAIR_STREAM_UNANSWERED 0.55
+#define DETECT_PAIR_STREAM_UNANSWERED_EACH 0.25
 #define DETECT_PAIR_UNANSWERED_MIN_N 16u
 #define DETECT_PAIR_HUB_PARTNERS 3
 #define DETECT_PAIR_FAN_PARTNERS 2

@@ -175,9 +175,11 @@ struct wake_edge {
          * split wake-ups count: on one CPU a wakee that preempts its waker
          * answers while the waker is runnable, an answer the tracepoint
          * does not see (a pinned ping-pong read 96 % unanswered there).
-         * Sums over the sampler's windows, the earlier ones halved a
-         * second (a half at most a window), rounded down; 0: none counted
-         * lately (a sampling period above 1 times nothing).
+         * Sums over the sampler's windows, rounded down: about the
+         * latest 64 counts, held through windows that timed the pair only
+         * on one CPU, halved a second through windows that timed nothing
+         * of it; 0: none counted lately (a sampling period above 1 times
+         * nothing).
          */
         unsigned split_next, split_unanswered;
 };

@@ -69,8 +69,9 @@ struct wake_edge_slot {
         unsigned answers;
         double response_usec;    /* mean of the last window with WAKE_RESPONSE_MIN answers; 0: none */
         /* answered or not (wake_edge_table_time()): this window's counts,
-         * and their sums over the windows, halved a second (WAKE_UNANSWERED_HALF_LIFE_USEC) */
+         * and their sums over the windows (wake_edge_table_fold_observed()) */
         bool asked_split;        /* the wake-up at asked_ns was split */
+        unsigned timed;          /* this window's wake-ups along the edge that were timed, split or not */
         unsigned split_next, split_unanswered;
         double sum_split_next, sum_split_unanswered;
 };
@@ -89,7 +90,10 @@ struct wake_edge_table {
 
 /* Time constant of the decay; see wake.h. */
 #define WAKE_EDGE_TAU_USEC (2 * UINT64_C(1000000))
-/* The answered-or-not sums (wake_edge_slot.sum_split_next) halve over this. */
+/* The answered-or-not sums (wake_edge_slot.sum_split_next) hold about
+ * this many of the latest counts while bursts time the edge, and halve
+ * over WAKE_UNANSWERED_HALF_LIFE_USEC while none does. */
+#define WAKE_UNANSWERED_MEMORY 64.0
 #define WAKE_UNANSWERED_HALF_LIFE_USEC (1 * UINT64_C(1000000))
 /* Below this rate an edge is forgotten. */
 #define WAKE_EDGE_PRUNE_PER_S 1.0
