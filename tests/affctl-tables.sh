@@ -87,8 +87,10 @@ done
 # status (lines not cut to a width, so no golden file): where the daemon
 # calls one level free and another pays, the free one is named, and only
 # it (affctl prints the daemon's verdict, it does not judge the gains
-# again: core's probe read 0 and is not free); where every level pays,
-# nothing is said of one; where every pair is left alone, that is said
+# again: core's probe read 0 and is not free, and a level the daemon
+# calls free is named whatever its gain); where every level pays, nothing
+# is said of one; where every pair is left alone, that is said
+
 # status_says WHAT REPLY MUST NOT: the Co-location line of status from
 # REPLY matches MUST and nothing in it matches NOT
 status_says() {
@@ -111,6 +113,9 @@ status_says "says nothing of a level left alone where every level pays" "$tmp/pa
 sed 's/"believed":true,"free":false/"believed":true,"free":true/' "$reply" >"$tmp/free.reply"
 status_says "says every pair is left to the kernel where the daemon says so" "$tmp/free.reply" \
 	".*; under the threshold: pairs are left to the kernel" "within smt"
+sed 's/"gain":1.6,"free":false/"gain":1.6,"free":true/' "$reply" >"$tmp/verdict.reply"
+status_says "names the levels by the daemon's verdict, not their gains" "$tmp/verdict.reply" \
+	".*; a pair split only within smt, llc is left to the kernel" "within smt is"
 
 # --from-json stands in for one read-only reply, not for a verb that changes state
 n=$((n + 1))

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Parse Prometheus text with the reference client's parser
 (python3-prometheus-client) and check what tests/daemon-metrics.sh asks:
-  metrics-parse.py FILE NAME=VALUE|NAME>VALUE|NAME{label=x}=VALUE ...
+  metrics-parse.py FILE NAME=VALUE|NAME>=VALUE|NAME<=VALUE|NAME{label=x}=VALUE ...
 Exits 1 with the reason on a parse error, a missing metric or a wrong value;
 a counter must be named *_total (the naming guide)."""
 import re
@@ -21,11 +21,13 @@ try:
 except ValueError as e:
     sys.exit(f"not valid Prometheus text: {e}")
 for want in sys.argv[2:]:
-    m = re.fullmatch(r"(.+?)(>=|=)(-?[0-9.e+]+)", want)
+    m = re.fullmatch(r"(.+?)(>=|<=|=)(-?[0-9.]+(?:[eE][-+]?[0-9]+)?)", want)
+    if not m:
+        sys.exit(f"cannot read the check {want!r}")
     name, op, val = m.group(1), m.group(2), float(m.group(3))
     if name not in samples:
         sys.exit(f"no sample {name} (have: {', '.join(sorted(samples))})")
     got = samples[name]
-    if (op == "=" and got != val) or (op == ">=" and got < val):
+    if (op == "=" and got != val) or (op == ">=" and got < val) or (op == "<=" and got > val):
         sys.exit(f"{name} is {got}, want {op} {val}")
 print(f"ok: {len(samples)} samples parsed")

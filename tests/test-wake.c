@@ -371,11 +371,11 @@ static void test_response_time(void) {
  * after a split one of the burst counts, unanswered when the wakee has
  * not woken the waker since. Wake-ups on one CPU do not count (a wakee
  * that preempts its waker answers it unseen), nor does a split one right
- * after one of them, nor the first of a burst. A window's counts take
- * their share of WAKE_UNANSWERED_MEMORY from the sums before; a window
- * that timed the edge with nothing to count holds them (a pair kept
- * together says nothing of how it runs split), and one that timed
- * nothing of it halves them.
+ * after one of them, nor the first of a burst. The sums keep a window's
+ * counts in full and the older ones scaled down to the room left of
+ * WAKE_UNANSWERED_MEMORY; a window that timed the edge with nothing to
+ * count holds them (a pair kept together says nothing of how it runs
+ * split), and one that timed nothing of it halves them.
  */
 static void timed_burst(struct wake_edge_table *t, struct wake_timed *ev, size_t k, struct wake_edge **out,
                         size_t *alloc, size_t *n) {
@@ -405,8 +405,7 @@ static void test_unanswered(void) {
         ASSERT_EQ(find_edge(out, n, 20, 10)->split_unanswered, 0);
 
         /* 10 woken twice before each answer: 19 follow one, 10 unanswered
-         * (19 x (1 - 19/64) + 19 = 32.4 and 0 + 10); the answers 9, all
-         * answered (19 x (1 - 9/64) + 9 = 25.3) */
+         * (19 + 19 and 0 + 10: room for both); the answers 9, all answered */
         k = 0;
         for (int i = 0; i < 10; i++) {
                 ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
@@ -414,18 +413,18 @@ static void test_unanswered(void) {
                 ev[k++] = (struct wake_timed) { 1000ULL * i + 600, 20, 10, true };
         }
         timed_burst(&t, ev, k, &out, &alloc, &n);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 32);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 38);
         ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 10);
-        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 25);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 28);
         ASSERT_EQ(find_edge(out, n, 20, 10)->split_unanswered, 0);
 
         /* the same on one CPU counts nothing, and holds the sums */
         for (size_t i = 0; i < k; i++)
                 ev[i].split = false;
         timed_burst(&t, ev, k, &out, &alloc, &n);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 32);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 38);
         ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 10);
-        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 25);
+        ASSERT_EQ(find_edge(out, n, 20, 10)->split_next, 28);
 
         /* split ones each right after one on one CPU, none answered: the
          * answer to that one may have come unseen, so nothing counts */
@@ -433,27 +432,38 @@ static void test_unanswered(void) {
         for (int i = 0; i < 20; i++)
                 ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, i % 2 == 1 };
         timed_burst(&t, ev, k, &out, &alloc, &n);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 32);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 38);
         ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 10);
 
         /* a window that timed nothing of the edge (a sampling period
-         * above 1, no burst) halves them: 32.4 / 2, 10 / 2 */
+         * above 1, no burst) halves them */
         ASSERT_OK(wake_edge_table_add(&t, 10, 20, 1, 1, true, true));
         ASSERT_OK(wake_edge_table_fold_observed(&t, USEC_PER_SEC, 100 * USEC_PER_MSEC, USEC_PER_SEC));
         ASSERT_OK(wake_edge_table_export(&t, &out, &alloc, &n));
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 16);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 19);
         ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 5);
 
-        /* a stream's counts from here on take their share from the old
-         * (64 split, 48 unanswered: 32.4 x 0 + 64 and 5 x 0 + 48) */
+        /* a window of more than the memory is kept whole: 80 follow one,
+         * 60 of them unanswered (an answer before every fourth) */
         k = 0;
-        for (int i = 0; i < 65; i++)
+        for (int i = 0; i < 81; i++)
                 ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
-        for (int i = 0; i < 16; i++)
+        for (int i = 0; i < 20; i++)
                 ev[k++] = (struct wake_timed) { 4000ULL * i + 500, 20, 10, true };
         timed_burst(&t, ev, k, &out, &alloc, &n);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 80);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 60);
+
+        /* then a small one takes its share: 9 answered join the 80 and
+         * 60 scaled to the 55 left (64, and 41.25) */
+        k = 0;
+        for (int i = 0; i < 10; i++) {
+                ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
+                ev[k++] = (struct wake_timed) { 1000ULL * i + 500, 20, 10, true };
+        }
+        timed_burst(&t, ev, k, &out, &alloc, &n);
         ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 64);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 48);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 41);
 
         wake_edge_table_done(&t);
         free(out);

@@ -417,11 +417,12 @@ static bool pipelined(const struct task *a, const struct task *b, unsigned ancho
  * wakes the other far more often than it is woken back (a feeder, a
  * producer that a consumer rarely waits for) has its wake-ups unanswered
  * by definition while the other direction reads answered, and so does a
- * server whose every answer comes in parts to a client that asks once. The counts are the sampler's sums over its windows
- * (the latest 64 or so, held while the kernel keeps
- * the pair together), so a pair at a few hundred requests/s needs a few
- * bursts to reach DETECT_PAIR_UNANSWERED_MIN_N each way; a pair held
- * together by us is judged by its effect check (held_together()).
+ * server whose every answer comes in parts to a client that asks once.
+ * The counts are the sampler's sums over its windows (the latest 64 or
+ * so, held while the kernel keeps the pair together), so a pair at a few
+ * hundred requests/s needs a few bursts to reach
+ * DETECT_PAIR_UNANSWERED_MIN_N each way; a pair held together by us is
+ * judged by its effect check (held_together()).
  * MaxCombinedUtil= does not set this rule. The constants are in detect.h,
  * for the sampler's live test.
  */

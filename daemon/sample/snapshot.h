@@ -171,7 +171,9 @@ struct wake_edge {
          * request and its answer alternate, whatever the load: a pipe
          * ping-pong read 0 unanswered of 800-21,000 split wake-ups, quiet
          * and under stress-ng. A pipelined stream's sides each run on
-         * while the other works: 65-72 %, quiet and under that load. Only
+         * while the other works: 56-72 % both ways together, quiet and
+         * under that load (30-86 % one way, with which side is the
+         * faster for a while). Only
          * split wake-ups count: on one CPU a wakee that preempts its waker
          * answers while the waker is runnable, an answer the tracepoint
          * does not see (a pinned ping-pong read 96 % unanswered there).

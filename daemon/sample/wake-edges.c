@@ -104,10 +104,37 @@ int wake_edge_table_fold(struct wake_edge_table *t, uint64_t window_usec, uint64
         return wake_edge_table_fold_observed(t, window_usec, window_usec, tau_usec);
 }
 
+/*
+ * Fold a window's answered-or-not counts into the slot's sums. One 100 ms
+ * burst of a pair at a few hundred requests/s holds only tens of split
+ * wake-ups, and a share of so few swings by a tenth or more: the sums
+ * hold about the latest WAKE_UNANSWERED_MEMORY counts (all of a window
+ * with more), the window's own in full and the older ones scaled down to
+ * the room left. A window that timed the edge but counted nothing (only
+ * wake-ups on one CPU, or single split ones) holds them: a pair the
+ * kernel keeps together says nothing of how it runs split. A stream under
+ * stress-ng that the kernel kept together for a second or two lost its
+ * verdict when the sums halved each second, and was co-located as a pair
+ * together but moving (3-6 % split, 3 rounds of 5 of bench/pairs-load.sh)
+ * until its effect check undid it at -5 to -13 %. A window that timed
+ * nothing of it (a sampling period above 1, lost samples, no burst)
+ * multiplies them by keep (halved a second), so a verdict nothing checks
+ * fades as the rates do.
+ */
+static void fold_unanswered(struct wake_edge_slot *s, double keep) {
+        double room = MAX(0.0, WAKE_UNANSWERED_MEMORY - s->split_next), k = keep;
+
+        if (s->timed > 0)
+                k = s->sum_split_next > room ? room / s->sum_split_next : 1;
+        s->sum_split_next = s->sum_split_next * k + s->split_next;
+        s->sum_split_unanswered = s->sum_split_unanswered * k + s->split_unanswered;
+        s->split_next = s->split_unanswered = s->timed = 0;
+}
+
 int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_usec, uint64_t observed_usec,
                                   uint64_t tau_usec) {
         size_t live = 0, capacity;
-        double alpha, dt, keep, k;
+        double alpha, dt, keep;
         bool prune = false;
 
         if (window_usec == 0 || observed_usec == 0 || t->capacity == 0)
@@ -160,29 +187,7 @@ int wake_edge_table_fold_observed(struct wake_edge_table *t, uint64_t window_use
                 s->response_usec = s->answers >= WAKE_RESPONSE_MIN ? s->answer_sum_ns / s->answers / 1e3 : 0;
                 s->answer_sum_ns = 0;
                 s->answers = 0;
-                /* Summed over the windows: one 100 ms burst of a pair at a
-                 * few hundred requests/s holds only tens of split wake-ups,
-                 * and a share of so few swings by a tenth or more. While
-                 * bursts time the edge, a window's counts take their share
-                 * of WAKE_UNANSWERED_MEMORY from the older ones, and a
-                 * window that timed it only on one CPU (or only single
-                 * split wake-ups) holds them: a pair the kernel keeps
-                 * together says nothing of how it runs split. A stream
-                 * under stress-ng that the kernel kept together for a
-                 * second or two lost its verdict when the sums halved each
-                 * second, and was co-located as a pair together but moving
-                 * (3-6 % split: 3 rounds of 5 of bench/pairs-load.sh) until
-                 * its effect check undid it at -5 to -13 %. A window that timed nothing of
-                 * it (a sampling period above 1, lost samples, no burst)
-                 * halves them a second (a half at most a window), so a
-                 * verdict nothing checks fades as the rates do. */
-                if (s->timed > 0)
-                        k = s->split_next >= WAKE_UNANSWERED_MEMORY ? 0 : 1 - s->split_next / WAKE_UNANSWERED_MEMORY;
-                else
-                        k = keep;
-                s->sum_split_next = s->sum_split_next * k + s->split_next;
-                s->sum_split_unanswered = s->sum_split_unanswered * k + s->split_unanswered;
-                s->split_next = s->split_unanswered = s->timed = 0;
+                fold_unanswered(s, keep);
                 if (s->rate_per_s < WAKE_EDGE_PRUNE_PER_S) {
                         s->key = 0;
                         prune = true;

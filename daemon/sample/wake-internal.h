@@ -90,9 +90,10 @@ struct wake_edge_table {
 
 /* Time constant of the decay; see wake.h. */
 #define WAKE_EDGE_TAU_USEC (2 * UINT64_C(1000000))
-/* The answered-or-not sums (wake_edge_slot.sum_split_next) hold about
- * this many of the latest counts while bursts time the edge, and halve
- * over WAKE_UNANSWERED_HALF_LIFE_USEC while none does. */
+/* The answered-or-not sums (wake_edge_slot.sum_split_next) hold the
+ * latest this many counts (or one window's, when it has more) while bursts
+ * time the edge, and halve over WAKE_UNANSWERED_HALF_LIFE_USEC while none
+ * does (fold_unanswered()). */
 #define WAKE_UNANSWERED_MEMORY 64.0
 #define WAKE_UNANSWERED_HALF_LIFE_USEC (1 * UINT64_C(1000000))
 /* Below this rate an edge is forgotten. */
