@@ -98,6 +98,12 @@ ls "$work/textfile" | grep -v '^affinityd.prom$' && fail "something besides affi
 # The effect check's verdict on the pair (5 intervals after the change):
 # its measured gain is shown in affctl pairs and actions, status and the
 # metrics, all the same figure, in the measure that decided.
+# each pair gives the counts its stream rule weighs, whole numbers, the
+# unanswered ones a part of the others
+ctl pairs --json | jq -e '.pairs | length >= 1 and all(.[]; [.split_next_a_to_b, .split_unanswered_a_to_b,
+        .split_next_b_to_a, .split_unanswered_b_to_a] | all(type == "number" and . >= 0 and . == floor)) and
+        all(.[]; .split_unanswered_a_to_b <= .split_next_a_to_b and .split_unanswered_b_to_a <= .split_next_b_to_a)' >/dev/null ||
+        { ctl pairs --json | jq '.pairs'; fail "affctl pairs --json lacks a pair's unanswered counts (above)"; }
 pair_gain() { ctl pairs --json | jq -r '[.pairs[] | select(.gain != null) | .gain][0] // empty'; }
 has_gain() { [ -n "$(pair_gain)" ]; }
 wait_for 30 has_gain || { ctl pairs; tail -5 "$RUNDIR/daemon.log"; fail "no measured gain on the co-located pair within 30 s"; }

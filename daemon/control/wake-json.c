@@ -89,6 +89,21 @@ static struct json_object *edge_response_json(const struct snapshot *s, pid_t wa
         return e && e->response_usec > 0 ? json_object_new_double(e->response_usec) : NULL;
 }
 
+/* An edge's split wake-ups that followed a split one, and of them those
+ * unanswered (wake_edge.split_next and split_unanswered, what the stream
+ * rule of detect-pair.c weighs), as name_a_to_b style members of o. */
+static int edge_unanswered_json(struct json_object *o, const struct snapshot *s, pid_t waker, pid_t wakee,
+                                const char *dir) {
+        const struct wake_edge *e = snapshot_find_edge(s, waker, wakee);
+        char name[64];
+        int r;
+
+        snprintf(name, sizeof(name), "split_next_%s", dir);
+        r = json_add(o, name, json_object_new_int64(e ? e->split_next : 0));
+        snprintf(name, sizeof(name), "split_unanswered_%s", dir);
+        return r ?: json_add(o, name, json_object_new_int64(e ? e->split_unanswered : 0));
+}
+
 static int pair_json(struct json_object *arr, const struct finding *f, const struct plan_target_state *st,
                      const struct snapshot *s) {
         struct json_object *o = json_object_new_object();
@@ -143,6 +158,8 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
         if (r >= 0 && json_object_object_add(o, "response_b_to_a_us",
                                              edge_response_json(s, f->members[1].tid, f->members[0].tid)) < 0)
                 r = -ENOMEM;
+        r = r ?: edge_unanswered_json(o, s, f->members[0].tid, f->members[1].tid, "a_to_b");
+        r = r ?: edge_unanswered_json(o, s, f->members[1].tid, f->members[0].tid, "b_to_a");
         r = r ?: json_add(o, "wake_rate_per_s", json_object_new_double(f->wake_rate_per_s));
         /* A fraction only when measured from wake-ups; the fallback's verdicts
          * are "split", "together" or "unknown" with their basis. */
