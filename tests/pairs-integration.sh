@@ -10,6 +10,8 @@
 #     1d. when that someone lets the anchor go, it joins the pair's CPU and
 #     the other's pin is kept;
 #     1e. a chain of three (client, proxy, backend) ends on one CPU;
+#     1g. a fan (a client and two threads of one echo process) ends on
+#     one CPU, placed whole;
 #     1f. once the pair is kept and nothing changes, the wake-up bursts
 #     thin out (one pass in 4) and the pair stays held;
 #  2. a pipelined stream pair is left alone, or, where a loaded machine
@@ -408,6 +410,73 @@ else
 fi
 stop_pingpong
 
+# The masks of the threads $3... every 0.1 s into $1/masks.log, on the
+# client's clock: when they were pinned, for judging an undo by the
+# group's own round trips (group_undo_agrees). Sets MASKS to its PID.
+log_masks() {
+        local dir=$1
+        shift
+        while :; do
+                local line
+                line=$(date +%s.%N)
+                for t in "$@"; do line+=" $(allowed_of "$t" 2>/dev/null)"; done
+                echo "$line"
+                sleep 0.1
+        done >"$dir/masks.log" &
+        MASKS=$!; CHILDREN+=("$MASKS")
+}
+# group_undo_agrees NAME DIR THREADS...: the effect check let go of a
+# group (a chain, a fan) on one CPU; the undo must agree with the group's
+# own round trips (the client's $DIR/client.out), its windows while a
+# member was first pinned against those before (within the effect check's
+# default tolerance, as judge_undo). A CI rehearsal under stress-ng: the
+# python chain on one CPU beside the load, -28 % and -15 %.
+group_undo_agrees() {
+        local name=$1 dir=$2 kernel pinned
+        shift 2
+        read -r kernel pinned < <(awk '
+                NR == FNR { p = 0; for (i = 2; i <= NF; i++) if ($i ~ /^[0-9]+$/) p = 1
+                            if (p && !t_pin) t_pin = $1
+                            if (!p && t_pin && !t_undo) t_undo = $1
+                            if (!t0) t0 = $1
+                            next }
+                /^t=/ { split($1, a, "="); split($2, b, "="); t = a[2] + 0; r = b[2] + 0
+                        if (t >= t0 + 0.5 && t < t_pin) { ks += r; kn++ }
+                        if (t_pin && t >= t_pin + 0.25 && (!t_undo || t < t_undo)) { ps += r; pn++ } }
+                END { printf "%.0f %.0f\n", kn ? ks / kn : 0, pn ? ps / pn : 0 }' "$dir/masks.log" "$dir/client.out")
+        echo "# the effect check undid the $name's co-location: $(grep -E "undo affinity task:($(IFS='|'; echo "$*")):" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')"
+        echo "# the $name's own round trips/s: ${kernel} before the first pin, ${pinned} pinned"
+        awk -v k="$kernel" -v p="$pinned" 'BEGIN { exit !(k > 0 && p > 0 && p < k * 1.10) }' ||
+                fail "the effect check undid a $name's co-location that raised its own rate (${kernel} -> ${pinned} round trips/s)"
+}
+running() { grep -q fifo-pingpong "/proc/$1/cmdline" 2>/dev/null; }
+# group_placed NAME DIR TID THREADS...: 0 when the threads of a group
+# (a chain, a fan; TID one of them in each of its pairs) are all on one
+# CPU within 15 s. Else 1, and it says why where that is no failure: the
+# kernel kept the group together (a pair of TID watched as together), or
+# the effect check undid it and the group's own rate agrees.
+group_placed() {
+        local name=$1 dir=$2 tid=$3
+        shift 3
+        wait_for 15 one_cpu_all "$@" && return 0
+        if pairs_json | jq -e --argjson p "$tid" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and .state == "watching"
+                        and (.why | startswith("together")))] | length >= 1' >/dev/null; then
+                NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }a $name (the kernel kept it together)"
+        elif grep -Eq "undo affinity task:($(IFS='|'; echo "$*")):.*effect check" "$RUNDIR/daemon.log"; then
+                group_undo_agrees "$name" "$dir" "$@"
+        else
+                pairs_json >&2 || true
+                fail "a $name was not put on one CPU: $(for t; do printf '%s / ' "$(allowed_of "$t" 2>/dev/null)"; done)"
+        fi
+        return 1
+}
+one_cpu_all() {   # the threads all allowed on exactly one, the same, CPU
+        local c t
+        c=$(allowed_of "$1") || return 1
+        [[ $c =~ ^[0-9]+$ ]] || return 1
+        for t in "${@:2}"; do [ "$(allowed_of "$t" 2>/dev/null)" = "$c" ] || return 1; done
+}
+
 # 1e. a chain: a client, a proxy and the proxy's backend (FIFOs, three
 # python processes), started split (the proxy on CPU 1, the others on 0):
 # the stronger pair is co-located and the third joins it, all on one CPU
@@ -420,54 +489,53 @@ C2=$!; CHILDREN+=("$C2")
 FIFO_PINGPONG_REPORT=0.25 taskset -c 0 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" client "$CH/p2c" "$CH/c2p" \
         >"$CH/client.out" &
 C1=$!; CHILDREN+=("$C1")
-running() { grep -q fifo-pingpong "/proc/$1/cmdline" 2>/dev/null; }
 wait_for 5 running "$C1" && wait_for 5 running "$C2" && wait_for 5 running "$C3" || fail "the chain did not start"
 sleep 0.3
 for p in "$C1" "$C2" "$C3"; do taskset -pc "$ORIG" "$p" >/dev/null; done
-# The members' masks every 0.1 s, on the client's clock: when they were
-# pinned, for judging an undo by the chain's own round trips.
-while :; do
-        printf '%s %s %s %s\n' "$(date +%s.%N)" "$(allowed_of "$C1" 2>/dev/null)" "$(allowed_of "$C2" 2>/dev/null)" \
-                "$(allowed_of "$C3" 2>/dev/null)"
-        sleep 0.1
-done >"$CH/masks.log" &
-CHMASKS=$!; CHILDREN+=("$CHMASKS")
-one_chain_cpu() {
-        local c
-        c=$(allowed_of "$C1")
-        [[ $c =~ ^[0-9]+$ ]] && [ "$(allowed_of "$C2")" = "$c" ] && [ "$(allowed_of "$C3")" = "$c" ]
-}
-if wait_for 15 one_chain_cpu; then
+log_masks "$CH" "$C1" "$C2" "$C3"
+if group_placed chain "$CH" "$C2" "$C1" "$C2" "$C3"; then
         pairs_json | jq -e --argjson p "$C2" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and .state == "co-located")] | length == 2' >/dev/null ||
                 { pairs_json >&2; fail "the chain is on one CPU, but affctl pairs does not list both links co-located"; }
         echo "# chain: client $C1, proxy $C2 and backend $C3 on CPU $(allowed_of "$C1")"
-elif pairs_json | jq -e --argjson p "$C2" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and (.why | test("together")))] | length >= 1' >/dev/null; then
-        NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }a chain (the kernel kept it together)"
-elif grep -Eq "undo affinity task:($C1|$C2|$C3):.*effect check" "$RUNDIR/daemon.log"; then
-        # Let go by the effect check (a CI rehearsal under stress-ng: the
-        # python chain on one CPU beside the load, -28 % and -15 %): the
-        # undo must agree with the chain's own round trips, the client's
-        # windows while a member was first pinned against those before.
-        read -r kernel pinned < <(awk '
-                NR == FNR { p = $2 ~ /^[0-9]+$/ || $3 ~ /^[0-9]+$/ || $4 ~ /^[0-9]+$/
-                            if (p && !t_pin) t_pin = $1
-                            if (!p && t_pin && !t_undo) t_undo = $1
-                            if (!t0) t0 = $1
-                            next }
-                /^t=/ { split($1, a, "="); split($2, b, "="); t = a[2] + 0; r = b[2] + 0
-                        if (t >= t0 + 0.5 && t < t_pin) { ks += r; kn++ }
-                        if (t_pin && t >= t_pin + 0.25 && (!t_undo || t < t_undo)) { ps += r; pn++ } }
-                END { printf "%.0f %.0f\n", kn ? ks / kn : 0, pn ? ps / pn : 0 }' "$CH/masks.log" "$CH/client.out")
-        echo "# the effect check undid the chain's co-location: $(grep -E "undo affinity task:($C1|$C2|$C3):" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')"
-        echo "# the chain's own round trips/s: ${kernel} before the first pin, ${pinned} pinned"
-        # (within the effect check's default tolerance, as judge_undo)
-        awk -v k="$kernel" -v p="$pinned" 'BEGIN { exit !(k > 0 && p > 0 && p < k * 1.10) }' ||
-                fail "the effect check undid a chain's co-location that raised its own rate (${kernel} -> ${pinned} round trips/s)"
-else
-        pairs_json >&2 || true
-        fail "a client/proxy/backend chain was not put on one CPU: $(allowed_of "$C1") / $(allowed_of "$C2") / $(allowed_of "$C3")"
 fi
-kill "$C1" "$C2" "$C3" "$CHMASKS" 2>/dev/null || true
+kill "$C1" "$C2" "$C3" "$MASKS" 2>/dev/null || true
+
+# 1g. a fan: one client alternating between two threads of one echo
+# process (a pgbench thread and its two backends), started split (the
+# client on CPU 0, the echo threads on 1): the detector finds a fan, and
+# all three go to one CPU in one pass, never the client with one of them
+# alone: the masks, looked at every 0.1 s, never show the client held
+# with one echo thread and the other elsewhere twice in a row.
+FN=$work/fan
+mkdir "$FN" && mkfifo "$FN/c2s1" "$FN/s2c1" "$FN/c2s2" "$FN/s2c2"
+taskset -c 1 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" echo2 "$FN/c2s1" "$FN/s2c1" "$FN/c2s2" "$FN/s2c2" &
+F2=$!; CHILDREN+=("$F2")
+# a later start than the echo process's, by a clock tick or more: the client by start times
+sleep 0.05
+FIFO_PINGPONG_REPORT=0.25 taskset -c 0 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" fan "$FN/s2c1" "$FN/c2s1" \
+        "$FN/s2c2" "$FN/c2s2" >"$FN/client.out" &
+F1=$!; CHILDREN+=("$F1")
+wait_for 5 running "$F1" && wait_for 5 running "$F2" || fail "the fan did not start"
+echo_threads() { ls "/proc/$F2/task" 2>/dev/null | grep -vx "$F2" | wc -l; }
+wait_for 5 test "$(echo_threads)" -ge 2 || fail "the fan's echo process did not start its two threads"
+mapfile -t ECHO_TIDS < <(ls "/proc/$F2/task" | grep -vx "$F2")
+E1=${ECHO_TIDS[0]} E2=${ECHO_TIDS[1]}
+sleep 0.3
+taskset -apc "$ORIG" "$F2" >/dev/null
+taskset -pc "$ORIG" "$F1" >/dev/null
+log_masks "$FN" "$F1" "$E1" "$E2"
+if group_placed fan "$FN" "$F1" "$F1" "$E1" "$E2"; then
+        pairs_json | jq -e --argjson p "$F1" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and .state == "co-located"
+                and (.note | startswith("fan of 2")))] | length == 2' >/dev/null ||
+                { pairs_json >&2; fail "the fan is on one CPU, but affctl pairs does not list both its pairs co-located as a fan"; }
+        # never half a fan: two looks in a row (one may fall between the
+        # pass's three SETs) with the client and one echo thread on a CPU of their own
+        awk '{ run = ($2 ~ /^[0-9]+$/ && (($3 == $2) != ($4 == $2))) ? run + 1 : 0; if (run >= 2) bad = 1 }
+             END { exit bad }' "$FN/masks.log" ||
+                { cat "$FN/masks.log" >&2; fail "the fan's client was held with one echo thread without the other"; }
+        echo "# fan: client $F1 and echo threads $E1 $E2 on CPU $(allowed_of "$F1")"
+fi
+kill "$F1" "$F2" "$MASKS" 2>/dev/null || true
 
 # 2. a stream pair (both sides busy) is left alone, or undone by the effect check
 rm -f "$work/st.pids"

@@ -727,9 +727,10 @@ static void test_roles(void) {
 
 /*
  * A fan: one pgbench thread, the client of two backends at pair rates, is
- * left to the kernel like a hub (co-locating it with one moves it away from
- * the other); a server thread serving two threads of one client process
- * the same. A proxy between its client and its backend is a link, and its
+ * placed whole where its three threads fit one CPU together (0.9 here),
+ * and left to the kernel like a hub where they do not (co-locating it with
+ * one backend moves it away from the other); a server thread serving two
+ * threads of one client process the same. A proxy between its client and its backend is a link, and its
  * two pairs stay ping-pongs (the planner's chain()), also when it started
  * before its backend and so reads as the server of both: its partners
  * are not one service.
@@ -785,9 +786,26 @@ static void test_fan(void) {
                 ASSERT_EQ(f.n, 2);
                 for (size_t i = 0; i < f.n; i++) {
                         fprintf(stderr, "fan case %d: %s\n", c, f.items[i].note);
-                        ASSERT_EQ(f.items[i].shape, c < 2 ? PAIR_HUB : PAIR_PINGPONG);
-                        if (c < 2)
-                                ASSERT_TRUE(strstr(f.items[i].note, "fan: a member is the client or the server of 2 threads") == f.items[i].note);
+                        ASSERT_EQ(f.items[i].shape, c < 2 ? PAIR_FAN : PAIR_PINGPONG);
+                        if (c < 2) {
+                                ASSERT_TRUE(strstr(f.items[i].note, "fan of 2, util 0.90 together: ") == f.items[i].note);
+                                /* the whole fan's util: what the planner's chain() holds on one CPU */
+                                ASSERT_TRUE(f.items[i].combined_util > 0.89 && f.items[i].combined_util < 0.91);
+                        }
+                }
+                findings_clear(&f);
+                if (c >= 2)
+                        continue;
+                /* the three too busy for one CPU (1.35 > MaxCombinedUtil=, default 1.2): a hub */
+                for (int k = 0; k < 3; k++)
+                        tasks[k].util = 0.45;
+                run(&s, &f);
+                ASSERT_EQ(f.n, 2);
+                for (size_t i = 0; i < f.n; i++) {
+                        fprintf(stderr, "fan case %d, busier: %s\n", c, f.items[i].note);
+                        ASSERT_EQ(f.items[i].shape, PAIR_HUB);
+                        ASSERT_TRUE(strstr(f.items[i].note, "fan: a member is the client or the server of 2 threads "
+                                                            "at pair rates, util 1.35 together > 1.20") == f.items[i].note);
                 }
                 findings_clear(&f);
         }

@@ -1082,6 +1082,94 @@ static void hold_three(struct world *w, struct task *tasks, int link_partner, in
                 tasks[i].allowed = cpumask_of(cpu), tasks[i].last_cpu = cpu;
 }
 
+/* The fan of hub 870 with 871 and 872 (PAIR_FAN: the whole fan's util, 0.85), each pair split or not. */
+static void fan_findings(struct world *w, struct task *tasks, double split_strong, double split_weak) {
+        struct finding f1 = mkpair(&tasks[0], &tasks[1], split_strong, "fan of 2"),
+                       f2 = mkpair(&tasks[0], &tasks[2], split_weak, "fan of 2");
+
+        findings_clear(&w->findings);
+        f1.split_basis = f2.split_basis = SPLIT_BASIS_WAKEUPS;
+        f1.shape = f2.shape = PAIR_FAN;
+        f1.combined_util = f2.combined_util = 0.85;
+        f2.wake_rate_per_s = 9000;
+        ASSERT_OK(findings_add(&w->findings, &f2));
+        ASSERT_OK(findings_add(&w->findings, &f1));
+}
+
+/* Three SETs of 870, 871 and 872 to one CPU; returns it. */
+static int expect_fan_placed(const struct world *w) {
+        pid_t sum = 0;
+
+        ASSERT_EQ(w->out.n, 3);
+        for (size_t i = 0; i < 3; i++) {
+                ASSERT_EQ(w->out.items[i].verb, VERB_SET);
+                ASSERT_EQ(cpumask_weight(&w->out.items[i].mask), 1);
+                ASSERT_TRUE(cpumask_equal(&w->out.items[i].mask, &w->out.items[0].mask));
+                sum += w->out.items[i].task.tid;
+        }
+        ASSERT_EQ(sum, 870 + 871 + 872);
+        return cpumask_next(&w->out.items[0].mask, 0);
+}
+
+/*
+ * A fan found by the detector (PAIR_FAN) is placed whole, in one pass:
+ * its stronger pair, and its other partner as that pair's link; also when
+ * only the weaker pair reads split (the stronger one was decided before
+ * it); and not at all when the budget cannot hold the third thread.
+ */
+static void test_fan_whole(void) {
+        struct task tasks[] = { mktask(870, 0.3, 0), mktask(871, 0.3, 1), mktask(872, 0.25, 2) };
+        struct world w;
+        int cpu;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        fan_findings(&w, tasks, 1.0, 1.0);
+        interval(&w);
+        cpu = expect_fan_placed(&w);
+        ASSERT_STREQ(target(&w, 870, 871)->state, "co-located");
+        ASSERT_STREQ(target(&w, 870, 872)->state, "co-located");
+        ASSERT_EQ(target(&w, 870, 872)->cpu, cpu);
+
+        /* applied: it stays so, both pairs now together */
+        hold_three(&w, tasks, 0, cpu);
+        fan_findings(&w, tasks, 0.0, 0.0);
+        for (int i = 0; i < 3; i++) {
+                memset(w.claim, 0, sizeof(w.claim));
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 870, 871)->state, "co-located");
+                ASSERT_STREQ(target(&w, 870, 872)->state, "co-located");
+        }
+        world_done(&w);
+
+        /* only the weaker pair split: the whole fan all the same */
+        tasks[0] = mktask(870, 0.3, 0), tasks[1] = mktask(871, 0.3, 0), tasks[2] = mktask(872, 0.25, 2);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        fan_findings(&w, tasks, 0.0, 1.0);
+        interval(&w);
+        expect_fan_placed(&w);
+        ASSERT_STREQ(target(&w, 870, 871)->state, "co-located");
+        world_done(&w);
+
+        /* budget for two SETs only: none, rather than a hub pinned away from one of its partners */
+        tasks[1] = mktask(871, 0.3, 1);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.budget = 2;
+        fan_findings(&w, tasks, 1.0, 1.0);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "no action budget") != NULL);
+
+        /* the other pair not found (one way under WakeRate=): the first one is not placed alone */
+        w.budget = 4;
+        w.findings.items[0] = w.findings.items[1];
+        w.findings.n = 1;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "placed whole or not at all") != NULL);
+        world_done(&w);
+}
+
 static void test_chain(void) {
         /* A proxy 851 between its client 850 and its backend 852: the
          * stronger pair is co-located and the backend joins it, one SET,
@@ -1856,6 +1944,7 @@ int main(void) {
         test_feeder();
         test_feeder_direction();
         test_fan_no_chain();
+        test_fan_whole();
         test_machines_distinct_cores();
         test_machines_capacity();
         test_machines_llcs_before_sharing();

@@ -22,16 +22,18 @@
  * the planner leaves it alone. So it does a hub (PAIR_HUB): a thread that
  * serves DETECT_PAIR_HUB_PARTNERS or more threads at pair rates (one
  * Redis thread, several clients). Pinned to one client's CPU it would be
- * co-located with one and moved away from the others. A fan is a hub too:
- * a thread that is the client of two threads of one service at pair rates
- * (a pgbench thread with two backends, pgbench -c 4 -j 2 on two CPUs), or
- * the server of two threads of one client process. Its pairs co-located
- * one by one, each pgbench thread pinned with one backend and the other
- * backend left where the kernel put it, read
- * 0.79x stock on a host where a split pair costs 1.7x, and 0.81-0.95x on
- * one where it costs 7x, in every repeat where it happened (the kernel's
- * own swing, in the repeats it changed nothing: 0.81-1.25x). A thread
- * between two (a proxy: the server of its client, the client of its
+ * co-located with one and moved away from the others. A fan (PAIR_FAN)
+ * is a thread that is the client of two threads of one service at pair
+ * rates (a pgbench thread with two backends, pgbench -c 4 -j 2 on two
+ * CPUs), or the server of two threads of one client process. Its pairs
+ * co-located one by one, each pgbench thread pinned with one backend and
+ * the other backend left where the kernel put it, read 0.79x stock on a
+ * host where a split pair costs 1.7x, and 0.81-0.95x on one where it
+ * costs 7x, in every repeat where it happened (the kernel's own swing, in
+ * the repeats it changed nothing: 0.81-1.25x). So a fan is placed whole,
+ * all three threads on one CPU (the planner's chain()), and only where
+ * they fit there together (add_finding()); one that does not is a hub. A
+ * thread between two (a proxy: the server of its client, the client of its
  * backend) is a chain's link, not a fan, and so is one whose two partners
  * are not one service, whatever their start times make of its roles
  * (one_service()).
@@ -156,7 +158,7 @@ size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapsho
                 const struct finding *x = &f->items[i];
                 const struct task *a, *b;
 
-                if (x->kind != DETECT_PAIR || x->shape != PAIR_PINGPONG || x->n_members < 2)
+                if (x->kind != DETECT_PAIR || (x->shape != PAIR_PINGPONG && x->shape != PAIR_FAN) || x->n_members < 2)
                         continue;
                 a = snapshot_find_id(snap, &x->members[0]);
                 b = snapshot_find_id(snap, &x->members[1]);
@@ -447,13 +449,30 @@ static bool runs_on(const struct task *a, const struct task *b, const struct pai
                unanswered_share(it, 1) >= DETECT_PAIR_STREAM_UNANSWERED_EACH;
 }
 
+/* What a pair's members have besides each other (partners_of(), fan_util()). */
+struct pair_company {
+        unsigned partners;      /* the most threads either member exchanges with at pair rates */
+        unsigned fan;           /* the widest fan of either: partners of one role, one service */
+        double fan_util;        /* that fan's threads together, its hub and each partner; 0: no fan */
+};
+
+/*
+ * A fan is placed whole or not at all (PAIR_FAN): its hub and every
+ * partner on one CPU, where they take turns as a pair's two members do.
+ * pgbench -c 4 -j 2 on two CPUs, each pgbench thread pinned by hand with
+ * its two backends, read 1.00-1.18x stock (median 1.06x, 5 repeats),
+ * where one of its pairs placed alone read 0.79x. So a fan whose threads
+ * together fit what MaxCombinedUtil= lets a pair use is a fan to place;
+ * one that does not would queue its threads behind each other on one CPU,
+ * and is left to the kernel as a hub is.
+ */
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
-                       const struct task *b, const struct pair_item *it, double rate, unsigned partners,
-                       unsigned fan, unsigned anchored, unsigned waker, struct findings *out) {
+                       const struct task *b, const struct pair_item *it, double rate,
+                       const struct pair_company *co, unsigned anchored, unsigned waker, struct findings *out) {
         double split, combined = combined_util(a, b, anchored), umax = pair_group_util_max(p);
         enum split_basis basis = SPLIT_BASIS_WAKEUPS;
         struct finding f;
-        bool stream;
+        bool stream, hub, fan;
         char cpus[64], split_text[96];
 
         /* The tracepoint's split is over the whole decayed window; without
@@ -483,20 +502,25 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         if (!cpumask_format_list(&f.cpus_seen, cpus, sizeof(cpus)))
                 strcpy(cpus, "...");
 
+        hub = co->partners >= DETECT_PAIR_HUB_PARTNERS;
+        fan = !hub && co->fan >= DETECT_PAIR_FAN_PARTNERS;
         stream = combined > umax || pipelined(a, b, anchored) || runs_on(a, b, it, anchored);
-        f.shape = partners >= DETECT_PAIR_HUB_PARTNERS || fan >= DETECT_PAIR_FAN_PARTNERS ? PAIR_HUB
-                  : stream                                                               ? PAIR_STREAM
-                  : waker                                                                ? PAIR_FEEDER
-                                                                                         : PAIR_PINGPONG;
-        if (f.shape == PAIR_HUB && partners >= DETECT_PAIR_HUB_PARTNERS)
+        f.shape = hub || (fan && co->fan_util > umax) ? PAIR_HUB
+                  : stream                            ? PAIR_STREAM
+                  : fan                               ? PAIR_FAN
+                  : waker                             ? PAIR_FEEDER
+                                                      : PAIR_PINGPONG;
+        if (fan)
+                f.combined_util = co->fan_util;
+        if (f.shape == PAIR_HUB && hub)
                 snprintf(f.note, sizeof(f.note),
                          "hub: a member exchanges with %u threads at pair rates (%.0f/%.0f wake-ups/s with this one)",
-                         partners, it->lo_to_hi, it->hi_to_lo);
+                         co->partners, it->lo_to_hi, it->hi_to_lo);
         else if (f.shape == PAIR_HUB)
                 snprintf(f.note, sizeof(f.note),
-                         "fan: a member is the client or the server of %u threads at pair rates "
-                         "(%.0f/%.0f wake-ups/s with this one)",
-                         fan, it->lo_to_hi, it->hi_to_lo);
+                         "fan: a member is the client or the server of %u threads at pair rates, util %.2f "
+                         "together > %.2f (%.0f/%.0f wake-ups/s with this one)",
+                         co->fan, co->fan_util, umax, it->lo_to_hi, it->hi_to_lo);
         else if (f.shape == PAIR_STREAM && combined > umax)
                 snprintf(f.note, sizeof(f.note),
                          "stream: combined util %.2f > %.2f (%.0f/%.0f wake-ups/s)",
@@ -516,6 +540,12 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                 snprintf(f.note, sizeof(f.note), "one-way: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d, util %.2f+%.2f",
                          it->lo_to_hi, it->hi_to_lo, detect_pair_split_text(&f, DETECT_PAIR_SPLIT_MIN, split_text, sizeof(split_text)),
                          a->last_cpu, b->last_cpu, a->util, b->util);
+        else if (f.shape == PAIR_FAN)
+                snprintf(f.note, sizeof(f.note),
+                         "fan of %u, util %.2f together: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d (seen %s)", co->fan,
+                         co->fan_util, it->lo_to_hi, it->hi_to_lo,
+                         detect_pair_split_text(&f, DETECT_PAIR_SPLIT_MIN, split_text, sizeof(split_text)),
+                         a->last_cpu, b->last_cpu, cpus[0] ? cpus : "?");
         else
                 snprintf(f.note, sizeof(f.note),
                          "%s: %.0f/%.0f wake-ups/s, %s, CPUs %d/%d (seen %s), util %.2f+%.2f",
@@ -640,6 +670,18 @@ static const struct partner_end *ends_of(const struct tid_list *l, pid_t tid, co
                 ;
         *ret_end = hi;
         return lo;
+}
+
+/* The util of tid and all its partners at pair rates: a fan's, when tid is its hub. */
+static double fan_util(const struct snapshot *s, const struct tid_list *l, pid_t tid) {
+        const struct partner_end *hi, *e = ends_of(l, tid, &hi);
+        const struct task *t = snapshot_find_task(s, tid);
+        double u = t ? t->util : 0;
+
+        for (; e && e < hi; e++)
+                if ((t = snapshot_find_task(s, e->partner)))
+                        u += t->util;
+        return u;
 }
 
 /* A thread's partners at pair rates, and the most of them it has in one
@@ -780,8 +822,8 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                 const struct task *a, *b;
                 const struct policy *p;
                 double rate;
-                unsigned partners, fan_lo, fan_hi, anchored;
-                unsigned waker;
+                struct pair_company co = {};
+                unsigned fan_lo, fan_hi, anchored, waker;
 
                 if (MAX(it.lo_to_hi, it.hi_to_lo) < floor)
                         continue;
@@ -800,8 +842,11 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                         rate = MAX(it.lo_to_hi, it.hi_to_lo);
                 if (rate < floor || rate < pair_wake_rate_min(p) || !owners_allow(p, a, b))
                         continue;
-                partners = MAX(partners_of(s, &busy, it.lo, &fan_lo), partners_of(s, &busy, it.hi, &fan_hi));
-                r = add_finding(s, p, a, b, &it, rate, partners, MAX(fan_lo, fan_hi), anchored, waker, out);
+                co.partners = MAX(partners_of(s, &busy, it.lo, &fan_lo), partners_of(s, &busy, it.hi, &fan_hi));
+                co.fan = MAX(fan_lo, fan_hi);
+                if (co.fan >= DETECT_PAIR_FAN_PARTNERS && co.partners < DETECT_PAIR_HUB_PARTNERS)
+                        co.fan_util = fan_util(s, &busy, fan_lo >= fan_hi ? it.lo : it.hi);
+                r = add_finding(s, p, a, b, &it, rate, &co, anchored, waker, out);
                 if (r < 0)
                         return r;
         }

@@ -52,7 +52,10 @@ enum pair_shape {
         PAIR_STREAM,   /* both busy (combined util > MaxCombinedUtil=), pipelined, or its sides run on
                         * (wake each other again unanswered): co-locating costs ~25 % */
         PAIR_HUB,      /* a member serves DETECT_PAIR_HUB_PARTNERS or more threads (not kernel threads) at pair rates,
-                        * or is the client (the server) of DETECT_PAIR_FAN_PARTNERS or more: a fan */
+                        * or is the hub of a fan whose threads together exceed MaxCombinedUtil= */
+        PAIR_FAN,      /* a member is the client (the server) of DETECT_PAIR_FAN_PARTNERS threads of one
+                        * service (one client process) at pair rates, and its hub and partners together
+                        * fit MaxCombinedUtil= (combined_util is theirs): placed whole, on one CPU */
         PAIR_FEEDER,   /* one thread of a process wakes another one way at a pair rate, and that one
                         * wakes a third at a pair rate (its server): joins only a pair we hold (the
                         * planner's chain()), never placed alone */
@@ -89,7 +92,7 @@ struct finding {
 
         /* evidence; fields not relevant to the kind are 0 */
         double util;                 /* hog: util of the thread; group: mean */
-        double combined_util;        /* pair/group: sum of members' util */
+        double combined_util;        /* pair/group: sum of members' util (PAIR_FAN: of the whole fan) */
         double demand;               /* hog: util + run-delay fraction (what it would use); group: sum */
         double migrations_per_s;     /* hog: its rate; group, pair: sum of the members' */
         double wake_rate_per_s;      /* pair: min of the two directions (max when we hold it on one CPU) */
@@ -153,10 +156,10 @@ void detect_pair_roles(const struct task *a, const struct task *b, enum pair_rol
 const char *pair_role_to_string(enum pair_role r);
 
 /*
- * The members of the ping-pong pairs in f that are still to be placed
- * (present in snap, not both pinned by us), into ret[] (at most max;
- * two per pair). Streams and hubs are never co-located, so their memory
- * need not be read. Returns how many.
+ * The members of the ping-pong pairs and fans in f that are still to be
+ * placed (present in snap, not both pinned by us), into ret[] (at most
+ * max; two per pair). Streams and hubs are never co-located, so their
+ * memory need not be read. Returns how many.
  */
 size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapshot *snap,
                                   const struct task **ret, size_t max);

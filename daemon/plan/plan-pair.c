@@ -13,7 +13,9 @@
  *     was together; the target state's `seen` counts that;
  *  2. never a stream nor a hub (the finding's shape, detect-pair.c); a
  *     feeder (a thread waking one of its process's pair members one way)
- *     only as a link of a pair we hold, on that pair's CPU (chain());
+ *     only as a link of a pair we hold, on that pair's CPU (chain()); a
+ *     fan (a thread with two partners of one service) whole, its second
+ *     pair a link of its first in the same pass (place_new());
  *  3. the CPU: in both members' allowed sets (before our change), usable
  *     (online, not isolated, not nohz_full) and in the policy's CPUs=;
  *     never one a hog is pinned to (cpu_claim == 1) or where another busy
@@ -1085,10 +1087,13 @@ static unsigned churn_count(const struct pair_plan *pp, const struct task *t) {
  * stronger pair's (or chain's) plus this member's, at most
  * PAIR_CHAIN_FIT. A chain of more links grows the same way, one pair at a
  * time. A member that is the client of both (pgbench's thread with two
- * backends) or the server of both is a fan, not a link (the detector
- * makes such pairs hubs once both are at pair rates; here, one of them
- * below it): only a member between the two, or a peer, chains.
- * Returns true when this pair is now a chain's link.
+ * backends) or the server of both is a fan, not a link, unless the
+ * detector found the fan (PAIR_FAN: both its pairs at pair rates, and all
+ * three threads fit one CPU, which it measured, so no fit is asked here):
+ * then the fan's other partner joins its hub's CPU the same way, and the
+ * fan is held whole (place_new(), place_fans()). With one of its pairs
+ * below pair rates it is no fan: only a member between the two, or a
+ * peer, chains. Returns true when this pair is now a chain's link.
  */
 #define PAIR_CHAIN_FIT 1.0
 
@@ -1096,6 +1101,7 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
         const struct pair_use *u0 = use_of(pp, &it->id[0]), *u1 = use_of(pp, &it->id[1]);
         const struct pair_use *u = u0 ?: u1;
         int k = u0 ? 0 : 1, j = 1 - k;
+        bool fan = it->f && it->f->shape == PAIR_FAN;
         double util;
 
         if ((u0 && u1) || !u || u->cpu < 0 || u->cpu >= pp->n_cpus || (!it->f && !it->m[j]) || !it->t[j] ||
@@ -1109,13 +1115,14 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
                 enum pair_role role[2];
 
                 detect_pair_roles(it->t[0], it->t[1], role);
-                if (role[k] != PAIR_ROLE_PEER && role[k] == u->role)
+                if (role[k] != PAIR_ROLE_PEER && role[k] == u->role && !fan)
                         return false;
         }
-        util = u->util + (it->t[j]->have_rates ? it->t[j]->util : 0);
+        /* a fan's combined util is the whole fan's already (the detector's) */
+        util = fan ? MAX(u->util, it->f->combined_util) : u->util + (it->t[j]->have_rates ? it->t[j]->util : 0);
         /* once joined the chain shares one CPU, so its util fits by construction:
          * only a new link is measured against the CPU */
-        if (!it->m[j] && util > PAIR_CHAIN_FIT)
+        if (!fan && !it->m[j] && util > PAIR_CHAIN_FIT)
                 return false;
         it->anchored |= 1u << k;
         it->chain_cpu = u->cpu;
@@ -1452,6 +1459,33 @@ static bool no_gain_here(const struct pair_plan *pp, const struct pair_item *it)
         return true;
 }
 
+/* The fan's other pair joins this pass: the CPU its first pair was placed on (chain()). */
+static bool joins_fan(const struct pair_item *it) {
+        return it->f && it->f->shape == PAIR_FAN && it->chain_pair && it->chain_pair->placed_now;
+}
+
+/* The fan's other pair this pass (a PAIR_FAN finding with a member in common), or NULL. */
+static const struct pair_item *fan_sibling(const struct pair_plan *pp, const struct pair_item *it) {
+        for (size_t i = 0; i < pp->n_items; i++) {
+                const struct pair_item *o = &pp->items[i];
+
+                if (o == it || !o->f || o->f->shape != PAIR_FAN)
+                        continue;
+                for (int k = 0; k < 4; k++)
+                        if (task_id_equal(&o->id[k / 2], &it->id[k % 2]))
+                                return o;
+        }
+        return NULL;
+}
+
+/*
+ * A fan is placed whole: its first pair's placement needs the budget of
+ * its third thread too, and the other pair joins in the same pass without
+ * a split of its own to wait for (joins_fan()); its threads took turns
+ * with the hub where the kernel kept them together, and are split from it
+ * once the hub moves. One pinned with its hub and the third left where it
+ * was read 0.79x stock (detect-pair.c).
+ */
 static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
         enum no_cpu_reason ncr;
         char detail[160];
@@ -1459,12 +1493,19 @@ static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][12
 
         if (no_gain_here(pp, it))
                 return 0;
-        if (!split_long_enough(pp, it) || held_back(pp, it, akey))
+        if ((!joins_fan(it) && !split_long_enough(pp, it)) || held_back(pp, it, akey))
                 return 0;
+        if (it->f->shape == PAIR_FAN && it->chain_cpu < 0 && !fan_sibling(pp, it)) {
+                /* its hub's other partner is at pair rates one way only, or its policy's
+                 * WakeRate= is higher: the third thread would never join */
+                plan_set_pair_state(it->st, PAIR_WATCHING, "split; a fan, placed whole or not at all, and its "
+                                    "other pair is not found this interval");
+                return 0;
+        }
         cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
-        if (pp->ctx->actions_left < sets_needed(pp, it, cpu)) {
+        if (pp->ctx->actions_left < sets_needed(pp, it, cpu) + (it->f->shape == PAIR_FAN && it->chain_cpu < 0)) {
                 plan_set_pair_state(it->st, PAIR_WATCHING, "split; no action budget left this interval");
                 return 0;
         }
@@ -1497,6 +1538,35 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         if (it->m[0] || it->m[1])
                 return keep_or_move(pp, it, akey);
         return place_new(pp, it, akey);
+}
+
+/*
+ * The other pair of a fan placed this pass, decided before it (pairs go
+ * by rate, and a fan's stronger pair may read together while the weaker
+ * one is split and placed): it joins now, as it would have in order.
+ */
+static int place_fans(struct pair_plan *pp) {
+        for (size_t i = 0; i < pp->n_items; i++) {
+                struct pair_item *it = &pp->items[i];
+                const struct pair_use *u;
+                char akey[2][128];
+                int r;
+
+                if (!it->f || it->f->shape != PAIR_FAN || it->placed_now || it->m[0] || it->m[1] || !it->t[0] ||
+                    !it->t[1] || it->chain_cpu >= 0)
+                        continue;
+                u = use_of(pp, &it->id[0]) ?: use_of(pp, &it->id[1]);
+                if (!u || !u->pair->placed_now)
+                        continue;
+                r = decide_ineligible(pp, it);
+                if (r == 0)
+                        r = member_keys(it, akey);
+                if (r == 0)
+                        r = place_new(pp, it, akey);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
 }
 
 /* Our pins whose pair the planner no longer knows (state forgotten): release. */
@@ -1547,6 +1617,8 @@ int plan_pairs(struct plan_ctx *ctx) {
                 qsort_safe(pp.items, pp.n_items, sizeof(*pp.items), item_cmp);
         for (size_t i = 0; r >= 0 && i < pp.n_items; i++)
                 r = decide(&pp, &pp.items[i]);
+        if (r >= 0)
+                r = place_fans(&pp);
         if (r >= 0)
                 r = release_orphans(&pp);
 
