@@ -419,7 +419,8 @@ log_masks() {
         while :; do
                 local line
                 line=$(date +%s.%N)
-                for t in "$@"; do line+=" $(allowed_of "$t" 2>/dev/null)"; done
+                # "-" for a thread gone: the columns stay in place (and set -e lets it be)
+                for t in "$@"; do line+=" $(allowed_of "$t" 2>/dev/null || echo -)"; done
                 echo "$line"
                 sleep 0.1
         done >"$dir/masks.log" &
@@ -453,14 +454,14 @@ running() { grep -q fifo-pingpong "/proc/$1/cmdline" 2>/dev/null; }
 # group_placed NAME DIR TID THREADS...: 0 when the threads of a group
 # (a chain, a fan; TID one of them in each of its pairs) are all on one
 # CPU within 15 s. Else 1, and it says why where that is no failure: the
-# kernel kept the group together (a pair of TID watched as together), or
+# kernel kept the group together (every pair of TID watched as together), or
 # the effect check undid it and the group's own rate agrees.
 group_placed() {
         local name=$1 dir=$2 tid=$3
         shift 3
         wait_for 15 one_cpu_all "$@" && return 0
-        if pairs_json | jq -e --argjson p "$tid" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and .state == "watching"
-                        and (.why | startswith("together")))] | length >= 1' >/dev/null; then
+        if pairs_json | jq -e --argjson p "$tid" '[.pairs[] | select(.tid_a == $p or .tid_b == $p)]
+                        | length >= 1 and all(.state == "watching" and (.why | startswith("together")))' >/dev/null; then
                 NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }a $name (the kernel kept it together)"
         elif grep -Eq "undo affinity task:($(IFS='|'; echo "$*")):.*effect check" "$RUNDIR/daemon.log"; then
                 group_undo_agrees "$name" "$dir" "$@"
@@ -516,8 +517,8 @@ FIFO_PINGPONG_REPORT=0.25 taskset -c 0 /usr/bin/python3 "$top_srcdir/tests/fifo-
         "$FN/s2c2" "$FN/c2s2" >"$FN/client.out" &
 F1=$!; CHILDREN+=("$F1")
 wait_for 5 running "$F1" && wait_for 5 running "$F2" || fail "the fan did not start"
-echo_threads() { ls "/proc/$F2/task" 2>/dev/null | grep -vx "$F2" | wc -l; }
-wait_for 5 test "$(echo_threads)" -ge 2 || fail "the fan's echo process did not start its two threads"
+two_echo_threads() { [ "$(ls "/proc/$F2/task" 2>/dev/null | grep -vcx "$F2")" -ge 2 ]; }
+wait_for 5 two_echo_threads || fail "the fan's echo process did not start its two threads"
 mapfile -t ECHO_TIDS < <(ls "/proc/$F2/task" | grep -vx "$F2")
 E1=${ECHO_TIDS[0]} E2=${ECHO_TIDS[1]}
 sleep 0.3

@@ -791,6 +791,8 @@ static void test_fan(void) {
                                 ASSERT_TRUE(strstr(f.items[i].note, "fan of 2, util 0.90 together: ") == f.items[i].note);
                                 /* the whole fan's util: what the planner's chain() holds on one CPU */
                                 ASSERT_TRUE(f.items[i].combined_util > 0.89 && f.items[i].combined_util < 0.91);
+                                /* its hub: the pgbench thread 700, the server thread 701, each the lower TID */
+                                ASSERT_EQ(f.items[i].fan_hub, 1u << 0);
                         }
                 }
                 findings_clear(&f);

@@ -1072,6 +1072,52 @@ static void test_fan_no_chain(void) {
         world_done(&w);
 }
 
+/*
+ * Two fans on two CPUs (pgbench -c 4 -j 2): each on its own. The first
+ * moves its busy partner 871 off CPU 1, which must not keep the second
+ * off that CPU as "a busy thread" still there: the second fan landed on
+ * the first's CPU so, and made 23k tps against 36k stock.
+ */
+static void test_two_fans(void) {
+        struct task tasks[] = { mktask(870, 0.25, 0), mktask(871, 0.55, 1), mktask(872, 0.25, 0),
+                                mktask(880, 0.25, 1), mktask(881, 0.25, 0), mktask(882, 0.25, 1) };
+        cpumask_t two = cpumask_of(0);
+        struct finding f[4];
+        struct world w;
+        int cpu[6] = { -1, -1, -1, -1, -1, -1 };
+
+        cpumask_set(&two, 1);
+        for (size_t i = 0; i < ELEMENTSOF(tasks); i++)
+                tasks[i].allowed = two;
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.budget = 8;
+        f[0] = mkpair(&tasks[0], &tasks[1], 1.0, "fan of 2");
+        f[1] = mkpair(&tasks[0], &tasks[2], 1.0, "fan of 2");
+        f[2] = mkpair(&tasks[3], &tasks[4], 1.0, "fan of 2");
+        f[3] = mkpair(&tasks[3], &tasks[5], 1.0, "fan of 2");
+        for (int i = 0; i < 4; i++) {
+                f[i].split_basis = SPLIT_BASIS_WAKEUPS;
+                f[i].shape = PAIR_FAN;
+                f[i].fan_hub = 1u << 0;   /* 870 and 880, the lower TIDs */
+                f[i].combined_util = i < 2 ? 1.05 : 0.75;
+                f[i].wake_rate_per_s = 45000 - 1000 * i;
+                ASSERT_OK(findings_add(&w.findings, &f[i]));
+        }
+        interval(&w);
+        ASSERT_EQ(w.out.n, 6);
+        for (size_t i = 0; i < w.out.n; i++) {
+                ASSERT_EQ(w.out.items[i].verb, VERB_SET);
+                for (size_t k = 0; k < ELEMENTSOF(tasks); k++)
+                        if (w.out.items[i].task.tid == tasks[k].id.tid)
+                                cpu[k] = cpumask_single(&w.out.items[i].mask);
+        }
+        fprintf(stderr, "two fans: %d %d %d / %d %d %d\n", cpu[0], cpu[1], cpu[2], cpu[3], cpu[4], cpu[5]);
+        ASSERT_TRUE(cpu[0] >= 0 && cpu[0] == cpu[1] && cpu[0] == cpu[2]);
+        ASSERT_TRUE(cpu[3] >= 0 && cpu[3] == cpu[4] && cpu[3] == cpu[5]);
+        ASSERT_TRUE(cpu[0] != cpu[3]);
+        world_done(&w);
+}
+
 /* Applied: the pair 0 <-> 1 and the link 2 (its partner tasks[link_partner]) pinned to cpu. */
 static void hold_three(struct world *w, struct task *tasks, int link_partner, int cpu) {
         w->managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
@@ -1090,6 +1136,7 @@ static void fan_findings(struct world *w, struct task *tasks, double split_stron
         findings_clear(&w->findings);
         f1.split_basis = f2.split_basis = SPLIT_BASIS_WAKEUPS;
         f1.shape = f2.shape = PAIR_FAN;
+        f1.fan_hub = f2.fan_hub = 1u << 0;   /* 870, the lower TID in both */
         f1.combined_util = f2.combined_util = 0.85;
         f2.wake_rate_per_s = 9000;
         ASSERT_OK(findings_add(&w->findings, &f2));
@@ -1167,6 +1214,69 @@ static void test_fan_whole(void) {
         interval(&w);
         ASSERT_EQ(w.out.n, 0);
         ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "placed whole or not at all") != NULL);
+        world_done(&w);
+
+        /* the other pair blocked by an effect check: the first is not placed either */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(plan_state_block(w.state, "pair:870:872", w.now + 600 * USEC_PER_SEC, "slower"));
+        fan_findings(&w, tasks, 1.0, 1.0);
+        for (int i = 0; i < 2; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "blocked by an effect check") != NULL);
+        world_done(&w);
+
+        /* its third thread pinned by someone else (a hog pin): the same */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.managed[0] = mkmanaged(&tasks[2], &tasks[0], 2);
+        w.managed[0].kind = DETECT_HOG;
+        w.n_managed = 1;
+        fan_findings(&w, tasks, 1.0, 1.0);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "pinned by someone else") != NULL);
+        world_done(&w);
+}
+
+/*
+ * A fan held whole stays so through a quiet interval of its other pair
+ * (hysteresis), and is let go as a whole when that pair's pin is gone
+ * (undone by its effect check): never half a fan kept.
+ */
+static void test_fan_kept_whole(void) {
+        struct task tasks[] = { mktask(870, 0.3, 0), mktask(871, 0.3, 1), mktask(872, 0.25, 2) };
+        struct world w;
+        int cpu;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        fan_findings(&w, tasks, 1.0, 1.0);
+        interval(&w);
+        cpu = expect_fan_placed(&w);
+        hold_three(&w, tasks, 0, cpu);
+
+        /* the other pair quiet for an interval: all kept */
+        fan_findings(&w, tasks, 0.0, 0.0);
+        w.findings.items[0] = w.findings.items[1];
+        w.findings.n = 1;
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_STREQ(target(&w, 870, 871)->state, "co-located");
+        ASSERT_STREQ(target(&w, 870, 872)->state, "co-located");
+
+        /* 872's pin undone (the applier no longer lists it): the rest let go */
+        fan_findings(&w, tasks, 0.0, 1.0);
+        w.n_managed = 2;
+        tasks[2].allowed = ALL4, tasks[2].last_cpu = 3;
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 2);
+        for (size_t i = 0; i < 2; i++) {
+                ASSERT_EQ(w.out.items[i].verb, VERB_RELEASE);
+                ASSERT_TRUE(w.out.items[i].task.tid == 870 || w.out.items[i].task.tid == 871);
+        }
+        ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "fan is no longer held whole") != NULL);
         world_done(&w);
 }
 
@@ -1945,6 +2055,8 @@ int main(void) {
         test_feeder_direction();
         test_fan_no_chain();
         test_fan_whole();
+        test_two_fans();
+        test_fan_kept_whole();
         test_machines_distinct_cores();
         test_machines_capacity();
         test_machines_llcs_before_sharing();

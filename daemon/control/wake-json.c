@@ -69,37 +69,28 @@ int wake_sampler_status_json(const struct wake_sampler *ws, struct json_object *
         return status_to_json(&st, ret);
 }
 
-static double edge_rate(const struct snapshot *s, pid_t waker, pid_t wakee, double *ret_split) {
-        const struct wake_edge *e = snapshot_find_edge(s, waker, wakee);
-
-        *ret_split = -1;
-        if (!e)
-                return 0;
-#ifdef WAKE_EDGE_HAVE_SPLIT
-        if (e->have_split)
-                *ret_split = e->split_fraction;
-#endif
-        return e->wakeups_per_s;
-}
-
-/* An edge's response time in µs, or null (not measured). */
-static struct json_object *edge_response_json(const struct snapshot *s, pid_t waker, pid_t wakee) {
-        const struct wake_edge *e = snapshot_find_edge(s, waker, wakee);
-
-        return e && e->response_usec > 0 ? json_object_new_double(e->response_usec) : NULL;
-}
-
-/* An edge's split wake-ups that followed a split one, and of them those
- * unanswered (wake_edge.split_next and split_unanswered, what the stream
- * rule of detect-pair.c weighs), as name_a_to_b style members of o. */
-static int edge_unanswered_json(struct json_object *o, const struct snapshot *s, pid_t waker, pid_t wakee,
-                                const char *dir) {
-        const struct wake_edge *e = snapshot_find_edge(s, waker, wakee);
+/*
+ * One direction of the pair (waker to wakee) as name_<dir> members of o,
+ * from one lookup of its edge: its wake-ups/s; its response time in µs,
+ * null where not measured (a value here, not a failure); and its split
+ * wake-ups that followed a split one and of them those unanswered
+ * (wake_edge.split_next and split_unanswered, what the stream rule of
+ * detect-pair.c weighs).
+ */
+static int direction_json(struct json_object *o, const struct snapshot *s, pid_t waker, pid_t wakee,
+                          const char *dir) {
+        const struct wake_edge *e = s ? snapshot_find_edge(s, waker, wakee) : NULL;
         char name[64];
         int r;
 
+        snprintf(name, sizeof(name), "wakeups_%s_per_s", dir);
+        r = json_add(o, name, json_object_new_double(e ? e->wakeups_per_s : 0));
+        snprintf(name, sizeof(name), "response_%s_us", dir);
+        if (r >= 0 && json_object_object_add(o, name, e && e->response_usec > 0
+                                                           ? json_object_new_double(e->response_usec) : NULL) < 0)
+                r = -ENOMEM;
         snprintf(name, sizeof(name), "split_next_%s", dir);
-        r = json_add(o, name, json_object_new_int64(e ? e->split_next : 0));
+        r = r ?: json_add(o, name, json_object_new_int64(e ? e->split_next : 0));
         snprintf(name, sizeof(name), "split_unanswered_%s", dir);
         return r ?: json_add(o, name, json_object_new_int64(e ? e->split_unanswered : 0));
 }
@@ -108,7 +99,6 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
                      const struct snapshot *s) {
         struct json_object *o = json_object_new_object();
         const struct task *t[2] = {};
-        double split_ab, split_ba;
         char key[128] = "";
         enum pair_role role[2] = { PAIR_ROLE_PEER, PAIR_ROLE_PEER };
         int r = 0;
@@ -147,19 +137,8 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
                 r = r ?: json_add(o, name, json_object_new_string(t[k] && t[k]->proc && t[k]->proc->cmdline
                                                                   ? t[k]->proc->cmdline : ""));
         }
-        r = r ?: json_add(o, "wakeups_a_to_b_per_s",
-                          json_object_new_double(edge_rate(s, f->members[0].tid, f->members[1].tid, &split_ab)));
-        r = r ?: json_add(o, "wakeups_b_to_a_per_s",
-                          json_object_new_double(edge_rate(s, f->members[1].tid, f->members[0].tid, &split_ba)));
-        /* null (no response time) is a value here, not a failure */
-        if (r >= 0 && json_object_object_add(o, "response_a_to_b_us",
-                                             edge_response_json(s, f->members[0].tid, f->members[1].tid)) < 0)
-                r = -ENOMEM;
-        if (r >= 0 && json_object_object_add(o, "response_b_to_a_us",
-                                             edge_response_json(s, f->members[1].tid, f->members[0].tid)) < 0)
-                r = -ENOMEM;
-        r = r ?: edge_unanswered_json(o, s, f->members[0].tid, f->members[1].tid, "a_to_b");
-        r = r ?: edge_unanswered_json(o, s, f->members[1].tid, f->members[0].tid, "b_to_a");
+        r = r ?: direction_json(o, s, f->members[0].tid, f->members[1].tid, "a_to_b");
+        r = r ?: direction_json(o, s, f->members[1].tid, f->members[0].tid, "b_to_a");
         r = r ?: json_add(o, "wake_rate_per_s", json_object_new_double(f->wake_rate_per_s));
         /* A fraction only when measured from wake-ups; the fallback's verdicts
          * are "split", "together" or "unknown" with their basis. */

@@ -32,7 +32,8 @@
  * costs 7x, in every repeat where it happened (the kernel's own swing, in
  * the repeats it changed nothing: 0.81-1.25x). So a fan is placed whole,
  * all three threads on one CPU (the planner's chain()), and only where
- * they fit there together (add_finding()); one that does not is a hub. A
+ * together they stay within what MaxCombinedUtil= lets a pair use
+ * (add_finding()); one that does not is a hub. A
  * thread between two (a proxy: the server of its client, the client of its
  * backend) is a chain's link, not a fan, and so is one whose two partners
  * are not one service, whatever their start times make of its roles
@@ -443,10 +444,11 @@ static double unanswered_both(const struct pair_item *it) {
                                  (it->split_next[0] + it->split_next[1]);
 }
 
+/* each way first: a direction too thin to tell (-1) or under a quarter settles it */
 static bool runs_on(const struct task *a, const struct task *b, const struct pair_item *it, unsigned anchored) {
-        return !held_together(a, b, anchored) && unanswered_both(it) >= DETECT_PAIR_STREAM_UNANSWERED &&
-               unanswered_share(it, 0) >= DETECT_PAIR_STREAM_UNANSWERED_EACH &&
-               unanswered_share(it, 1) >= DETECT_PAIR_STREAM_UNANSWERED_EACH;
+        return !held_together(a, b, anchored) && unanswered_share(it, 0) >= DETECT_PAIR_STREAM_UNANSWERED_EACH &&
+               unanswered_share(it, 1) >= DETECT_PAIR_STREAM_UNANSWERED_EACH &&
+               unanswered_both(it) >= DETECT_PAIR_STREAM_UNANSWERED;
 }
 
 /* What a pair's members have besides each other (partners_of(), fan_util()). */
@@ -454,6 +456,7 @@ struct pair_company {
         unsigned partners;      /* the most threads either member exchanges with at pair rates */
         unsigned fan;           /* the widest fan of either: partners of one role, one service */
         double fan_util;        /* that fan's threads together, its hub and each partner; 0: no fan */
+        unsigned fan_hub;       /* that fan's hub: bit 0 the lower TID (a), bit 1 the other */
 };
 
 /*
@@ -510,8 +513,10 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
                   : fan                               ? PAIR_FAN
                   : waker                             ? PAIR_FEEDER
                                                       : PAIR_PINGPONG;
-        if (fan)
+        if (f.shape == PAIR_FAN) {
                 f.combined_util = co->fan_util;
+                f.fan_hub = co->fan_hub;
+        }
         if (f.shape == PAIR_HUB && hub)
                 snprintf(f.note, sizeof(f.note),
                          "hub: a member exchanges with %u threads at pair rates (%.0f/%.0f wake-ups/s with this one)",
@@ -844,8 +849,10 @@ int detect_pairs(const struct snapshot *s, const struct config *c, pid_t self_pi
                         continue;
                 co.partners = MAX(partners_of(s, &busy, it.lo, &fan_lo), partners_of(s, &busy, it.hi, &fan_hi));
                 co.fan = MAX(fan_lo, fan_hi);
-                if (co.fan >= DETECT_PAIR_FAN_PARTNERS && co.partners < DETECT_PAIR_HUB_PARTNERS)
+                if (co.fan >= DETECT_PAIR_FAN_PARTNERS && co.partners < DETECT_PAIR_HUB_PARTNERS) {
+                        co.fan_hub = fan_lo >= fan_hi ? 1u << 0 : 1u << 1;
                         co.fan_util = fan_util(s, &busy, fan_lo >= fan_hi ? it.lo : it.hi);
+                }
                 r = add_finding(s, p, a, b, &it, rate, &co, anchored, waker, out);
                 if (r < 0)
                         return r;

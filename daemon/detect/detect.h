@@ -110,6 +110,8 @@ struct finding {
                                       * else; only the other member is moved, onto that CPU */
         unsigned waker;              /* PAIR_FEEDER: bit k set: members[k] wakes the other one way;
                                       * only it joins the other's pair */
+        unsigned fan_hub;            /* PAIR_FAN: bit k set: members[k] is the fan's hub (the client,
+                                      * or the server, of both its partners) */
         char note[160];              /* short human text, e.g. "stream: combined util 1.7 > 1.2" */
 };
 

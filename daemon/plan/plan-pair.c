@@ -121,6 +121,7 @@ struct pair_item {
         const struct pair_item *chain_pair; /* then: that pair (a feeder's work is its) */
         double chain_util;              /* then: the util of the whole chain */
         double rate;                    /* for ordering */
+        bool decided;                   /* decided this pass (decide(), or with its fan: place_fan_link()) */
         bool placed_now;                /* placed this pass: placed_before is what its actions carried */
         struct pair_before placed_before;
 };
@@ -602,13 +603,69 @@ enum no_cpu_reason {
 };
 
 /*
- * Choose the pair's CPU, or -1 with the reason. The members' own load is
- * not counted against any CPU: it moves with them.
+ * A fan (PAIR_FAN, detect-pair.c): a hub and its two partners, in two
+ * pairs that share the hub. It is held whole or not at all: pinned with
+ * one partner and the other left where it was it read 0.79x stock. Its
+ * first pair is placed only where its other pair can join in the same
+ * pass (fan_can_join()), and that pair is placed at once after it
+ * (place_fan_link()); a fan pair never adopts a lone member back
+ * (adoptable_cpu()), and one held without its other pair on its CPU is
+ * let go (keep_fans_whole()). Its shape and hub are the finding's, or the
+ * last one's in a quiet interval (hysteresis).
+ */
+static enum pair_shape item_shape(const struct pair_item *it) {
+        return it->f ? it->f->shape : it->st ? it->st->last.shape : PAIR_PINGPONG;
+}
+
+/* The fan's hub among the members, or NULL. */
+static const struct task_id *fan_hub(const struct pair_item *it) {
+        unsigned bits = it->f ? it->f->fan_hub : it->st ? it->st->last.fan_hub : 0;
+
+        if (item_shape(it) != PAIR_FAN || !bits)
+                return NULL;
+        return &it->id[bits & 1u ? 0 : 1];
+}
+
+/* Two pairs of one fan: both fans, with one hub. */
+static bool same_fan(const struct pair_item *a, const struct pair_item *b) {
+        const struct task_id *x = fan_hub(a), *y = fan_hub(b);
+
+        return a != b && x && y && task_id_equal(x, y);
+}
+
+/* The fan's other pair found this interval, or NULL. */
+static struct pair_item *fan_sibling(const struct pair_plan *pp, const struct pair_item *it) {
+        for (size_t i = 0; i < pp->n_items; i++)
+                if (pp->items[i].f && same_fan(&pp->items[i], it))
+                        return &pp->items[i];
+        return NULL;
+}
+
+/* The fan's third thread: its other pair's member that is not the hub. */
+static const struct task *fan_third(const struct pair_plan *pp, const struct pair_item *it) {
+        const struct pair_item *o = fan_sibling(pp, it);
+        const struct task_id *hub = fan_hub(it);
+
+        if (!o || !hub)
+                return NULL;
+        return task_id_equal(&o->id[0], hub) ? o->t[1] : o->t[0];
+}
+
+/* The fan's other pair joins this pass, on the CPU its first pair was placed on (chain()). */
+static bool joins_fan(const struct pair_item *it) {
+        return it->chain_pair && it->chain_pair->placed_now && same_fan(it, it->chain_pair);
+}
+
+/*
+ * Choose the pair's CPU, or -1 with the reason. The members' own load (a
+ * fan's: all three threads') is not counted against any CPU: it moves
+ * with them.
  */
 static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, enum no_cpu_reason *ret_why,
                       char *detail, size_t detail_size) {
         const int *claim = pp->ctx->cpu_claim;
         cpumask_t cand = candidates(pp, it);
+        const struct task *mine[3] = { it->t[0], it->t[1], it->chain_cpu < 0 ? fan_third(pp, it) : NULL };
         double best_score = 0;
         int best = -1, n_hog = 0, n_busy = 0, node = mem_node(pp, it, NULL);
         bool best_home = false;
@@ -636,8 +693,8 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
                 }
                 load = pp->load[c];
                 busy = pp->busy[c];
-                for (int k = 0; k < 2; k++) {
-                        const struct task *t = it->t[k];
+                for (int k = 0; k < 3; k++) {
+                        const struct task *t = mine[k];
                         if (!t || !t->have_rates || t->last_cpu != c)
                                 continue;
                         load -= t->util;
@@ -697,8 +754,8 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         enum evidence_basis basis;
         double v, keep, resp;
 
-        if (!it->t[0] || !it->t[1])
-                return;
+        if (!it->t[0] || !it->t[1] || it->m[0] || it->m[1])
+                return;   /* gone, or ours: what it moves now is no "before" */
         basis = effect_basis_for(DETECT_PAIR, it->t[0], it->t[1]);
         v = effect_proxy_on(DETECT_PAIR, basis, it->t[0], it->t[1]);
         w = MIN(it->t[0]->window_usec, it->t[1]->window_usec);
@@ -864,6 +921,9 @@ static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state s
 static int adoptable_cpu(const struct pair_plan *pp, const struct pair_item *it, char akey[2][128]) {
         uint64_t now = pp->ctx->in->now_usec;
 
+        if (item_shape(it) == PAIR_FAN)
+                return -1;   /* placed whole or not at all: a lone member is let go */
+
         for (int k = 0; k < 2; k++) {
                 const struct plan_target_state *ts;
                 int j = 1 - k, cpu;
@@ -936,6 +996,30 @@ static bool in_place(const struct pair_item *it, int k, const cpumask_t *one) {
                cpumask_equal(&it->t[k]->allowed, one);
 }
 
+/*
+ * The load a placement moves: the members' util off the CPUs they last ran
+ * on, with their count there as busy threads, so that the pairs decided
+ * after it in this pass do not find them there; a fan's busy partner moved
+ * off CPU 1 still read as a busy thread there, and the second fan of
+ * pgbench -c 4 -j 2 went onto the first one's CPU (23k tps, 36k stock).
+ * Onto cpu: the pair's combined util (a fan's link adds none: its first
+ * pair's is the whole fan's). An anchor does not move.
+ */
+static void move_load(struct pair_plan *pp, const struct pair_item *it, int cpu) {
+        for (int k = 0; k < 2; k++) {
+                const struct task *t = it->t[k];
+
+                if ((it->anchored & (1u << k)) || !t || !t->have_rates || t->last_cpu < 0 ||
+                    t->last_cpu >= pp->n_cpus || t->last_cpu == cpu)
+                        continue;
+                pp->load[t->last_cpu] -= t->util;
+                if (t->util > PAIR_BUSY_UTIL)
+                        pp->busy[t->last_cpu]--;
+        }
+        if (!(it->chain_cpu >= 0 && it->f && it->f->shape == PAIR_FAN))
+                pp->load[cpu] += it->f ? it->f->combined_util : 1.0;
+}
+
 static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char *what) {
         const struct finding *f = it->f;
         cpumask_t mask = pair_mask(pp, it, cpu);
@@ -977,7 +1061,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
                         return r;
         }
         claim_mask(pp, &mask);
-        pp->load[cpu] += f ? f->combined_util : 1.0;
+        move_load(pp, it, cpu);
         it->st->cpu = cpu;
         /* ours now: what it moves and how fast it answers from here on are no "before" */
         it->st->before_sum = it->st->before_weight = it->st->response_sum = it->st->response_weight = 0;
@@ -1088,12 +1172,14 @@ static unsigned churn_count(const struct pair_plan *pp, const struct task *t) {
  * PAIR_CHAIN_FIT. A chain of more links grows the same way, one pair at a
  * time. A member that is the client of both (pgbench's thread with two
  * backends) or the server of both is a fan, not a link, unless the
- * detector found the fan (PAIR_FAN: both its pairs at pair rates, and all
- * three threads fit one CPU, which it measured, so no fit is asked here):
- * then the fan's other partner joins its hub's CPU the same way, and the
- * fan is held whole (place_new(), place_fans()). With one of its pairs
- * below pair rates it is no fan: only a member between the two, or a
- * peer, chains. Returns true when this pair is now a chain's link.
+ * detector found the fan (PAIR_FAN: both its pairs at pair rates, and the
+ * three threads' util together within MaxCombinedUtil=, which the first
+ * pair's util already is, so no fit is asked here): then the fan's other
+ * partner joins its hub's CPU the same way, through the hub only (a pair
+ * of another fan or a plain pair sharing a member chains by the rules
+ * above). With one of its pairs below pair rates it is no fan: only a
+ * member between the two, or a peer, chains. Returns true when this pair
+ * is now a chain's link.
  */
 #define PAIR_CHAIN_FIT 1.0
 
@@ -1101,7 +1187,7 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
         const struct pair_use *u0 = use_of(pp, &it->id[0]), *u1 = use_of(pp, &it->id[1]);
         const struct pair_use *u = u0 ?: u1;
         int k = u0 ? 0 : 1, j = 1 - k;
-        bool fan = it->f && it->f->shape == PAIR_FAN;
+        bool fan;
         double util;
 
         if ((u0 && u1) || !u || u->cpu < 0 || u->cpu >= pp->n_cpus || (!it->f && !it->m[j]) || !it->t[j] ||
@@ -1111,6 +1197,8 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
          * a pair member's one-way notices to a helper leave the helper be */
         if (it->f && it->f->shape == PAIR_FEEDER && !(it->f->waker & (1u << j)))
                 return false;
+        /* the fan's other pair, through its hub: its third thread is in the first pair's util */
+        fan = u->pair && same_fan(it, u->pair) && task_id_equal(fan_hub(it), &it->id[k]);
         if (it->t[k]) {
                 enum pair_role role[2];
 
@@ -1119,7 +1207,8 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
                         return false;
         }
         /* a fan's combined util is the whole fan's already (the detector's) */
-        util = fan ? MAX(u->util, it->f->combined_util) : u->util + (it->t[j]->have_rates ? it->t[j]->util : 0);
+        util = fan ? MAX(u->util, it->f ? it->f->combined_util : it->st->last.combined_util)
+                   : u->util + (it->t[j]->have_rates ? it->t[j]->util : 0);
         /* once joined the chain shares one CPU, so its util fits by construction:
          * only a new link is measured against the CPU */
         if (!fan && !it->m[j] && util > PAIR_CHAIN_FIT)
@@ -1459,58 +1548,97 @@ static bool no_gain_here(const struct pair_plan *pp, const struct pair_item *it)
         return true;
 }
 
-/* The fan's other pair joins this pass: the CPU its first pair was placed on (chain()). */
-static bool joins_fan(const struct pair_item *it) {
-        return it->f && it->f->shape == PAIR_FAN && it->chain_pair && it->chain_pair->placed_now;
-}
+/*
+ * Why the fan's other pair could not join its first pair on cpu in this
+ * pass, or NULL: what would stop place_new() for it (a member someone else
+ * holds, its policy, a block from an effect check, its cool-down, a member
+ * too new to judge), asked before the first pair is placed, so that a fan
+ * is placed whole or not at all.
+ */
+static const char *fan_cannot_join(const struct pair_plan *pp, const struct pair_item *sib, int cpu) {
+        const struct task_id *hub = fan_hub(sib);
+        uint64_t now = pp->ctx->in->now_usec;
+        char akey[2][128];
+        cpumask_t cand;
+        int j;
 
-/* The fan's other pair this pass (a PAIR_FAN finding with a member in common), or NULL. */
-static const struct pair_item *fan_sibling(const struct pair_plan *pp, const struct pair_item *it) {
-        for (size_t i = 0; i < pp->n_items; i++) {
-                const struct pair_item *o = &pp->items[i];
-
-                if (o == it || !o->f || o->f->shape != PAIR_FAN)
-                        continue;
-                for (int k = 0; k < 4; k++)
-                        if (task_id_equal(&o->id[k / 2], &it->id[k % 2]))
-                                return o;
-        }
+        if (!hub || !sib->t[0] || !sib->t[1])
+                return "its other pair is gone";
+        j = task_id_equal(&sib->id[0], hub) ? 1 : 0;
+        if (sib->m[0] || sib->m[1])
+                return "its other pair is held apart";
+        if (!sib->p || sib->p->action != ACTION_COLOCATE)
+                return "its other pair's policy does not co-locate";
+        if (sib->other[j] || sib->pair_pin[j] || (sib->anchored & (1u << j)))
+                return "its third thread is pinned by someone else";
+        cand = candidates(pp, sib);
+        if (!cpumask_test(&cand, cpu))
+                return "its third thread may not run on this CPU";
+        if (sib->t[0]->rates_since_birth || sib->t[1]->rates_since_birth)
+                return "its third thread started in this interval";
+        if (member_keys(sib, akey) < 0 || plan_state_blocked(pp->ctx->state, sib->st->key, akey[0], now, NULL) ||
+            plan_state_blocked(pp->ctx->state, NULL, akey[1], now, NULL))
+                return "its other pair is blocked by an effect check";
+        if (sib->st->cooldown_until_usec > now)
+                return "its other pair is in its cool-down";
         return NULL;
 }
 
+static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][128]);
+
+/* The fan's other pair, at once after its first: decided now if it had
+ * not been (the pairs go by rate), and placed as a link of the first. */
+static int place_fan_link(struct pair_plan *pp, struct pair_item *sib) {
+        char akey[2][128];
+        int r;
+
+        if (!sib->decided) {
+                sib->decided = true;
+                remember_finding(sib);
+                note_window(pp, sib);
+        }
+        r = decide_ineligible(pp, sib);
+        if (r != 0)
+                return MIN(r, 0);
+        r = member_keys(sib, akey);
+        return r < 0 ? r : place_new(pp, sib, akey);
+}
+
 /*
- * A fan is placed whole: its first pair's placement needs the budget of
- * its third thread too, and the other pair joins in the same pass without
- * a split of its own to wait for (joins_fan()); its threads took turns
- * with the hub where the kernel kept them together, and are split from it
- * once the hub moves. One pinned with its hub and the third left where it
- * was read 0.79x stock (detect-pair.c).
+ * A fan's first pair (a fan's link joins without a split of its own to
+ * wait for: joins_fan()) is placed only where its other pair can join on
+ * the same CPU, with the budget for all three threads, and that pair is
+ * placed right after it: its threads took turns with the hub where the
+ * kernel kept them together, and are split from it once the hub moves.
  */
 static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
+        bool first_of_fan = item_shape(it) == PAIR_FAN && it->chain_cpu < 0;
+        struct pair_item *sib = first_of_fan ? fan_sibling(pp, it) : NULL;
+        const char *why = NULL;
         enum no_cpu_reason ncr;
         char detail[160];
-        int cpu;
+        int cpu, r;
 
         if (no_gain_here(pp, it))
                 return 0;
         if ((!joins_fan(it) && !split_long_enough(pp, it)) || held_back(pp, it, akey))
                 return 0;
-        if (it->f->shape == PAIR_FAN && it->chain_cpu < 0 && !fan_sibling(pp, it)) {
-                /* its hub's other partner is at pair rates one way only, or its policy's
-                 * WakeRate= is higher: the third thread would never join */
-                plan_set_pair_state(it->st, PAIR_WATCHING, "split; a fan, placed whole or not at all, and its "
-                                    "other pair is not found this interval");
-                return 0;
-        }
         cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
-        if (pp->ctx->actions_left < sets_needed(pp, it, cpu) + (it->f->shape == PAIR_FAN && it->chain_cpu < 0)) {
+        if (first_of_fan)
+                why = sib ? fan_cannot_join(pp, sib, cpu) : "its other pair is not found this interval";
+        if (why) {
+                plan_set_pair_state(it->st, PAIR_WATCHING, "split; a fan, placed whole or not at all: %s", why);
+                return 0;
+        }
+        if (pp->ctx->actions_left < sets_needed(pp, it, cpu) + first_of_fan) {
                 plan_set_pair_state(it->st, PAIR_WATCHING, "split; no action budget left this interval");
                 return 0;
         }
         plan_cooldown_arm(pp->ctx, it->st);
-        return place(pp, it, cpu, "co-locate");
+        r = place(pp, it, cpu, "co-locate");
+        return r < 0 || !first_of_fan ? r : place_fan_link(pp, sib);
 }
 
 /*
@@ -1522,11 +1650,11 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         char akey[2][128];
         int r;
 
+        it->decided = true;
         remember_finding(it);
         if (!it->t[0] || !it->t[1])
                 return decide_gone(pp, it);
-        if (!it->m[0] && !it->m[1])
-                note_window(pp, it);
+        note_window(pp, it);
         if (!it->f)
                 return decide_quiet(pp, it);
         r = decide_ineligible(pp, it);
@@ -1540,29 +1668,33 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         return place_new(pp, it, akey);
 }
 
+/* The CPU pair it holds this pass (kept or placed: use()), or -1. */
+static int used_cpu(const struct pair_plan *pp, const struct pair_item *it) {
+        for (size_t i = 0; i < pp->n_used; i++)
+                if (pp->used[i].pair == it)
+                        return pp->used[i].cpu;
+        return -1;
+}
+
 /*
- * The other pair of a fan placed this pass, decided before it (pairs go
- * by rate, and a fan's stronger pair may read together while the weaker
- * one is split and placed): it joins now, as it would have in order.
+ * A fan pair of ours held without its other pair on its CPU (that one
+ * undone by its effect check, turned into a stream, quiet past its
+ * hysteresis, or without the budget to follow a move) is let go: half a
+ * fan is what placing it whole avoids.
  */
-static int place_fans(struct pair_plan *pp) {
+static int keep_fans_whole(struct pair_plan *pp) {
         for (size_t i = 0; i < pp->n_items; i++) {
                 struct pair_item *it = &pp->items[i];
-                const struct pair_use *u;
-                char akey[2][128];
-                int r;
+                int cpu = used_cpu(pp, it), r;
+                bool whole = false;
 
-                if (!it->f || it->f->shape != PAIR_FAN || it->placed_now || it->m[0] || it->m[1] || !it->t[0] ||
-                    !it->t[1] || it->chain_cpu >= 0)
+                if (item_shape(it) != PAIR_FAN || (!it->m[0] && !it->m[1]) || cpu < 0)
                         continue;
-                u = use_of(pp, &it->id[0]) ?: use_of(pp, &it->id[1]);
-                if (!u || !u->pair->placed_now)
+                for (size_t j = 0; j < pp->n_used && !whole; j++)
+                        whole = same_fan(pp->used[j].pair, it) && pp->used[j].cpu == cpu;
+                if (whole)
                         continue;
-                r = decide_ineligible(pp, it);
-                if (r == 0)
-                        r = member_keys(it, akey);
-                if (r == 0)
-                        r = place_new(pp, it, akey);
+                r = release(pp, it, PAIR_RELEASED, "pair: released: its fan is no longer held whole on one CPU");
                 if (r < 0)
                         return r;
         }
@@ -1616,9 +1748,10 @@ int plan_pairs(struct plan_ctx *ctx) {
         if (r >= 0 && pp.n_items > 1)
                 qsort_safe(pp.items, pp.n_items, sizeof(*pp.items), item_cmp);
         for (size_t i = 0; r >= 0 && i < pp.n_items; i++)
-                r = decide(&pp, &pp.items[i]);
+                if (!pp.items[i].decided)   /* a fan's link may be, with its first pair */
+                        r = decide(&pp, &pp.items[i]);
         if (r >= 0)
-                r = place_fans(&pp);
+                r = keep_fans_whole(&pp);
         if (r >= 0)
                 r = release_orphans(&pp);
 
