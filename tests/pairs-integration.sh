@@ -454,7 +454,8 @@ running() { grep -q fifo-pingpong "/proc/$1/cmdline" 2>/dev/null; }
 # group_placed NAME DIR TID THREADS...: 0 when the threads of a group
 # (a chain, a fan; TID one of them in each of its pairs) are all on one
 # CPU within 15 s. Else 1, and it says why where that is no failure: the
-# kernel kept the group together (every pair of TID watched as together), or
+# kernel kept the group together (every pair of TID watched as together),
+# the detector found a fan too busy for one CPU here (a hub), or
 # the effect check undid it and the group's own rate agrees.
 group_placed() {
         local name=$1 dir=$2 tid=$3
@@ -463,6 +464,11 @@ group_placed() {
         if pairs_json | jq -e --argjson p "$tid" '[.pairs[] | select(.tid_a == $p or .tid_b == $p)]
                         | length >= 1 and all(.state == "watching" and (.why | startswith("together")))' >/dev/null; then
                 NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }a $name (the kernel kept it together)"
+        elif pairs_json | jq -e --argjson p "$tid" '[.pairs[] | select(.tid_a == $p or .tid_b == $p)]
+                        | length >= 1 and all(.state == "left alone: hub" and (.note | startswith("fan: ")))' >/dev/null; then
+                # its three threads together over MaxCombinedUtil= on this host now (the detector's rule)
+                NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }a $name ($(pairs_json | jq -r --argjson p "$tid" \
+                        '[.pairs[] | select(.tid_a == $p or .tid_b == $p) | .note][0]'))"
         elif grep -Eq "undo affinity task:($(IFS='|'; echo "$*")):.*effect check" "$RUNDIR/daemon.log"; then
                 group_undo_agrees "$name" "$dir" "$@"
         else

@@ -1180,13 +1180,16 @@ static void test_fan_whole(void) {
         ASSERT_STREQ(target(&w, 870, 872)->state, "co-located");
         ASSERT_EQ(target(&w, 870, 872)->cpu, cpu);
 
-        /* applied: it stays so, both pairs now together, also with the other
-         * pair quiet for an interval (the last one: hysteresis) */
+        /* applied: it stays so, both pairs now together, also with either
+         * pair quiet for an interval (hysteresis), when the other, its hub
+         * left with one partner at pair rates, reads as a plain ping-pong */
         hold_three(&w, tasks, 0, cpu);
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < 5; i++) {
                 fan_findings(&w, tasks, 0.0, 0.0);
-                if (i == 3) {
-                        w.findings.items[0] = w.findings.items[1];
+                if (i >= 3) {
+                        w.findings.items[0] = w.findings.items[i == 3 ? 1 : 0];
+                        w.findings.items[0].shape = PAIR_PINGPONG;
+                        w.findings.items[0].fan_hub = 0;
                         w.findings.n = 1;
                 }
                 memset(w.claim, 0, sizeof(w.claim));
@@ -1196,7 +1199,9 @@ static void test_fan_whole(void) {
                 ASSERT_STREQ(target(&w, 870, 872)->state, "co-located");
         }
 
-        /* 872's pin undone (the applier no longer lists it): the rest let go, never half a fan kept */
+        /* 872's pin undone by its effect check (blocked, and the applier no
+         * longer lists it): the rest let go, never half a fan kept */
+        ASSERT_OK(plan_state_block(w.state, "pair:870:872", w.now + 600 * USEC_PER_SEC, "slower"));
         fan_findings(&w, tasks, 0.0, 1.0);
         w.n_managed = 2;
         tasks[2].allowed = ALL4, tasks[2].last_cpu = 3;
@@ -1257,6 +1262,31 @@ static void test_fan_whole(void) {
         interval(&w);
         ASSERT_EQ(w.out.n, 0);
         ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "pinned by someone else") != NULL);
+        world_done(&w);
+}
+
+/*
+ * A fan's partner 871 is also in a stronger plain pair (with 890), placed
+ * first: the fan joins nothing through a partner (the hub would go to that
+ * pair's CPU without its other partner), and is not placed either, its
+ * third thread being in another pair.
+ */
+static void test_fan_partner_taken(void) {
+        struct task tasks[] = { mktask(870, 0.2, 0), mktask(871, 0.2, 1), mktask(872, 0.2, 2), mktask(890, 0.2, 3) };
+        struct world w;
+        struct finding x;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        w.budget = 8;
+        fan_findings(&w, tasks, 1.0, 1.0);
+        x = mkpair(&tasks[1], &tasks[3], 1.0, "split pair");
+        x.split_basis = SPLIT_BASIS_WAKEUPS;
+        x.wake_rate_per_s = 90000;
+        ASSERT_OK(findings_add(&w.findings, &x));
+        interval(&w);
+        expect_colocated(&w, 871, 890);
+        ASSERT_STREQ(target(&w, 870, 871)->state, "left alone: shared");
+        ASSERT_TRUE(strstr(target(&w, 870, 872)->why, "its third thread is in another pair") != NULL);
         world_done(&w);
 }
 
@@ -2036,6 +2066,7 @@ int main(void) {
         test_fan_no_chain();
         test_fan_whole();
         test_two_fans();
+        test_fan_partner_taken();
         test_machines_distinct_cores();
         test_machines_capacity();
         test_machines_llcs_before_sharing();

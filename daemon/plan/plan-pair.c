@@ -607,23 +607,38 @@ enum no_cpu_reason {
  * pairs that share the hub. It is held whole or not at all: pinned with
  * one partner and the other left where it was it read 0.79x stock. Its
  * first pair is placed only where its other pair can join in the same
- * pass (fan_can_join()), and that pair is placed at once after it
+ * pass (fan_cannot_join()), and that pair is placed at once after it
  * (place_fan_link()); a fan pair never adopts a lone member back
  * (adoptable_cpu()), and one held without its other pair on its CPU is
  * let go (keep_fans_whole()). Its shape and hub are the finding's, or the
  * last one's in a quiet interval (hysteresis).
  */
+static bool held_as_fan(const struct pair_item *it) {
+        return it->st && it->st->fan_hub.tid && (it->m[0] || it->m[1] || it->placed_now);
+}
+
+/*
+ * A pair placed as a fan stays one while it is ours, unless it turns into
+ * a stream or a hub: a partner's quiet interval leaves the hub with one
+ * partner at pair rates, and its other pair then reads as a plain
+ * ping-pong until that partner is back; the fan is judged whole all the
+ * same (hysteresis), not taken apart pair by pair.
+ */
 static enum pair_shape item_shape(const struct pair_item *it) {
-        return it->f ? it->f->shape : it->st ? it->st->last.shape : PAIR_PINGPONG;
+        enum pair_shape s = it->f ? it->f->shape : it->st ? it->st->last.shape : PAIR_PINGPONG;
+
+        return s == PAIR_PINGPONG && held_as_fan(it) ? PAIR_FAN : s;
 }
 
 /* The fan's hub among the members, or NULL. */
 static const struct task_id *fan_hub(const struct pair_item *it) {
         unsigned bits = it->f ? it->f->fan_hub : it->st ? it->st->last.fan_hub : 0;
 
-        if (item_shape(it) != PAIR_FAN || !bits)
+        if (item_shape(it) != PAIR_FAN)
                 return NULL;
-        return &it->id[bits & 1u ? 0 : 1];
+        if (held_as_fan(it))
+                return &it->st->fan_hub;
+        return bits ? &it->id[bits & 1u ? 0 : 1] : NULL;
 }
 
 /* Two pairs of one fan: both fans, with one hub. */
@@ -635,6 +650,8 @@ static bool same_fan(const struct pair_item *a, const struct pair_item *b) {
 
 /* The fan's other pair found this interval, or NULL. */
 static struct pair_item *fan_sibling(const struct pair_plan *pp, const struct pair_item *it) {
+        if (!fan_hub(it))
+                return NULL;
         for (size_t i = 0; i < pp->n_items; i++)
                 if (pp->items[i].f && same_fan(&pp->items[i], it))
                         return &pp->items[i];
@@ -649,6 +666,16 @@ static const struct task *fan_third(const struct pair_plan *pp, const struct pai
         if (!o || !hub)
                 return NULL;
         return task_id_equal(&o->id[0], hub) ? o->t[1] : o->t[0];
+}
+
+/* The SET the fan's third thread needs to follow its first pair onto cpu
+ * (a move, a new span): budgeted with the first pair's, or the fan would
+ * be left half. */
+static unsigned fan_link_sets(const struct pair_plan *pp, const struct pair_item *it, int cpu) {
+        const struct task *t = it->chain_cpu < 0 ? fan_third(pp, it) : NULL;
+        cpumask_t one = cpumask_of(cpu);
+
+        return t && !(t->affinity_ours && cpumask_equal(&t->allowed, &one));
 }
 
 /* The fan's other pair joins this pass, on the CPU its first pair was placed on (chain()). */
@@ -666,12 +693,18 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
         const int *claim = pp->ctx->cpu_claim;
         cpumask_t cand = candidates(pp, it);
         const struct task *mine[3] = { it->t[0], it->t[1], it->chain_cpu < 0 ? fan_third(pp, it) : NULL };
+        const struct pair_item *sib = it->chain_cpu < 0 ? fan_sibling(pp, it) : NULL;
         double best_score = 0;
         int best = -1, n_hog = 0, n_busy = 0, node = mem_node(pp, it, NULL);
         bool best_home = false;
         size_t off = 0;
 
         detail[0] = '\0';
+        if (sib) {
+                /* a fan's CPU is one its third thread may run on too */
+                cpumask_t theirs = candidates(pp, sib);
+                cand = cpumask_and(&cand, &theirs);
+        }
         if (it->chain_cpu >= 0) {
                 /* a chain's CPU is its stronger pair's; chain() checked that it fits */
                 cpumask_t one = cpumask_of(it->chain_cpu);
@@ -899,6 +932,7 @@ static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state s
         it->st->cpu = -1;
         it->st->seen = 0;
         it->st->placed_usec = 0;
+        it->st->fan_hub = (struct task_id) {};
         /* no co-location right after a release: that is how flapping starts */
         plan_cooldown_arm(pp->ctx, it->st);
         plan_set_pair_state(it->st, state, "%s", reason);
@@ -1016,7 +1050,7 @@ static void move_load(struct pair_plan *pp, const struct pair_item *it, int cpu)
                 if (t->util > PAIR_BUSY_UTIL)
                         pp->busy[t->last_cpu]--;
         }
-        if (!(it->chain_cpu >= 0 && it->f && it->f->shape == PAIR_FAN))
+        if (!(it->chain_cpu >= 0 && item_shape(it) == PAIR_FAN))
                 pp->load[cpu] += it->f ? it->f->combined_util : 1.0;
 }
 
@@ -1049,6 +1083,8 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
                  f ? detect_pair_split_text(f, split_share_min(pp, it), split, sizeof(split)) : "split ?", mem) < 0)
                 reason[0] = '\0';
         it->placed_before = pair_before_of(pp, it);
+        if (!it->st->fan_hub.tid && item_shape(it) == PAIR_FAN && fan_hub(it))
+                it->st->fan_hub = *fan_hub(it);
         it->placed_now = true;
         for (int k = 0; k < 2; k++) {
                 struct action a;
@@ -1197,8 +1233,12 @@ static bool chain(struct pair_plan *pp, struct pair_item *it) {
          * a pair member's one-way notices to a helper leave the helper be */
         if (it->f && it->f->shape == PAIR_FEEDER && !(it->f->waker & (1u << j)))
                 return false;
-        /* the fan's other pair, through its hub: its third thread is in the first pair's util */
-        fan = u->pair && same_fan(it, u->pair) && task_id_equal(fan_hub(it), &it->id[k]);
+        /* the fan's other pair, through its hub, onto the fan's first pair: its
+         * third thread is in that pair's util. A fan pair joins nothing through
+         * a partner: it is placed whole as its own group or not at all. */
+        if (item_shape(it) == PAIR_FAN && fan_hub(it) && !task_id_equal(fan_hub(it), &it->id[k]))
+                return false;
+        fan = u->pair && u->pair->chain_cpu < 0 && same_fan(it, u->pair) && task_id_equal(fan_hub(it), &it->id[k]);
         if (it->t[k]) {
                 enum pair_role role[2];
 
@@ -1370,7 +1410,8 @@ static int keep(struct pair_plan *pp, struct pair_item *it, int cpu) {
         const struct finding *f = it->f;
 
         claim_mask(pp, held_mask(it));
-        pp->load[cpu] += f->combined_util;
+        if (!(it->chain_cpu >= 0 && item_shape(it) == PAIR_FAN))
+                pp->load[cpu] += f->combined_util;   /* a fan's link: its first pair's is the whole fan's */
         it->st->cpu = cpu;
         plan_set_pair_state(it->st, PAIR_COLOCATED, "%.0f wake-ups/s each way, util %.2f; %s", f->wake_rate_per_s,
                        f->combined_util, (it->m[0] ?: it->m[1])->reason);
@@ -1399,7 +1440,7 @@ static int move(struct pair_plan *pp, struct pair_item *it) {
 
         if (cpu < 0)
                 return no_cpu(pp, it, ncr, detail);
-        if (sets_needed(pp, it, cpu) > pp->ctx->actions_left)
+        if (sets_needed(pp, it, cpu) + fan_link_sets(pp, it, cpu) > pp->ctx->actions_left)
                 return release(pp, it, PAIR_RELEASED, "pair: released: CPU %d no longer fit, no budget to move",
                                it->pin_cpu);
         return place(pp, it, cpu, "moved");
@@ -1423,7 +1464,8 @@ static int keep_or_move(struct pair_plan *pp, struct pair_item *it, char akey[2]
                 cpumask_t want = pair_mask(pp, it, it->pin_cpu);
 
                 /* its span changed (Span=, the calibration, a hog pinned on a CPU of it): set anew */
-                if (!cpumask_equal(&want, held_mask(it)) && sets_needed(pp, it, it->pin_cpu) <= pp->ctx->actions_left)
+                if (!cpumask_equal(&want, held_mask(it)) &&
+                    sets_needed(pp, it, it->pin_cpu) + fan_link_sets(pp, it, it->pin_cpu) <= pp->ctx->actions_left)
                         return place(pp, it, it->pin_cpu, "re-spanned");
                 return keep(pp, it, it->pin_cpu);
         }
@@ -1571,12 +1613,19 @@ static const char *fan_cannot_join(const struct pair_plan *pp, const struct pair
                 return "its other pair's policy does not co-locate";
         if (sib->other[j] || sib->pair_pin[j] || (sib->anchored & (1u << j)))
                 return "its third thread is pinned by someone else";
+        if (used(pp, &sib->id[j]))
+                return "its third thread is in another pair";
+        if (MAX(churn_count(pp, sib->t[0]), churn_count(pp, sib->t[1])) >= PAIR_SHORT_MIN &&
+            now - sib->st->first_seen_usec < PAIR_SHORT_USEC)
+                return "a member of its other pair serves short connections";
         cand = candidates(pp, sib);
         if (!cpumask_test(&cand, cpu))
                 return "its third thread may not run on this CPU";
         if (sib->t[0]->rates_since_birth || sib->t[1]->rates_since_birth)
                 return "its third thread started in this interval";
-        if (member_keys(sib, akey) < 0 || plan_state_blocked(pp->ctx->state, sib->st->key, akey[0], now, NULL) ||
+        if (member_keys(sib, akey) < 0)
+                return "its other pair's keys are too long";
+        if (plan_state_blocked(pp->ctx->state, sib->st->key, akey[0], now, NULL) ||
             plan_state_blocked(pp->ctx->state, NULL, akey[1], now, NULL))
                 return "its other pair is blocked by an effect check";
         if (sib->st->cooldown_until_usec > now)
@@ -1619,9 +1668,10 @@ static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][12
         char detail[160];
         int cpu, r;
 
-        if (no_gain_here(pp, it))
+        /* a fan's link follows its first pair, which was judged for the fan */
+        if (!joins_fan(it) && (no_gain_here(pp, it) || !split_long_enough(pp, it)))
                 return 0;
-        if ((!joins_fan(it) && !split_long_enough(pp, it)) || held_back(pp, it, akey))
+        if (held_back(pp, it, akey))
                 return 0;
         cpu = choose_cpu(pp, it, &ncr, detail, sizeof(detail));
         if (cpu < 0)
@@ -1688,7 +1738,9 @@ static int keep_fans_whole(struct pair_plan *pp) {
                 int cpu = used_cpu(pp, it), r;
                 bool whole = false;
 
-                if (item_shape(it) != PAIR_FAN || (!it->m[0] && !it->m[1]) || cpu < 0)
+                /* not one set this pass: the applier releases before it sets, and
+                 * would pin it again after letting it go */
+                if (item_shape(it) != PAIR_FAN || (!it->m[0] && !it->m[1]) || cpu < 0 || it->placed_now)
                         continue;
                 for (size_t j = 0; j < pp->n_used && !whole; j++)
                         whole = same_fan(pp->used[j].pair, it) && pp->used[j].cpu == cpu;

@@ -105,6 +105,8 @@ struct plan_target_state {
         int cpu;                     /* hog: the CPU it is pinned (or being pinned) to, else -1 */
         uint64_t first_seen_usec;    /* pair: the pass the planner first knew it */
         uint64_t placed_usec;        /* pair: when we co-located it (0: not ours) */
+        struct task_id fan_hub;      /* pair: placed as a fan with this hub (tid 0: not a fan),
+                                      * until released (plan-pair.c, item_shape()) */
         /* "task:" keys: times someone else changed the affinity we set on this
          * thread (plan_state_foreign()); kept until the thread exits. */
         unsigned foreign_changes;
