@@ -586,6 +586,33 @@ static void test_stream_left_alone(void) {
         world_done(&w);
 }
 
+/* Placed again (a dry run repeats its report each cool-down, the change
+ * never made): the CPU of the last placement, unless another is better by
+ * more than a little; a light thread moving next door is not that. */
+static void test_same_cpu_again(void) {
+        struct task tasks[] = { mktask(100, 0.3, 0), mktask(101, 0.3, 1), mktask(102, 0.05, 0) };
+        cpumask_t two = cpumask_of(0);
+        struct finding f;
+        struct world w;
+
+        cpumask_set(&two, 1);
+        for (size_t i = 0; i < ELEMENTSOF(tasks); i++)
+                tasks[i].allowed = two;
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        f = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+        f.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(expect_colocated(&w, 100, 101), 1);
+        /* not applied; the cool-down over, the light thread now on CPU 1 */
+        tasks[2].last_cpu = 1;
+        w.now += 31 * USEC_PER_SEC;
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        ASSERT_EQ(expect_colocated(&w, 100, 101), 1);
+        world_done(&w);
+}
+
 static void test_not_on_hog_cpu(void) {
         /* hogs pinned on CPUs 0, 1, 2 (plan_hogs ran first); the pair runs on 0 and 1 */
         struct task tasks[] = { mktask(300, 0.5, 0), mktask(301, 0.5, 1) };
@@ -2065,6 +2092,7 @@ int main(void) {
         test_feeder_direction();
         test_fan_no_chain();
         test_fan_whole();
+        test_same_cpu_again();
         test_two_fans();
         test_fan_partner_taken();
         test_machines_distinct_cores();

@@ -566,6 +566,17 @@ static double capacity_cost(const struct topology *t, int c) {
                        : 0;
 }
 
+/*
+ * A pair goes again to the CPU it was last placed on (its state's cpu: in
+ * a dry run, the CPU of the report it repeats each cool-down, for the
+ * change is never made) unless another is better by more than this, in
+ * CPUs of load. Between two CPUs about as loaded the choice followed the
+ * load next door, and a dry-run daemon that had reported "on CPU 0" eight
+ * times reported "on CPU 1": news to the wake-up sampler, which then
+ * watched every pass again (tests/dry-run-settle.sh, in a CI rehearsal).
+ */
+#define PAIR_SAME_CPU_AGAIN 0.10
+
 static int distance(const struct topology *topo, int a, int b) {
         if (a < 0 || b < 0 || a >= topo->n_cpus || b >= topo->n_cpus || !topo->cpus)
                 return ELEMENTSOF(distance_cost) - 1;
@@ -743,7 +754,8 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
                 for (int k = 0; k < 2; k++)
                         if (it->t[k])
                                 d = MIN(d, distance(pp->topo, c, it->t[k]->last_cpu));
-                score = MAX(load, 0.0) + distance_cost[d] + sharing_cost(pp, c) + capacity_cost(pp->topo, c);
+                score = MAX(load, 0.0) + distance_cost[d] + sharing_cost(pp, c) + capacity_cost(pp->topo, c) -
+                        (c == it->st->cpu ? PAIR_SAME_CPU_AGAIN : 0);
                 home = node >= 0 && c < pp->topo->n_cpus && pp->topo->cpus[c].node == node;
                 if (best < 0 || (home && !best_home) || (home == best_home && score < best_score - 1e-9)) {
                         best = c;
