@@ -669,21 +669,25 @@ static struct pair_item *fan_sibling(const struct pair_plan *pp, const struct pa
         return NULL;
 }
 
-/* The fan's third thread: its other pair's member that is not the hub. */
-static const struct task *fan_third(const struct pair_plan *pp, const struct pair_item *it) {
-        const struct pair_item *o = fan_sibling(pp, it);
+/* The fan's third thread: the member of its other pair sib (fan_sibling()) that is not the hub. */
+static const struct task *fan_third(const struct pair_item *it, const struct pair_item *sib) {
         const struct task_id *hub = fan_hub(it);
 
-        if (!o || !hub)
+        if (!sib || !hub)
                 return NULL;
-        return task_id_equal(&o->id[0], hub) ? o->t[1] : o->t[0];
+        return task_id_equal(&sib->id[0], hub) ? sib->t[1] : sib->t[0];
+}
+
+/* A fan's link (its other pair, chained to its first): the first pair's util is the whole fan's. */
+static bool fan_link(const struct pair_item *it) {
+        return it->chain_cpu >= 0 && item_shape(it) == PAIR_FAN;
 }
 
 /* The SET the fan's third thread needs to follow its first pair onto cpu
  * (a move, a new span): budgeted with the first pair's, or the fan would
  * be left half. */
 static unsigned fan_link_sets(const struct pair_plan *pp, const struct pair_item *it, int cpu) {
-        const struct task *t = it->chain_cpu < 0 ? fan_third(pp, it) : NULL;
+        const struct task *t = it->chain_cpu < 0 ? fan_third(it, fan_sibling(pp, it)) : NULL;
         cpumask_t one = cpumask_of(cpu);
 
         return t && !(t->affinity_ours && cpumask_equal(&t->allowed, &one));
@@ -703,8 +707,8 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
                       char *detail, size_t detail_size) {
         const int *claim = pp->ctx->cpu_claim;
         cpumask_t cand = candidates(pp, it);
-        const struct task *mine[3] = { it->t[0], it->t[1], it->chain_cpu < 0 ? fan_third(pp, it) : NULL };
         const struct pair_item *sib = it->chain_cpu < 0 ? fan_sibling(pp, it) : NULL;
+        const struct task *mine[3] = { it->t[0], it->t[1], fan_third(it, sib) };
         double best_score = 0;
         int best = -1, n_hog = 0, n_busy = 0, node = mem_node(pp, it, NULL);
         bool best_home = false;
@@ -1062,7 +1066,7 @@ static void move_load(struct pair_plan *pp, const struct pair_item *it, int cpu)
                 if (t->util > PAIR_BUSY_UTIL)
                         pp->busy[t->last_cpu]--;
         }
-        if (!(it->chain_cpu >= 0 && item_shape(it) == PAIR_FAN))
+        if (!fan_link(it))
                 pp->load[cpu] += it->f ? it->f->combined_util : 1.0;
 }
 
@@ -1095,7 +1099,7 @@ static int place(struct pair_plan *pp, struct pair_item *it, int cpu, const char
                  f ? detect_pair_split_text(f, split_share_min(pp, it), split, sizeof(split)) : "split ?", mem) < 0)
                 reason[0] = '\0';
         it->placed_before = pair_before_of(pp, it);
-        if (!it->st->fan_hub.tid && item_shape(it) == PAIR_FAN && fan_hub(it))
+        if (!it->st->fan_hub.tid && fan_hub(it))
                 it->st->fan_hub = *fan_hub(it);
         it->placed_now = true;
         for (int k = 0; k < 2; k++) {
@@ -1422,8 +1426,8 @@ static int keep(struct pair_plan *pp, struct pair_item *it, int cpu) {
         const struct finding *f = it->f;
 
         claim_mask(pp, held_mask(it));
-        if (!(it->chain_cpu >= 0 && item_shape(it) == PAIR_FAN))
-                pp->load[cpu] += f->combined_util;   /* a fan's link: its first pair's is the whole fan's */
+        if (!fan_link(it))
+                pp->load[cpu] += f->combined_util;
         it->st->cpu = cpu;
         plan_set_pair_state(it->st, PAIR_COLOCATED, "%.0f wake-ups/s each way, util %.2f; %s", f->wake_rate_per_s,
                        f->combined_util, (it->m[0] ?: it->m[1])->reason);
@@ -1539,10 +1543,21 @@ static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
 /* Split long enough, but held back: a member too new to judge, a server of
  * short connections, a block from the effect check, or the cool-down after
  * a release. True: held back, and the state says why. */
-static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
+enum hold {
+        HOLD_NONE,
+        HOLD_NEWBORN,     /* a member started in this interval */
+        HOLD_SHORT,       /* a member serves short connections, and the pair is young */
+        HOLD_BLOCKED,     /* an effect check's block */
+        HOLD_COOLDOWN,    /* the cool-down after a release */
+};
+
+/* What holds the pair back (held_back()), without a word of it to the
+ * state: a fan's first pair asks it of its other pair (fan_cannot_join()).
+ * *ret_why (may be NULL): a block's own reason. */
+static enum hold hold_of(const struct pair_plan *pp, const struct pair_item *it, char akey[2][128],
+                         const char **ret_why) {
         uint64_t now = pp->ctx->in->now_usec;
-        struct plan_target_state *st = it->st;
-        const char *why = NULL;
+        const struct plan_target_state *st = it->st;
 
         /*
          * The effect check compares what the pair moves after the change with
@@ -1551,29 +1566,42 @@ static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][1
          * read half its rate, and co-locating it, which cost it 38 %, looked
          * +18 %. Decided on a window of its own, asked for soon.
          */
-        if (it->t[0]->rates_since_birth || it->t[1]->rates_since_birth) {
+        if (it->t[0]->rates_since_birth || it->t[1]->rates_since_birth)
+                return HOLD_NEWBORN;
+        if (MAX(churn_count(pp, it->t[0]), churn_count(pp, it->t[1])) >= PAIR_SHORT_MIN &&
+            now - st->first_seen_usec < PAIR_SHORT_USEC)
+                return HOLD_SHORT;
+        if (plan_state_blocked(pp->ctx->state, st->key, akey[0], now, ret_why) ||
+            plan_state_blocked(pp->ctx->state, NULL, akey[1], now, ret_why))
+                return HOLD_BLOCKED;
+        return st->cooldown_until_usec > now ? HOLD_COOLDOWN : HOLD_NONE;
+}
+
+static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
+        struct plan_target_state *st = it->st;
+        const char *why = NULL;
+
+        switch (hold_of(pp, it, akey, &why)) {
+        case HOLD_NONE:
+                return false;
+        case HOLD_NEWBORN:
                 plan_set_pair_state(st, PAIR_WATCHING, "split; a member started in this interval: decided on a "
                                "window of its own, at the next pass (brought forward)");
                 pp->ctx->state->recheck_soon = true;
-                return true;
-        }
-        if (MAX(churn_count(pp, it->t[0]), churn_count(pp, it->t[1])) >= PAIR_SHORT_MIN &&
-            now - st->first_seen_usec < PAIR_SHORT_USEC) {
+                break;
+        case HOLD_SHORT:
                 plan_set_pair_state(st, PAIR_WATCHING, "split; a member serves short connections: co-located once "
                                "this pair has lasted %.0f s", (double) PAIR_SHORT_USEC / USEC_PER_SEC);
-                return true;
-        }
-        if (plan_state_blocked(pp->ctx->state, st->key, akey[0], now, &why) ||
-            plan_state_blocked(pp->ctx->state, NULL, akey[1], now, &why)) {
+                break;
+        case HOLD_BLOCKED:
                 plan_set_pair_state(st, PAIR_LEFT_ALONE_BLOCKED, "%s", why ?: "not retried yet");
-                return true;
-        }
-        if (st->cooldown_until_usec > now) {
+                break;
+        case HOLD_COOLDOWN:
                 plan_set_pair_state(st, PAIR_WATCHING, "split, cool-down for %.0f s more",
-                               (double) (st->cooldown_until_usec - now) / USEC_PER_SEC);
-                return true;
+                               (double) (st->cooldown_until_usec - pp->ctx->in->now_usec) / USEC_PER_SEC);
+                break;
         }
-        return false;
+        return true;
 }
 
 /* Place new: a pair not ours, split long enough and not held back, goes on
@@ -1605,13 +1633,12 @@ static bool no_gain_here(const struct pair_plan *pp, const struct pair_item *it)
 /*
  * Why the fan's other pair could not join its first pair on cpu in this
  * pass, or NULL: what would stop place_new() for it (a member someone else
- * holds, its policy, a block from an effect check, its cool-down, a member
- * too new to judge), asked before the first pair is placed, so that a fan
- * is placed whole or not at all.
+ * holds, its policy, its CPUs, and what holds any pair back: hold_of()),
+ * asked before the first pair is placed, so that a fan is placed whole or
+ * not at all.
  */
 static const char *fan_cannot_join(const struct pair_plan *pp, const struct pair_item *sib, int cpu) {
         const struct task_id *hub = fan_hub(sib);
-        uint64_t now = pp->ctx->in->now_usec;
         char akey[2][128];
         cpumask_t cand;
         int j;
@@ -1627,21 +1654,23 @@ static const char *fan_cannot_join(const struct pair_plan *pp, const struct pair
                 return "its third thread is pinned by someone else";
         if (used(pp, &sib->id[j]))
                 return "its third thread is in another pair";
-        if (MAX(churn_count(pp, sib->t[0]), churn_count(pp, sib->t[1])) >= PAIR_SHORT_MIN &&
-            now - sib->st->first_seen_usec < PAIR_SHORT_USEC)
-                return "a member of its other pair serves short connections";
         cand = candidates(pp, sib);
         if (!cpumask_test(&cand, cpu))
                 return "its third thread may not run on this CPU";
-        if (sib->t[0]->rates_since_birth || sib->t[1]->rates_since_birth)
-                return "its third thread started in this interval";
         if (member_keys(sib, akey) < 0)
                 return "its other pair's keys are too long";
-        if (plan_state_blocked(pp->ctx->state, sib->st->key, akey[0], now, NULL) ||
-            plan_state_blocked(pp->ctx->state, NULL, akey[1], now, NULL))
+        switch (hold_of(pp, sib, akey, NULL)) {
+        case HOLD_NEWBORN:
+                return "a thread of its other pair started in this interval";
+        case HOLD_SHORT:
+                return "a member of its other pair serves short connections";
+        case HOLD_BLOCKED:
                 return "its other pair is blocked by an effect check";
-        if (sib->st->cooldown_until_usec > now)
+        case HOLD_COOLDOWN:
                 return "its other pair is in its cool-down";
+        case HOLD_NONE:
+                break;
+        }
         return NULL;
 }
 
