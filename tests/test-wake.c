@@ -1476,15 +1476,16 @@ static void pingpong_side(int in, int out, int side) {
 
 /*
  * Run the pair on cpus[0] and cpus[1] until 3 bursts counted
- * DETECT_PAIR_UNANSWERED_MIN_N each way, or 20 s; share[d]: unanswered of
- * the split wake-ups a→b and b→a, as the sampler sums them then. 77 when
+ * DETECT_PAIR_UNANSWERED_MIN_N each way, or 20 s; share[0] and share[1]:
+ * unanswered of the split wake-ups a→b and b→a, as the sampler sums them
+ * then, share[2] of both together. 77 when
  * no burst was timed and the sampler says why (a period above 1, samples
  * lost or throttled: the kernel's rate limits, not the counting); for the
  * stream, -EAGAIN when one side never waited for the other (a stream
  * whose consumer is always the slower wakes its producer only: no pair to
  * judge; the ping-pong before it shows both directions are counted).
  */
-static int unanswered_run(const char *what, bool stream, const int cpus[2], double share[2]) {
+static int unanswered_run(const char *what, bool stream, const int cpus[2], double share[3]) {
         struct topology topo = {};
         struct wake_sampler *ws = NULL;
         struct pingpong pp = {};
@@ -1559,13 +1560,14 @@ static int unanswered_run(const char *what, bool stream, const int cpus[2], doub
         ASSERT_TRUE(got >= 3);
         for (int d = 0; d < 2; d++)
                 share[d] = (double) unanswered[d] / next[d];
+        share[2] = (double) (unanswered[0] + unanswered[1]) / (next[0] + next[1]);
         return 0;
 }
 
 static int test_unanswered_live(void) {
         cpu_set_t allowed;
         int cpus[2], k = 0, r;
-        double share[2];
+        double share[3];
 
         ASSERT_TRUE(sched_getaffinity(0, sizeof(allowed), &allowed) == 0);
         for (int cpu = 0; cpu < CPU_SETSIZE && k < 2; cpu++)
@@ -1582,7 +1584,12 @@ static int test_unanswered_live(void) {
         r = unanswered_run("unanswered, stream held split", true, cpus, share);
         if (r != 0)
                 return r == -EAGAIN ? 0 : r;
-        ASSERT_TRUE(share[0] >= DETECT_PAIR_STREAM_UNANSWERED && share[1] >= DETECT_PAIR_STREAM_UNANSWERED);
+        /* the detector's rule (runs_on()): both together over the line, each
+         * way a quarter or more; each way alone swings with which side is the
+         * faster for a while (50 of 95 one way, 122 of 168 the other, under
+         * stress-ng in a CI rehearsal) */
+        ASSERT_TRUE(share[2] >= DETECT_PAIR_STREAM_UNANSWERED);
+        ASSERT_TRUE(share[0] >= DETECT_PAIR_STREAM_UNANSWERED_EACH && share[1] >= DETECT_PAIR_STREAM_UNANSWERED_EACH);
         return 0;
 }
 
