@@ -587,8 +587,9 @@ static void test_stream_left_alone(void) {
 }
 
 /* Placed again (a dry run repeats its report each cool-down, the change
- * never made): the CPU of the last placement, unless another is better by
- * more than a little; a light thread moving next door is not that. */
+ * never made): the CPU of the last placement while it still takes the
+ * pair, though a light thread moving next door makes the other CPU the
+ * less loaded. */
 static void test_same_cpu_again(void) {
         struct task tasks[] = { mktask(100, 0.3, 0), mktask(101, 0.3, 1), mktask(102, 0.05, 0) };
         cpumask_t two = cpumask_of(0);

@@ -566,16 +566,6 @@ static double capacity_cost(const struct topology *t, int c) {
                        : 0;
 }
 
-/*
- * A pair goes again to the CPU it was last placed on (its state's cpu: in
- * a dry run, the CPU of the report it repeats each cool-down, for the
- * change is never made) unless another is better by more than this, in
- * CPUs of load. Between two CPUs about as loaded the choice followed the
- * load next door, and a dry-run daemon that had reported "on CPU 0" eight
- * times reported "on CPU 1": news to the wake-up sampler, which then
- * watched every pass again (tests/dry-run-settle.sh, in a CI rehearsal).
- */
-#define PAIR_SAME_CPU_AGAIN 0.10
 
 static int distance(const struct topology *topo, int a, int b) {
         if (a < 0 || b < 0 || a >= topo->n_cpus || b >= topo->n_cpus || !topo->cpus)
@@ -701,7 +691,15 @@ static bool joins_fan(const struct pair_item *it) {
 /*
  * Choose the pair's CPU, or -1 with the reason. The members' own load (a
  * fan's: all three threads') is not counted against any CPU: it moves
- * with them.
+ * with them. The CPU it was last placed on (its state's cpu, kept until a
+ * release: in a dry run, the CPU of the report it repeats each cool-down,
+ * for the change is never made) comes first while it still takes the
+ * pair, as a held pair keeps its CPU while that still fits: between two
+ * CPUs about as loaded the choice followed the load next door, and a
+ * dry-run daemon that had reported "on CPU 1" eight times reported "on
+ * CPU 0", news to the wake-up sampler, which then watched every pass
+ * again (tests/dry-run-settle.sh under stress-ng, in CI rehearsals; a
+ * preference of 0.10 CPUs of load was not enough there).
  */
 static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, enum no_cpu_reason *ret_why,
                       char *detail, size_t detail_size) {
@@ -711,7 +709,7 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
         const struct task *mine[3] = { it->t[0], it->t[1], fan_third(it, sib) };
         double best_score = 0;
         int best = -1, n_hog = 0, n_busy = 0, node = mem_node(pp, it, NULL);
-        bool best_home = false;
+        bool best_home = false, best_again = false;
         size_t off = 0;
 
         detail[0] = '\0';
@@ -729,7 +727,7 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
         CPUMASK_FOREACH(c, &cand) {
                 double load, score;
                 int busy, d = ELEMENTSOF(distance_cost) - 1;
-                bool home;
+                bool home, again;
 
                 if (c >= pp->n_cpus)
                         break;
@@ -758,13 +756,15 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
                 for (int k = 0; k < 2; k++)
                         if (it->t[k])
                                 d = MIN(d, distance(pp->topo, c, it->t[k]->last_cpu));
-                score = MAX(load, 0.0) + distance_cost[d] + sharing_cost(pp, c) + capacity_cost(pp->topo, c) -
-                        (c == it->st->cpu ? PAIR_SAME_CPU_AGAIN : 0);
+                score = MAX(load, 0.0) + distance_cost[d] + sharing_cost(pp, c) + capacity_cost(pp->topo, c);
                 home = node >= 0 && c < pp->topo->n_cpus && pp->topo->cpus[c].node == node;
-                if (best < 0 || (home && !best_home) || (home == best_home && score < best_score - 1e-9)) {
+                again = c == it->st->cpu;
+                if (best < 0 || (again && !best_again) ||
+                    (again == best_again && ((home && !best_home) || (home == best_home && score < best_score - 1e-9)))) {
                         best = c;
                         best_score = score;
                         best_home = home;
+                        best_again = again;
                 }
         }
         if (best < 0)
