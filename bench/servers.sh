@@ -44,6 +44,15 @@
 #              started --settle seconds (default 0) before the client
 #   hand       server and client all on CPU 0 (taskset), what a careful
 #              human does for a single client
+#   stock-again  (not in the default list) stock once more in each repeat:
+#              stock against itself, the spread any paired ratio of the run
+#              carries before a variant changes anything
+#   grouped    (not in the default list) what a careful human does for
+#              several clients: 1 s into the run, each client thread with
+#              the server threads it exchanges the most wake-ups with (perf,
+#              0.3 s of the whole machine), one group per CPU in turn
+#              (taskset -p); a pgbench thread with its backends, a sysbench
+#              thread with its MariaDB connection thread
 #   other      (not in the default list) the daemon $AFFINITYD_OTHER (e.g.
 #              the build of another commit) run as affinityd is: two
 #              builds side by side in one interleaved run; with
@@ -133,7 +142,7 @@ END {
         for (i = 1; i <= nw; i++) {
                 w = order[i]
                 s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand"); np = med(w, "noperf")
-                ot = med(w, "other")
+                ot = med(w, "other"); gr = med(w, "grouped"); sa = med(w, "stock-again")
                 for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
                 cm = median(cc, nc[w]); delete cc
                 for (j = 1; j <= na[w]; j++) cc[j] = ac[w, j]
@@ -149,6 +158,13 @@ END {
                 if (np != "NA")
                         printf "%-9s %10s %10s (--no-perf)  noperf/stock %s, paired %s\n", w, "", fmt(np),
                                s != "NA" ? sprintf("%.3f", np / s) : "NA", fmt3(paired(w, "noperf", "stock"))
+                if (sa != "NA")
+                        printf "%-9s %10s %10s (stock again)  paired %s, each repeat%s\n", w, "", fmt(sa),
+                               fmt3(paired(w, "stock-again", "stock")), each(w, "stock-again", "stock")
+                if (gr != "NA")
+                        printf "%-9s %10s %10s (grouped by hand)  grouped/stock %s, paired %s; affinityd/grouped paired %s\n",
+                               w, "", fmt(gr), s != "NA" ? sprintf("%.3f", gr / s) : "NA",
+                               fmt3(paired(w, "grouped", "stock")), fmt3(paired(w, "affinityd", "grouped"))
                 if (ot != "NA")
                         printf "%-9s %10s %10s (other)  other/stock %s, paired %s; affinityd/other paired %s\n", w, "",
                                fmt(ot), s != "NA" ? sprintf("%.3f", ot / s) : "NA", fmt3(paired(w, "other", "stock")),
@@ -157,6 +173,13 @@ END {
 }
 function fmt(x) { return x == "NA" ? "NA" : sprintf("%.0f", x) }
 function fmt3(x) { return x == "NA" ? "NA" : sprintf("%.3f", x) }
+# var / base in each repeat, in order
+function each(w, var, base,    r, out) {
+        for (r = 1; r <= maxrep; r++)
+                if ((w, var, r) in byrep && (w, base, r) in byrep && byrep[w, base, r] > 0)
+                        out = out sprintf(" %.2f", byrep[w, var, r] / byrep[w, base, r])
+        return out
+}
 EOF
 # Fixed-rate rows: latency medians per variant and the paired p99 ratios
 # (within one repeat, as above); lower is better. Targets: p99 <= stock and
@@ -313,6 +336,41 @@ pin_server() {
                         for c in $(pgrep -P "$p"); do taskset -a -p -c "$2" "$c" >/dev/null 2>&1; done
                 fi
         done
+}
+
+# The grouped variant's placement, made GROUP_AT s into the run: every
+# thread of the server (and of its child processes) is given to the one
+# thread outside it that it exchanges the most wake-ups with (50 or more
+# in 0.3 s of sched_waking over the whole machine), and each such client
+# thread goes with its server threads to one CPU, in turn by TID. Prints
+# the groups, one per line: CPU, client TID, server TIDs.
+GROUP_AT=1
+group_by_hand() {
+        local w=$1 p c i=0 srv=$WORK/group.servers data=$WORK/group.data
+        sleep "$GROUP_AT"
+        for p in $(server_pid "$w"); do
+                for c in "$p" $(pgrep -P "$p"); do ls "/proc/$c/task" 2>/dev/null; done
+        done >"$srv"
+        perf record -q -o "$data" -e sched:sched_waking -a -- sleep 0.3 >/dev/null 2>&1 || return 0
+        perf script -i "$data" -F tid,trace 2>/dev/null | awk '
+                FNR == NR { srv[$1] = 1; next }
+                match($0, /pid=[0-9]+/) {
+                        w = $1; x = substr($0, RSTART + 4, RLENGTH - 4)
+                        if ((w in srv) == (x in srv)) next
+                        if (w in srv) n[w, x]++; else n[x, w]++
+                }
+                END {
+                        for (k in n) { split(k, sc, SUBSEP); if (n[k] > best[sc[1]]) { best[sc[1]] = n[k]; to[sc[1]] = sc[2] } }
+                        for (s in to) if (best[s] >= 50) g[to[s]] = g[to[s]] " " s
+                        for (c in g) print c g[c]
+                }' "$srv" - | sort -n | while read -r c members; do
+                # a client is a user thread (a kernel thread has no executable)
+                [[ -e /proc/$c/exe ]] || continue
+                for p in "$c" $members; do taskset -p -c $((i % NCPU)) "$p" >/dev/null 2>&1; done
+                echo "$((i % NCPU)) $c $members"
+                i=$((i + 1))
+        done
+        rm -f "$data" "$srv"
 }
 
 # Builtin-only waiting: the daemon brings a pass forward for a new process
@@ -522,7 +580,7 @@ one_run() {
         DAEMON_NICE=
         [[ $v == *@* ]] && DAEMON_NICE=${v#*@}
         case ${v%%@*} in
-        stock) pin_server "$w" "$ALLCPUS" ;;
+        stock|stock-again|grouped) pin_server "$w" "$ALLCPUS" ;;
         hand) pin_server "$w" 0; pre="taskset -c 0" ;;
         affinityd|noperf|other|dryrun|dryrun-noperf|dryrun-other)
                 daemon=1
@@ -552,6 +610,10 @@ one_run() {
                 actions=$(grep -c "set affinity" "$tag.run/daemon.log")
                 cp "$tag.run/daemon.log" "$tag.daemon.log"
                 rm -rf "$tag.run"
+        elif [[ $v == grouped ]]; then
+                group_by_hand "$w" >"$tag.groups" &
+                rate=$(run_client "$w" "$pre" "$tag.log")
+                wait $!
         else
                 rate=$(run_client "$w" "$pre" "$tag.log")
         fi

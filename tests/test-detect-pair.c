@@ -795,6 +795,12 @@ static void test_fan(void) {
                                 ASSERT_EQ(f.items[i].fan_hub, 1u << 0);
                         }
                 }
+                if (c < 2) {
+                        const struct task *want[8];
+
+                        /* the hub's memory is read once, not once per pair */
+                        ASSERT_EQ(detect_pair_tasks_to_place(&f, &s, want, ELEMENTSOF(want)), 3);
+                }
                 findings_clear(&f);
                 if (c >= 2)
                         continue;

@@ -1291,6 +1291,22 @@ static void test_fan_whole(void) {
         ASSERT_EQ(w.out.n, 0);
         ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "pinned by someone else") != NULL);
         world_done(&w);
+
+        /* its third thread born in this interval: held a pass (the other
+         * pair, decided in its own turn, brings the next pass forward) and
+         * placed whole on a window of its own */
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        tasks[2].rates_since_birth = true;
+        fan_findings(&w, tasks, 1.0, 1.0);
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_TRUE(strstr(target(&w, 870, 871)->why, "started in this interval") != NULL);
+        ASSERT_TRUE(plan_recheck_soon(w.state));
+        tasks[2].rates_since_birth = false;
+        fan_findings(&w, tasks, 1.0, 1.0);
+        interval(&w);
+        expect_fan_placed(&w);
+        world_done(&w);
 }
 
 /*

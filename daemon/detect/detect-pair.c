@@ -33,7 +33,10 @@
  * the repeats it changed nothing: 0.81-1.25x). So a fan is placed whole,
  * all three threads on one CPU (the planner's chain()), and only where
  * together they stay within what MaxCombinedUtil= lets a pair use
- * (add_finding()); one that does not is a hub. A
+ * (add_finding()); one that does not is a hub, and so is a wider one:
+ * pgbench -c 8 -j 2, each thread pinned by hand with its four backends,
+ * read a median 0.92x stock in 7 repeats and 1.00x in 5 (bench/servers.sh
+ * --variants stock,grouped) on a host where a split pair costs 1.6x. A
  * thread between two (a proxy: the server of its client, the client of its
  * backend) is a chain's link, not a fan, and so is one whose two partners
  * are not one service, whatever their start times make of its roles
@@ -151,6 +154,15 @@ static bool member_fixed(const struct task *t, unsigned anchored, int k) {
         return t->affinity_ours || (anchored & (1u << k));
 }
 
+/* Each thread once: a fan's hub is a member of both its pairs. */
+static size_t add_task_once(const struct task **ret, size_t n, const struct task *t) {
+        for (size_t i = 0; i < n; i++)
+                if (ret[i] == t)
+                        return n;
+        ret[n] = t;
+        return n + 1;
+}
+
 size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapshot *snap,
                                   const struct task **ret, size_t max) {
         size_t n = 0;
@@ -165,8 +177,8 @@ size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapsho
                 b = snapshot_find_id(snap, &x->members[1]);
                 if (!a || !b || (member_fixed(a, x->anchored, 0) && member_fixed(b, x->anchored, 1)))
                         continue;    /* gone, or co-located already: nothing to place */
-                ret[n++] = a;
-                ret[n++] = b;
+                n = add_task_once(ret, n, a);
+                n = add_task_once(ret, n, b);
         }
         return n;
 }

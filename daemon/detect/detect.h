@@ -160,8 +160,8 @@ const char *pair_role_to_string(enum pair_role r);
 /*
  * The members of the ping-pong pairs and fans in f that are still to be
  * placed (present in snap, not both pinned by us), into ret[] (at most
- * max; two per pair). Streams and hubs are never co-located, so their
- * memory need not be read. Returns how many.
+ * max; each thread once, a fan's hub too). Streams and hubs are never
+ * co-located, so their memory need not be read. Returns how many.
  */
 size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapshot *snap,
                                   const struct task **ret, size_t max);
