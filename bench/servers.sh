@@ -158,6 +158,9 @@ END {
                 if (np != "NA")
                         printf "%-9s %10s %10s (--no-perf)  noperf/stock %s, paired %s\n", w, "", fmt(np),
                                s != "NA" ? sprintf("%.3f", np / s) : "NA", fmt3(paired(w, "noperf", "stock"))
+                # several clients: each repeat too, where a target must hold in every one
+                if (!single && a != "NA" && s != "NA")
+                        printf "%-9s %10s affinityd / stock, each repeat:%s\n", w, "", each(w, "affinityd", "stock")
                 if (sa != "NA")
                         printf "%-9s %10s %10s (stock again)  paired %s, each repeat%s\n", w, "", fmt(sa),
                                fmt3(paired(w, "stock-again", "stock")), each(w, "stock-again", "stock")
