@@ -48,11 +48,13 @@
 #              stock against itself, the spread any paired ratio of the run
 #              carries before a variant changes anything
 #   grouped    (not in the default list) what a careful human does for
-#              several clients: 1 s into the run, each client thread with
-#              the server threads it exchanges the most wake-ups with (perf,
-#              0.3 s of the whole machine), one group per CPU in turn
+#              several clients: 1 s into the run, each server thread goes
+#              with the client thread it exchanges the most wake-ups with
+#              (perf, 0.3 s of the whole machine), each client with its
+#              server threads on one CPU, one group per CPU in turn
 #              (taskset -p); a pgbench thread with its backends, a sysbench
-#              thread with its MariaDB connection thread
+#              thread with its MariaDB connection thread. Not for
+#              mdb-churn: its clients come and go after the grouping
 #   other      (not in the default list) the daemon $AFFINITYD_OTHER (e.g.
 #              the build of another commit) run as affinityd is: two
 #              builds side by side in one interleaved run; with
@@ -162,7 +164,7 @@ END {
                 if (!single && a != "NA" && s != "NA")
                         printf "%-9s %10s affinityd / stock, each repeat:%s\n", w, "", each(w, "affinityd", "stock")
                 if (sa != "NA")
-                        printf "%-9s %10s %10s (stock again)  paired %s, each repeat%s\n", w, "", fmt(sa),
+                        printf "%-9s %10s %10s (stock again)  paired %s, each repeat:%s\n", w, "", fmt(sa),
                                fmt3(paired(w, "stock-again", "stock")), each(w, "stock-again", "stock")
                 if (gr != "NA")
                         printf "%-9s %10s %10s (grouped by hand)  grouped/stock %s, paired %s; affinityd/grouped paired %s\n",
@@ -294,6 +296,7 @@ mapfile -t need < <(servers_missing_packages)
 [[ ,$WORKLOADS, == *,pg-* ]] && need+=($(postgres_missing_package))
 [[ ,$WORKLOADS, =~ ,(mc|nginx|sockperf|proxy)- ]] && need+=($(loopback_missing_packages))
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # the chart
+[[ ,$VARIANTS, == *,grouped,* ]] && ! command -v perf >/dev/null && need+=(linux-perf)   # its wake-ups
 if [[ ${#need[@]} -gt 0 ]]; then
         echo "# installing ${need[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
@@ -313,6 +316,7 @@ cleanup() {
         [[ -n ${TICK:-} ]] && exec {TICK}>&-
         [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
         [[ -n ${WATCH_PID:-} ]] && wait "$WATCH_PID" 2>/dev/null
+        [[ -n ${GROUP_PID:-} ]] && kill "$GROUP_PID" 2>/dev/null && wait "$GROUP_PID" 2>/dev/null
         servers_stop
         rm -rf "$WORK"
         [[ $MOUNTED_TRACEFS == 1 ]] && umount /sys/kernel/tracing 2>/dev/null
@@ -342,35 +346,42 @@ pin_server() {
 }
 
 # The grouped variant's placement, made GROUP_AT s into the run: every
-# thread of the server (and of its child processes) is given to the one
-# thread outside it that it exchanges the most wake-ups with (50 or more
-# in 0.3 s of sched_waking over the whole machine), and each such client
-# thread goes with its server threads to one CPU, in turn by TID. Prints
-# the groups, one per line: CPU, client TID, server TIDs.
+# thread of the server (and of its child processes) is given to the user
+# thread outside the server that it exchanges the most wake-ups with (50
+# or more in 0.3 s of sched_waking over the whole machine; kernel threads
+# and interrupts are no client), and each such client thread goes with
+# its server threads to one CPU, in turn by TID. Prints the groups as
+# pinned, one per line: CPU, client TID, server TIDs; what went wrong on
+# stderr.
 GROUP_AT=1
 group_by_hand() {
-        local w=$1 p c i=0 srv=$WORK/group.servers data=$WORK/group.data
+        local w=$1 p c s n i=0 srv=$WORK/group.servers data=$WORK/group.data
+        local -A to=() members=()
         sleep "$GROUP_AT"
         for p in $(server_pid "$w"); do
                 for c in "$p" $(pgrep -P "$p"); do ls "/proc/$c/task" 2>/dev/null; done
         done >"$srv"
-        perf record -q -o "$data" -e sched:sched_waking -a -- sleep 0.3 >/dev/null 2>&1 || return 0
-        perf script -i "$data" -F tid,trace 2>/dev/null | awk '
+        [[ -s $srv ]] || { echo "grouped: no server threads found" >&2; return 0; }
+        perf record -q -o "$data" -e sched:sched_waking -a -- sleep 0.3 >/dev/null 2>&1 ||
+                { echo "grouped: perf record failed" >&2; return 0; }
+        # every (server thread, other thread, wake-ups) of 50 or more, most first
+        while read -r s c n; do
+                # the first user thread of each server thread's list is its client
+                [[ -z ${to[$s]:-} && -e /proc/$c/exe ]] && to[$s]=$c && members[$c]+=" $s"
+        done < <(perf script -i "$data" -F tid,trace 2>/dev/null | awk '
                 FNR == NR { srv[$1] = 1; next }
                 match($0, /pid=[0-9]+/) {
                         w = $1; x = substr($0, RSTART + 4, RLENGTH - 4)
-                        if ((w in srv) == (x in srv)) next
-                        if (w in srv) n[w, x]++; else n[x, w]++
+                        if (w == 0 || x == 0 || (w in srv) == (x in srv)) next
+                        if (w in srv) n[w " " x]++; else n[x " " w]++
                 }
-                END {
-                        for (k in n) { split(k, sc, SUBSEP); if (n[k] > best[sc[1]]) { best[sc[1]] = n[k]; to[sc[1]] = sc[2] } }
-                        for (s in to) if (best[s] >= 50) g[to[s]] = g[to[s]] " " s
-                        for (c in g) print c g[c]
-                }' "$srv" - | sort -n | while read -r c members; do
-                # a client is a user thread (a kernel thread has no executable)
-                [[ -e /proc/$c/exe ]] || continue
-                for p in "$c" $members; do taskset -p -c $((i % NCPU)) "$p" >/dev/null 2>&1; done
-                echo "$((i % NCPU)) $c $members"
+                END { for (k in n) if (n[k] >= 50) print k, n[k] }' "$srv" - | sort -k3,3nr)
+        for c in $(printf '%s\n' "${!members[@]}" | sort -n); do
+                local pinned=
+                for p in "$c" ${members[$c]}; do
+                        taskset -p -c $((i % NCPU)) "$p" >/dev/null 2>&1 && pinned+=" $p"
+                done
+                echo "$((i % NCPU))$pinned"
                 i=$((i + 1))
         done
         rm -f "$data" "$srv"
@@ -599,7 +610,9 @@ one_run() {
                 *) start_daemon "$tag.run" "$AFFINITYD" ;;
                 esac
                 ;;
+        *) die "unknown variant $v" ;;
         esac
+        [[ $daemon == 1 || $v != *@* ]] || die "$v: @N sets a daemon's nice level; ${v%%@*} runs none"
         if ((daemon)); then
                 local t0=${EPOCHREALTIME/./}   # no fork here: the daemon would count it as a new process
                 rate=$(run_client "$w" "$pre" "$tag.log")
@@ -614,9 +627,11 @@ one_run() {
                 cp "$tag.run/daemon.log" "$tag.daemon.log"
                 rm -rf "$tag.run"
         elif [[ $v == grouped ]]; then
-                group_by_hand "$w" >"$tag.groups" &
+                group_by_hand "$w" >"$tag.groups" 2>&1 &
+                GROUP_PID=$!
                 rate=$(run_client "$w" "$pre" "$tag.log")
-                wait $!
+                wait "$GROUP_PID"
+                GROUP_PID=
         else
                 rate=$(run_client "$w" "$pre" "$tag.log")
         fi

@@ -8,7 +8,9 @@
  *    has rates there: util near 1, its window its age (< the pass window);
  *  - a child younger than 100 ms at pass 2 has none yet (start-up noise);
  *  - a child born before pass 1 is read as before (rates at pass 2 over
- *    the whole window).
+ *    the whole window);
+ *  - a child first seen 15 ms old, switching often but under 100 times
+ *    yet, has a rate of bytes at the next pass.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -32,6 +34,26 @@ static pid_t spinner(void) {
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
                 for (volatile unsigned long i = 0;; i++)
                         ;
+        }
+        return pid;
+}
+
+/* A child that writes a byte and sleeps 200 us, over and over: a few
+ * thousand switches a second, under 100 in its first 15 ms. */
+static pid_t chatter(void) {
+        pid_t pid = fork();
+
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                FILE *null = fopen("/dev/null", "w");
+                struct timespec ts = { .tv_nsec = 200 * 1000 };
+
+                (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                setvbuf(null, NULL, _IONBF, 0);
+                for (;;) {
+                        (void) !fwrite("x", 1, 1, null);
+                        nanosleep(&ts, NULL);
+                }
         }
         return pid;
 }
@@ -113,6 +135,30 @@ int main(void) {
         t = snapshot_find_task(snap, baby);
         ASSERT_TRUE(t);
         ASSERT_TRUE(!t->have_rates);                        /* 20 ms old: no rate from start-up */
+
+        /* A thread first seen 15 ms old, switching a few thousand times a
+         * second but under 100 times yet: its io is read at once, and the
+         * next pass has its rate of bytes (its young rates being none, that
+         * pass would not ask for its io otherwise) */
+        {
+                pid_t chat = chatter();
+                uint64_t t3, t4;
+
+                nap_ms(15);
+                t3 = util_now_usec();
+                ASSERT_OK(sampler_sample(s, t3, &snap));
+                t = snapshot_find_task(snap, chat);
+                ASSERT_TRUE(t && !t->have_rates);
+                nap_ms(300);
+                t4 = util_now_usec();
+                ASSERT_OK(sampler_sample(s, t4, &snap));
+                t = snapshot_find_task(snap, chat);
+                ASSERT_TRUE(t);
+                fprintf(stderr, "chatter: have_io_rate %d, %.0f bytes/s, %.0f switches/s\n", t->have_io_rate,
+                        t->io_bytes_per_s, t->nvcsw_per_s + t->nivcsw_per_s);
+                ASSERT_TRUE(t->have_io_rate && t->io_bytes_per_s > 0);
+                reap(chat);
+        }
 
         reap(old);
         reap(born);

@@ -1000,22 +1000,46 @@ static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p,
                               s->pass >= q->next_expensive_pass);
         ts->need_sched = s->cap_task_sched && (ts->fresh || ts->ran || s->pass >= q->next_expensive_pass);
         /* with status, so both rates cover one window; a thread seen for the
-         * first time is asked once its status is read (thread_read_files()) */
+         * first time is asked once its status is read (thread_read_files()),
+         * and one with no rates yet (too young at its first pass) whose io
+         * was read then is asked again, for its first rate of bytes */
         ts->need_io = s->cap_task_io && ts->need_status && !ts->fresh &&
-                      t->nvcsw_per_s + t->nivcsw_per_s >= SAMPLE_IO_SWITCHES_MIN_PER_S;
+                      (t->nvcsw_per_s + t->nivcsw_per_s >= SAMPLE_IO_SWITCHES_MIN_PER_S ||
+                       (!t->have_rates && q->io_upto));
+}
+
+/* Seconds since the thread started, to a clock tick; a day where unknown. */
+static double thread_age_s(const struct sampler *s, uint64_t start_ticks) {
+        uint64_t born;
+
+        if (!s->boot_now_usec || s->clk_tck <= 0)
+                return 86400.0;
+        born = start_ticks * USEC_PER_SEC / (uint64_t) s->clk_tck;
+        return born < s->boot_now_usec ? (double) (s->boot_now_usec - born) / (double) USEC_PER_SEC : 0;
 }
 
 /*
  * A thread seen for the first time: its io counters too when it has
- * switched SAMPLE_IO_SWITCHES_MIN_PER_S times in its life already, so that
- * a pair of new threads has a rate of bytes at the pass that first sees it
- * switching (since birth, as its other rates: rates_since_birth()) and the
- * change made then is judged by its bytes. A new stream co-located at its
- * second pass was otherwise judged by its switches.
+ * switched SAMPLE_IO_SWITCHES_MIN_PER_S times a second over its life (for
+ * one older than a second: that many times in all), so that a pair of new
+ * threads has a rate of bytes at the pass that first sees it switching
+ * (since birth, as its other rates: rates_since_birth()) and the change
+ * made then is judged by its bytes. A new stream co-located at its second
+ * pass was otherwise judged by its switches; and a pipe ping-pong seen by
+ * a pass brought forward for its fork, a few ms old and under 100
+ * switches, had no io read there nor at the next pass (its young rates are
+ * none, BORN_RATES_MIN_USEC), and was judged by its switches (a CI run of
+ * tests/daemon-metrics.sh under ASan).
  */
 static bool fresh_needs_io(const struct sampler *s, const struct thread_sample *ts) {
-        return s->cap_task_io && ts->fresh && ts->got_status && ts->st.have_ctxt &&
-               (double) (ts->st.nvcsw + ts->st.nivcsw) >= SAMPLE_IO_SWITCHES_MIN_PER_S;
+        double n, age;
+
+        if (!s->cap_task_io || !ts->fresh || !ts->got_status || !ts->st.have_ctxt)
+                return false;
+        n = (double) (ts->st.nvcsw + ts->st.nivcsw);
+        age = thread_age_s(s, ts->f.start_time);
+        return n >= SAMPLE_IO_SWITCHES_MIN_PER_S ||
+               (age < 1.0 && n >= SAMPLE_IO_SWITCHES_MIN_PER_S * MAX(age, 1.0 / (double) s->clk_tck));
 }
 
 /* Read what thread_plan_reads() chose. False: the thread is gone (counted). */
