@@ -332,34 +332,38 @@ server_pid() {
         esac
 }
 
-# Every thread of the server to a CPU list (taskset -a); for PostgreSQL
-# and nginx also its child processes (backends, the worker), and the
-# backends forked later inherit the postmaster's mask.
+# The child processes of server process $2 that serve for it: for
+# PostgreSQL and nginx (backends, the worker); none for the others.
+server_children() {
+        [[ $1 == pg-* || $1 == nginx-* || $1 == proxy-* ]] && pgrep -P "$2"
+}
+
+# Every thread of the server to a CPU list (taskset -a), its serving
+# children too (server_children()), and the backends forked later inherit
+# the postmaster's mask.
 pin_server() {
         local p c
         for p in $(server_pid "$1"); do
                 taskset -a -p -c "$2" "$p" >/dev/null
-                if [[ $1 == pg-* || $1 == nginx-* || $1 == proxy-* ]]; then
-                        for c in $(pgrep -P "$p"); do taskset -a -p -c "$2" "$c" >/dev/null 2>&1; done
-                fi
+                for c in $(server_children "$1" "$p"); do taskset -a -p -c "$2" "$c" >/dev/null 2>&1; done
         done
 }
 
 # The grouped variant's placement, made GROUP_AT s into the run: every
-# thread of the server (and of its child processes) is given to the user
-# thread outside the server that it exchanges the most wake-ups with (50
-# or more in 0.3 s of sched_waking over the whole machine; kernel threads
-# and interrupts are no client), and each such client thread goes with
-# its server threads to one CPU, in turn by TID. Prints the groups as
-# pinned, one per line: CPU, client TID, server TIDs; what went wrong on
-# stderr.
+# thread of the server and of its serving children (what pin_server()
+# resets after the run) is given to the user thread outside the server
+# that it exchanges the most wake-ups with (50 or more in 0.3 s of
+# sched_waking over the whole machine; kernel threads and interrupts are
+# no client), and each such client thread goes with its server threads to
+# one CPU, in turn by TID. Prints the groups as pinned, one per line: CPU,
+# client TID, server TIDs; what went wrong on stderr.
 GROUP_AT=1
 group_by_hand() {
         local w=$1 p c s n i=0 srv=$WORK/group.servers data=$WORK/group.data
         local -A to=() members=()
         sleep "$GROUP_AT"
         for p in $(server_pid "$w"); do
-                for c in "$p" $(pgrep -P "$p"); do ls "/proc/$c/task" 2>/dev/null; done
+                for c in "$p" $(server_children "$w" "$p"); do ls "/proc/$c/task" 2>/dev/null; done
         done >"$srv"
         [[ -s $srv ]] || { echo "grouped: no server threads found" >&2; return 0; }
         perf record -q -o "$data" -e sched:sched_waking -a -- sleep 0.3 >/dev/null 2>&1 ||

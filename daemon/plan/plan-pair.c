@@ -1540,9 +1540,6 @@ static bool split_long_enough(struct pair_plan *pp, struct pair_item *it) {
         return true;
 }
 
-/* Split long enough, but held back: a member too new to judge, a server of
- * short connections, a block from the effect check, or the cool-down after
- * a release. True: held back, and the state says why. */
 enum hold {
         HOLD_NONE,
         HOLD_NEWBORN,     /* a member started in this interval */
@@ -1577,6 +1574,9 @@ static enum hold hold_of(const struct pair_plan *pp, const struct pair_item *it,
         return st->cooldown_until_usec > now ? HOLD_COOLDOWN : HOLD_NONE;
 }
 
+/* Split long enough, but held back: a member too new to judge, a server of
+ * short connections, a block from the effect check, or the cool-down after
+ * a release. True: held back, and the state says why. */
 static bool held_back(struct pair_plan *pp, struct pair_item *it, char akey[2][128]) {
         struct plan_target_state *st = it->st;
         const char *why = NULL;

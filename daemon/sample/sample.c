@@ -819,15 +819,24 @@ static ssize_t read_expensive(struct sampler *s, pid_t pid, pid_t tid, const cha
  * Returns its age in µs, or 0.
  */
 #define BORN_RATES_MIN_USEC (100 * USEC_PER_MSEC)
-static uint64_t born_in_window_usec(const struct sampler *s, uint64_t start_ticks) {
-        uint64_t born, age;
 
-        if (!s->boot_now_usec || !s->last_usec || s->clk_tck <= 0)
-                return 0;
+/* A thread's age in µs at this pass, to a clock tick (0: started in this
+ * tick). False where unknown: a fixture root, or no clock tick rate. */
+static bool thread_age_usec(const struct sampler *s, uint64_t start_ticks, uint64_t *ret) {
+        uint64_t born;
+
+        if (!s->boot_now_usec || s->clk_tck <= 0)
+                return false;
         born = start_ticks * USEC_PER_SEC / (uint64_t) s->clk_tck;
-        if (born >= s->boot_now_usec)
+        *ret = born < s->boot_now_usec ? s->boot_now_usec - born : 0;
+        return true;
+}
+
+static uint64_t born_in_window_usec(const struct sampler *s, uint64_t start_ticks) {
+        uint64_t age;
+
+        if (!s->last_usec || !thread_age_usec(s, start_ticks, &age) || age == 0)
                 return 0;
-        age = s->boot_now_usec - born;
         if (age < BORN_RATES_MIN_USEC || age >= s->now_usec - s->last_usec)
                 return 0;
         return age;
@@ -1008,16 +1017,6 @@ static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p,
                        (!t->have_rates && q->io_upto));
 }
 
-/* Seconds since the thread started, to a clock tick; a day where unknown. */
-static double thread_age_s(const struct sampler *s, uint64_t start_ticks) {
-        uint64_t born;
-
-        if (!s->boot_now_usec || s->clk_tck <= 0)
-                return 86400.0;
-        born = start_ticks * USEC_PER_SEC / (uint64_t) s->clk_tck;
-        return born < s->boot_now_usec ? (double) (s->boot_now_usec - born) / (double) USEC_PER_SEC : 0;
-}
-
 /*
  * A thread seen for the first time: its io counters too when it has
  * switched SAMPLE_IO_SWITCHES_MIN_PER_S times a second over its life (for
@@ -1032,14 +1031,18 @@ static double thread_age_s(const struct sampler *s, uint64_t start_ticks) {
  * tests/daemon-metrics.sh under ASan).
  */
 static bool fresh_needs_io(const struct sampler *s, const struct thread_sample *ts) {
-        double n, age;
+        uint64_t age;
+        double n;
 
         if (!s->cap_task_io || !ts->fresh || !ts->got_status || !ts->st.have_ctxt)
                 return false;
         n = (double) (ts->st.nvcsw + ts->st.nivcsw);
-        age = thread_age_s(s, ts->f.start_time);
-        return n >= SAMPLE_IO_SWITCHES_MIN_PER_S ||
-               (age < 1.0 && n >= SAMPLE_IO_SWITCHES_MIN_PER_S * MAX(age, 1.0 / (double) s->clk_tck));
+        if (n >= SAMPLE_IO_SWITCHES_MIN_PER_S)
+                return true;
+        /* younger than a second: its switches over its age, a tick at least */
+        return thread_age_usec(s, ts->f.start_time, &age) && age < USEC_PER_SEC &&
+               n >= SAMPLE_IO_SWITCHES_MIN_PER_S *
+                            MAX((double) age / (double) USEC_PER_SEC, 1.0 / (double) s->clk_tck);
 }
 
 /* Read what thread_plan_reads() chose. False: the thread is gone (counted). */
