@@ -29,6 +29,19 @@
 #              from its reported mean latency)
 #   proxy-1    wrk (1 thread, 1 connection) -> an nginx reverse proxy (1
 #              worker) -> the nginx-1 server: a chain of three (requests/s)
+# Loads that are no pair to co-locate, where the daemon must cost nothing
+# (not in the default list; the target is >= 0.98x stock, and hand, all on
+# CPU 0, is no reference for them):
+#   redis-p16  Redis + redis-benchmark GET, 1 connection, 16 requests in
+#              flight (-P 16): a pipelined client (requests/s)
+#   iperf-stream  iperf3, one TCP stream over 127.0.0.1 (Mbit/s received)
+#   hackbench  perf bench sched messaging -g 4 -l 200 (4 groups of 20
+#              senders and 20 receivers over sockets, 160 processes a run)
+#              one run after another (messages/s)
+#   sng-pipe   stress-ng --pipe 1: a writer and a reader streaming through
+#              a pipe, both busy (bogo ops/s)
+#   sng-sock   stress-ng --sock 1: a client and a server over a TCP socket
+#              (bogo ops/s)
 #
 # Fixed offered rate (open loop, below saturation; N requests/s, e.g.
 # mdb-ps-r1000): the client sends at its rate as production clients do,
@@ -74,10 +87,13 @@
 #              nice level
 #
 # Each server is a private instance started by this script on a unix
-# socket in a temporary folder (no TCP port, not the system's instance,
-# whose data and state are not touched), and stopped and removed at the
-# end. Missing packages (mariadb-server sysbench redis-server redis-tools,
-# postgresql for pg-*) are installed with apt-get when run as root.
+# socket in a temporary folder (not the system's instance, whose data and
+# state are not touched; the loopback servers, whose clients speak only
+# TCP, on a free port of 127.0.0.1), and stopped and removed at the end.
+# Missing packages (mariadb-server sysbench redis-server redis-tools,
+# postgresql for pg-*, memcached libmemcached-tools nginx-light wrk
+# sockperf for the loopback rows, iperf3, linux-perf for hackbench,
+# stress-ng for sng-*) are installed with apt-get when run as root.
 #
 # For affinityd the figure covers the whole run from the client's start,
 # so the time until the pair is co-located counts against it; that time is
@@ -295,6 +311,9 @@ die() { echo "servers.sh: $*" >&2; exit 1; }
 mapfile -t need < <(servers_missing_packages)
 [[ ,$WORKLOADS, == *,pg-* ]] && need+=($(postgres_missing_package))
 [[ ,$WORKLOADS, =~ ,(mc|nginx|sockperf|proxy)- ]] && need+=($(loopback_missing_packages))
+[[ ,$WORKLOADS, == *,iperf-* ]] && ! command -v iperf3 >/dev/null && need+=(iperf3)
+[[ ,$WORKLOADS, == *,hackbench,* ]] && ! command -v perf >/dev/null && need+=(linux-perf)
+[[ ,$WORKLOADS, == *,sng-* ]] && ! command -v stress-ng >/dev/null && need+=(stress-ng)
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # the chart
 [[ ,$VARIANTS, == *,grouped,* ]] && ! command -v perf >/dev/null && need+=(linux-perf)   # its wake-ups
 if [[ ${#need[@]} -gt 0 ]]; then
@@ -328,7 +347,7 @@ server_pid() {
         case $1 in
         mdb-*) echo "$MDB_PID" ;; redis-*) echo "$RDS_PID" ;; pg-*) echo "$PG_PID" ;;
         mc-*) echo "$MC_PID" ;; nginx-*) echo "$NGX_PID" ;; sockperf-*) echo "$SP_PID" ;;
-        proxy-*) echo "$PXY_PID $NGX_PID" ;;
+        proxy-*) echo "$PXY_PID $NGX_PID" ;; iperf-*) echo "$IP_PID" ;;
         esac
 }
 
@@ -487,6 +506,17 @@ run_client() {
                 $pre "${SB[@]}" --threads="$threads" --time="$DURATION" --report-interval=1 "$test" run >"$log" 2>&1
                 awk '/queries:/ { gsub(/\(/, "", $3); print $3 }' "$log"
                 ;;
+        redis-p*)
+                before=$(redis_commands)
+                $pre redis-benchmark -s "$RDS_SOCK" -c 1 -P "${w#redis-p}" -n 1000000000 -t get -q >"$log" 2>&1 &
+                c=$!
+                sleep "$DURATION"
+                after=$(redis_commands)
+                # a client that ended before its time measured nothing
+                kill "$c" 2>/dev/null || { wait "$c"; echo NA; return; }
+                wait "$c" 2>/dev/null
+                awk -v a="$before" -v b="$after" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b - a) / d }'
+                ;;
         redis-*)
                 local procs=1 bp=()
                 c=${w##*-}
@@ -517,6 +547,31 @@ run_client() {
                 $pre sockperf pp --tcp -i 127.0.0.1 -p "$SP_PORT" -t "$DURATION" >"$log" 2>&1
                 awk '/avg-latency=/ { for (i = 1; i <= NF; i++) if ($i ~ /^avg-latency=/) {
                         split($i, kv, "="); if (kv[2] > 0) printf "%.1f\n", 1e6 / (2 * kv[2]) } }' "$log"
+                ;;
+        iperf-stream)
+                $pre iperf3 -c 127.0.0.1 -p "$IP_PORT" -t "$DURATION" -f m >"$log" 2>&1
+                awk '/receiver$/ { print $7 }' "$log"
+                ;;
+        hackbench)
+                # 4 groups x 20 senders x 20 receivers x 200 loops a run
+                local end=$((${EPOCHREALTIME/./} + DURATION * 1000000)) t0 n=0
+                t0=${EPOCHREALTIME/./}
+                : >"$log"
+                while ((${EPOCHREALTIME/./} < end)); do
+                        $pre perf bench sched messaging -g 4 -l 200 >>"$log" 2>&1 || break
+                        n=$((n + 1))
+                done
+                ((n > 0)) || { echo NA; return; }
+                awk -v n="$n" -v a="$t0" -v b="${EPOCHREALTIME/./}" 'BEGIN { printf "%.1f\n", n * 320000 / ((b - a) / 1e6) }'
+                ;;
+        sng-pipe|sng-sock)
+                # stress-ng's "bogo ops/s (real time)" of the stressor's line
+                # (its table line: bogo ops, real, usr and sys time, bogo ops/s twice)
+                local port=()
+                [[ $w == sng-sock ]] && port=(--sock-port "$(free_port)")
+                $pre stress-ng --"${w#sng-}" 1 "${port[@]}" -t "$DURATION" --metrics-brief >"$log" 2>&1 ||
+                        { echo NA; return; }
+                awk -v s="${w#sng-}" '$4 == s && NF == 10 && $5 ~ /^[0-9]+$/ && $(NF - 1) > 0 { print $(NF - 1); exit }' "$log"
                 ;;
         pg-*)
                 c=${w##*-}
@@ -652,6 +707,8 @@ IFS=, read -r -a VL <<<"$VARIANTS"
 for w in "${WL[@]}"; do
         case $w in mdb-ps-1|mdb-ro-1|mdb-ps-4|mdb-ro-4|mdb-churn|redis-1|redis-50|redis-hub|pg-1|pg-4|pg-8) ;;
         mc-1|nginx-1|sockperf-1|proxy-1) ;;
+        redis-p[0-9]*) [[ $w =~ ^redis-p[0-9]+$ ]] || die "unknown workload $w" ;;
+        iperf-stream|hackbench|sng-pipe|sng-sock) ;;
         mdb-ps-r[0-9]*|pg-r[0-9]*) ;;
         redis-r[0-9]*) [[ -x $RATE_CLIENT ]] || die "no $RATE_CLIENT (make builds it)" ;;
         pipe-r[0-9]*) [[ -x $PINGPONG ]] || die "no $PINGPONG (make check builds it)" ;;
@@ -664,6 +721,7 @@ if [[ " ${WL[*]}" == *" mc-"* ]]; then memcached_start "$WORK" "$LOGS" || die "m
 if [[ " ${WL[*]}" =~ \ (nginx|proxy)- ]]; then nginx_start "$WORK" "$LOGS" || die "nginx did not start"; fi
 if [[ " ${WL[*]}" == *" proxy-"* ]]; then nginx_proxy_start "$WORK" "$LOGS" || die "the nginx proxy did not start"; fi
 if [[ " ${WL[*]}" == *" sockperf-"* ]]; then sockperf_start "$WORK" "$LOGS" || die "the sockperf server did not start"; fi
+if [[ " ${WL[*]}" == *" iperf-"* ]]; then iperf3_start "$WORK" "$LOGS" || die "the iperf3 server did not start"; fi
 
 echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)"
 echo "# $("$AFFINITYD" --version 2>/dev/null | head -1)"

@@ -16,7 +16,8 @@
 # only, each on a free port of 127.0.0.1: after memcached_start MC_PID,
 # MC_PORT (4 worker threads, as user memcache like Debian's unit); after
 # nginx_start NGX_PID (the master), NGX_PORT (one worker, as www-data like
-# Debian's config); after sockperf_start SP_PID, SP_PORT.
+# Debian's config); after sockperf_start SP_PID, SP_PORT; after
+# iperf3_start IP_PID, IP_PORT.
 
 MDB_PID=
 RDS_PID=
@@ -24,6 +25,7 @@ PG_PID=
 MC_PID=
 NGX_PID=
 SP_PID=
+IP_PID=
 
 # The Debian packages a missing server or client comes from, one a line.
 servers_missing_packages() {
@@ -131,6 +133,15 @@ sockperf_start() {
         wait_listen "$SP_PID" "$SP_PORT" "sockperf server" "$logs/sockperf-server.log"
 }
 
+iperf3_start() {
+        local dir=$1 logs=$2
+        IP_PORT=$(free_port) || { echo "no free port" >&2; return 1; }
+        # --idle-timeout: a client cut off mid-test does not leave it stuck
+        iperf3 -s -B 127.0.0.1 -p "$IP_PORT" --idle-timeout 10 >"$logs/iperf3-server.log" 2>&1 &
+        IP_PID=$!
+        wait_listen "$IP_PID" "$IP_PORT" "iperf3 server" "$logs/iperf3-server.log"
+}
+
 # mariadb_start DIR LOGDIR: returns non-zero with the reason on stderr.
 mariadb_start() {
         local dir=$1 logs=$2
@@ -212,12 +223,12 @@ redis_commands() {
 # Stop both, waiting for each to exit (MariaDB flushes on SIGTERM).
 servers_stop() {
         local p
-        for p in ${MDB_PID:-} ${RDS_PID:-} ${PG_PID:-} ${MC_PID:-} ${PXY_PID:-} ${NGX_PID:-} ${SP_PID:-}; do
+        for p in ${MDB_PID:-} ${RDS_PID:-} ${PG_PID:-} ${MC_PID:-} ${PXY_PID:-} ${NGX_PID:-} ${SP_PID:-} ${IP_PID:-}; do
                 kill -TERM "$p" 2>/dev/null || continue
                 local deadline=$(( $(date +%s) + 30 ))
                 while kill -0 "$p" 2>/dev/null && [ "$(date +%s)" -lt "$deadline" ]; do sleep 0.1; done
                 kill -KILL "$p" 2>/dev/null || true
                 wait "$p" 2>/dev/null || true
         done
-        MDB_PID= RDS_PID= PG_PID= MC_PID= PXY_PID= NGX_PID= SP_PID=
+        MDB_PID= RDS_PID= PG_PID= MC_PID= PXY_PID= NGX_PID= SP_PID= IP_PID=
 }

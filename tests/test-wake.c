@@ -387,8 +387,9 @@ static void timed_burst(struct wake_edge_table *t, struct wake_timed *ev, size_t
 }
 
 static void test_unanswered(void) {
+        const int mem = (int) WAKE_UNANSWERED_MEMORY;
         struct wake_edge_table t;
-        struct wake_timed ev[128];
+        struct wake_timed ev[(int) WAKE_UNANSWERED_MEMORY * 2];
         struct wake_edge *out = NULL;
         size_t alloc = 0, n = 0, k = 0;
 
@@ -443,27 +444,29 @@ static void test_unanswered(void) {
         ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 19);
         ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 5);
 
-        /* a window of more than the memory is kept whole: 80 follow one,
-         * 60 of them unanswered (an answer before every fourth) */
+        /* a window of more than the memory is kept whole: mem + 16
+         * follow one, three quarters of them unanswered (an answer before
+         * every fourth) */
         k = 0;
-        for (int i = 0; i < 81; i++)
+        for (int i = 0; i < mem + 17; i++)
                 ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
-        for (int i = 0; i < 20; i++)
+        for (int i = 0; i < (mem + 16) / 4; i++)
                 ev[k++] = (struct wake_timed) { 4000ULL * i + 500, 20, 10, true };
         timed_burst(&t, ev, k, &out, &alloc, &n);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 80);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 60);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, mem + 16);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, (mem + 16) * 3 / 4);
 
-        /* then a small one takes its share: 9 answered join the 80 and
-         * 60 scaled to the 55 left (64, and 41.25) */
+        /* then a small one takes its share: 9 answered join the older
+         * ones scaled to the mem - 9 left (mem, and three quarters of
+         * mem - 9 unanswered, rounded down) */
         k = 0;
         for (int i = 0; i < 10; i++) {
                 ev[k++] = (struct wake_timed) { 1000ULL * i, 10, 20, true };
                 ev[k++] = (struct wake_timed) { 1000ULL * i + 500, 20, 10, true };
         }
         timed_burst(&t, ev, k, &out, &alloc, &n);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, 64);
-        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, 41);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_next, mem);
+        ASSERT_EQ(find_edge(out, n, 10, 20)->split_unanswered, (mem - 9) * 3 / 4);
 
         wake_edge_table_done(&t);
         free(out);
