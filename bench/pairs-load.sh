@@ -23,7 +23,8 @@
 # the ratios paired by round (the runs of one round are back to back) and
 # of the rates; each daemon run says what its effect check decided, and
 # its log is kept (bench/results/logs/pairs-load-TIME/ROUND.WORKLOAD.VARIANT.daemon.log
-# under the build tree) to say why.
+# under the build tree) to say why; the rounds' rates are kept there too
+# (runs.txt).
 #
 # Usage (build tree, as root, nothing else running):
 #   bash <srcdir>/bench/pairs-load.sh [--repeats N] [--duration SEC]
@@ -119,6 +120,8 @@ for ((i = 1; i <= REPEATS; i++)); do
                 done
         done
 done | tee "$OUT/runs"
+# the rounds beside the daemon logs, for the per-round ratios later
+cp "$OUT/runs" "$LOGS/runs.txt"
 awk -f "$SRCDIR/bench/stats.awk" -f <(cat <<'EOF'
 /^[0-9]/ { x[$2, $3, $1] = $4; if ($1 > maxrep) maxrep = $1; seen[$2, $3] = 1 }
 function rates(w, v,    a, m, r) {
