@@ -312,10 +312,10 @@ mapfile -t need < <(servers_missing_packages)
 [[ ,$WORKLOADS, == *,pg-* ]] && need+=($(postgres_missing_package))
 [[ ,$WORKLOADS, =~ ,(mc|nginx|sockperf|proxy)- ]] && need+=($(loopback_missing_packages))
 [[ ,$WORKLOADS, == *,iperf-* ]] && ! command -v iperf3 >/dev/null && need+=(iperf3)
-[[ ,$WORKLOADS, == *,hackbench,* ]] && ! command -v perf >/dev/null && need+=(linux-perf)
 [[ ,$WORKLOADS, == *,sng-* ]] && ! command -v stress-ng >/dev/null && need+=(stress-ng)
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # the chart
-[[ ,$VARIANTS, == *,grouped,* ]] && ! command -v perf >/dev/null && need+=(linux-perf)   # its wake-ups
+# perf: hackbench's runs, and the grouped variant's wake-ups
+[[ ,$WORKLOADS, == *,hackbench,* || ,$VARIANTS, == *,grouped,* ]] && ! command -v perf >/dev/null && need+=(linux-perf)
 if [[ ${#need[@]} -gt 0 ]]; then
         echo "# installing ${need[*]}"
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null ||
@@ -506,29 +506,24 @@ run_client() {
                 $pre "${SB[@]}" --threads="$threads" --time="$DURATION" --report-interval=1 "$test" run >"$log" 2>&1
                 awk '/queries:/ { gsub(/\(/, "", $3); print $3 }' "$log"
                 ;;
-        redis-p*)
-                before=$(redis_commands)
-                $pre redis-benchmark -s "$RDS_SOCK" -c 1 -P "${w#redis-p}" -n 1000000000 -t get -q >"$log" 2>&1 &
-                c=$!
-                sleep "$DURATION"
-                after=$(redis_commands)
-                # a client that ended before its time measured nothing
-                kill "$c" 2>/dev/null || { wait "$c"; echo NA; return; }
-                wait "$c" 2>/dev/null
-                awk -v a="$before" -v b="$after" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b - a) / d }'
-                ;;
         redis-*)
-                local procs=1 bp=()
+                # -P: requests in flight on each connection (1, redis-benchmark's own default)
+                local procs=1 pipeline=1 bp=() gone=0
                 c=${w##*-}
                 [[ $w == redis-hub ]] && procs=3 c=1
+                [[ $w == redis-p* ]] && pipeline=${w#redis-p} c=1
                 before=$(redis_commands)
                 for ((k = 0; k < procs; k++)); do
-                        $pre redis-benchmark -s "$RDS_SOCK" -c "$c" -n 100000000 -t get -q >"$log.$k" 2>&1 &
+                        $pre redis-benchmark -s "$RDS_SOCK" -c "$c" -P "$pipeline" -n 100000000 -t get -q \
+                                >"$log.$k" 2>&1 &
                         bp+=($!)
                 done
                 sleep "$DURATION"
                 after=$(redis_commands)
-                kill "${bp[@]}" 2>/dev/null; wait "${bp[@]}" 2>/dev/null
+                # a client that ended before its time measured nothing
+                for k in "${bp[@]}"; do kill "$k" 2>/dev/null || gone=1; done
+                wait "${bp[@]}" 2>/dev/null
+                ((gone == 0)) || { echo NA; return; }
                 # the window also counts our own two INFO calls: negligible
                 awk -v a="$before" -v b="$after" -v d="$DURATION" 'BEGIN { printf "%.1f\n", (b - a) / d }'
                 ;;
