@@ -113,6 +113,9 @@ static int connect_daemon(const struct ctl *c, sd_bus **ret) {
 static int exit_for_bus_error(const sd_bus_error *e, int r) {
         if (sd_bus_error_has_name(e, SD_BUS_ERROR_ACCESS_DENIED) || r == -EPERM || r == -EACCES)
                 return EXIT_DENIED;
+        /* accepted, then closed: a daemon at its connection limit, or stopping */
+        if (r == -ECONNRESET || r == -ENOTCONN || r == -EPIPE || r == -ETIMEDOUT)
+                return EXIT_UNREACHABLE;
         return EXIT_FAILED;
 }
 
@@ -211,7 +214,7 @@ static int call_json(const struct ctl *c, const char *method, const char *sig, .
                 else
                         fprintf(stderr, "affctl: cannot reach affinityd at %s/%s: %s\n",
                                 c->runtime_dir, AFF_BUS_SOCKET, strerror(-r));
-                return EXIT_UNREACHABLE;
+                return r == -EACCES || r == -EPERM ? EXIT_DENIED : EXIT_UNREACHABLE;
         }
         ret = check_protocol(bus);
         if (ret != 0)
@@ -304,7 +307,7 @@ static void print_change(const char **label, struct json_object *e, bool in_forc
  * "why" says something, the wake-up source when it is not perf, the proc
  * connector when it is not listening, topology files that could not be read. */
 static void print_cannot(struct json_object *o) {
-        struct json_object *caps = json_path(o, AFF_STATUS_CAPABILITIES);
+        struct json_object *caps = json_path_of(o, AFF_STATUS_CAPABILITIES, json_type_object);
         const char *label = "Cannot", *s;
         int64_t notes;
 
@@ -327,7 +330,9 @@ static void print_cannot(struct json_object *o) {
         if (strncmp(s, "cannot", 6) == 0)
                 line(&label, "tracefs: %s", s);
         notes = jint(o, "topology.notes_dropped") +
-                (json_path(o, "topology.notes") ? (int64_t) json_object_array_length(json_path(o, "topology.notes")) : 0);
+                (json_path_of(o, "topology.notes", json_type_array)
+                         ? (int64_t) json_object_array_length(json_path(o, "topology.notes"))
+                         : 0);
         if (notes > 0)
                 line(&label, "topology: %" PRId64 " file(s) not read (affctl status --verbose)", notes);
         if (label[0])
@@ -364,7 +369,7 @@ static const char *free_levels(struct json_object *levels, char *buf, size_t siz
 /* What co-location buys on this host, as the daemon last measured it, and
  * whether a level read free is believed (calibrate.h). */
 static void print_colocation(struct json_object *o) {
-        struct json_object *levels = json_path(o, "colocation.levels");
+        struct json_object *levels = json_path_of(o, "colocation.levels", json_type_array);
         const char *label = "Co-location", *span, *why;
         char buf[256] = "", busy[192];
         size_t off = 0;
@@ -410,7 +415,8 @@ static void print_colocation(struct json_object *o) {
 }
 
 static void print_status(struct json_object *o, const struct ctl *c) {
-        struct json_object *changes = json_path(o, AFF_STATUS_CHANGES), *would = json_path(o, AFF_STATUS_WOULD_DO), *w, *k;
+        struct json_object *changes = json_path_of(o, AFF_STATUS_CHANGES, json_type_array),
+                           *would = json_path_of(o, AFF_STATUS_WOULD_DO, json_type_array), *w, *k;
         bool dry = json_object_get_boolean(json_path(o, AFF_STATUS_DRY_RUN));
         const char *label;
         char up[32], kinds[256] = "", looks[48] = "";
@@ -442,7 +448,7 @@ static void print_status(struct json_object *o, const struct ctl *c) {
                         print_change(&label, json_object_array_get_idx(would, i), false);
         }
 
-        k = json_path(o, "counts.findings_by_kind");
+        k = json_path_of(o, "counts.findings_by_kind", json_type_object);
         if (k) {
                 json_object_object_foreach(k, name, n) {
                         int w2 = snprintf(kinds + off, sizeof(kinds) - off, "%s%" PRId64 " %s", off ? ", " : "",
@@ -460,14 +466,16 @@ static void print_status(struct json_object *o, const struct ctl *c) {
 
         print_cannot(o);
 
-        w = json_path(o, AFF_STATUS_WARNINGS);
+        w = json_path_of(o, AFF_STATUS_WARNINGS, json_type_array);
         label = "Warning";
         for (size_t i = 0; w && i < json_object_array_length(w); i++)
                 line(&label, "%s", json_object_get_string(json_object_array_get_idx(w, i)));
 
         label = "Policies";
         line(&label, "%" PRId64 " from %zu file(s)", jint(o, AFF_STATUS_POLICIES),
-             json_path(o, AFF_STATUS_CONFIG_FILES) ? json_object_array_length(json_path(o, AFF_STATUS_CONFIG_FILES)) : (size_t) 0);
+             json_path_of(o, AFF_STATUS_CONFIG_FILES, json_type_array)
+                     ? json_object_array_length(json_path(o, AFF_STATUS_CONFIG_FILES))
+                     : (size_t) 0);
         label = "Own cost";
         line(&label, "%.2f %% of a CPU, %.1f MiB, last pass %.1f ms", jdouble(o, "self.cpu_percent"),
              (double) jint(o, "self.rss_kib") / 1024, (double) jint(o, "self.last_pass_us") / 1000);

@@ -128,5 +128,23 @@ else
 	fail=1
 fi
 
+# a saved reply of the wrong shape (edited, or from another tool) gives a
+# status with what it has, not a crash: json-c aborts on an array call on
+# an object and crashes on an object walk of an array
+for shape in '{"capabilities":[]}' '{"changes":{},"would_do":{}}' '{"counts":{"findings_by_kind":[]}}' \
+	'{"colocation":{"measured":true,"levels":{}}}' '{"warnings":{"a":1},"config_files":{}}' \
+	'{"topology":{"notes":{}}}' '[]'; do
+	n=$((n + 1))
+	printf '%s\n' "$shape" >"$tmp/shape.json"
+	"$AFFCTL" status --from-json "$tmp/shape.json" >/dev/null 2>"$tmp/err"
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		echo "ok status --from-json $shape"
+	else
+		echo "FAIL status --from-json $shape: exit $rc, want 0: $(cat "$tmp/err")"
+		fail=1
+	fi
+done
+
 [ "$n" -gt 4 ] || { echo "FAIL: only $n checks ran (no cases in $CASES?)"; exit 1; }
 exit $fail

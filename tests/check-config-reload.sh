@@ -74,6 +74,34 @@ sed -i 's/^Action=frobnicate$/Action=report/; s/^Detector=hog$/Detector=steal/; 
 kill -HUP "$DAEMON_PID"
 wait_for 10 has_policies 3 || fail "SIGHUP did not reload: $(policies) policies, want 3"
 
+# A reload frees the old policies while the last pass's findings, which
+# affctl reads until the next pass, still name them: a ping-pong pair
+# gives the pair policy a finding, and affctl asks about it right after
+# each of several reloads (the ASan build turns a read of a freed policy
+# into the daemon's death).
+PP=$top_builddir/tests/workloads/pingpong
+[ -x "$PP" ] || fail "tests/workloads/pingpong not built"
+if [ "$(nproc)" -ge 2 ]; then
+        "$PP" --cpus 0,1 --duration 60 --pid-file "$cfg/pp.pids" >/dev/null 2>&1 &
+        PP_PID=$!
+        trap 'kill "$PP_PID" 2>/dev/null || true; cleanup; rm -rf "$CLEAN_CFG"' EXIT
+        pp_findings() { ctl explain --json "$PP_PID" | jq -r '.threads[].findings[]'; }
+        pp_found() { pp_findings 2>/dev/null | grep -q "(policy 60-b)"; }
+        wait_for 15 pp_found || fail "the ping-pong pair got no finding of policy 60-b: $(pp_findings 2>&1)"
+        for _ in 1 2 3 4 5; do
+                ctl reload >/dev/null || fail "a good reload failed"
+                out=$(pp_findings 2>&1) || fail "affctl explain failed right after a reload: $out"
+                echo "$out" | grep -q "(policy 60-b)\|(policy -)" ||
+                        fail "after a reload the finding names another policy: $out"
+                ctl pairs --json >/dev/null || fail "affctl pairs failed right after a reload"
+                ctl hogs --json >/dev/null || fail "affctl hogs failed right after a reload"
+        done
+        kill -0 "$DAEMON_PID" 2>/dev/null || fail "daemon died answering about findings after a reload"
+        kill "$PP_PID" 2>/dev/null || true
+        wait "$PP_PID" 2>/dev/null || true
+        trap 'cleanup; rm -rf "$CLEAN_CFG"' EXIT
+fi
+
 # Masking a policy removes it on reload.
 ln -sf /dev/null "$cfg/policies.d/60-b.policy"
 ctl reload >/dev/null || fail "reload after masking failed"

@@ -31,6 +31,7 @@ struct fake {
         struct fake_task tasks[16];
         size_t n_tasks;
         uint64_t weight;           /* cgroup "/app" */
+        bool app_removed;          /* "/app" was removed (rmdir): its files are gone */
         bool feature;              /* "GENTLE_FAIR_SLEEPERS" */
         char sysctl[64];           /* "kernel.sched_autogroup_enabled" */
         char boot_id[40];
@@ -94,7 +95,7 @@ static int f_aff_allowed(void *ud, const struct task_id *id, cpumask_t *ret) {
 
 static int f_weight_get(void *ud, const char *cg, uint64_t *ret) {
         struct fake *f = ud;
-        if (!streq(cg, "/app"))
+        if (!streq(cg, "/app") || f->app_removed)
                 return -ENOENT;
         *ret = f->weight;
         return 0;
@@ -102,7 +103,7 @@ static int f_weight_get(void *ud, const char *cg, uint64_t *ret) {
 
 static int f_weight_set(void *ud, const char *cg, uint64_t w) {
         struct fake *f = ud;
-        if (!streq(cg, "/app"))
+        if (!streq(cg, "/app") || f->app_removed)
                 return -ENOENT;
         if (f->fail_set)
                 return f->fail_set;
@@ -492,6 +493,48 @@ static void test_restore_after_hotplug(void) {
         test_clean_dir(dir);
 }
 
+/*
+ * A pin reads back narrowed to the CPUs online (sched_getaffinity() gives
+ * the mask and the active CPUs): CPU 3 going offline under a pin of 2-3
+ * leaves it ours, not someone else's change. Taken for foreign, it was
+ * forgotten, and the thread stayed pinned after the daemon stopped.
+ */
+static void test_pin_narrowed_by_hotplug(void) {
+        struct fake f;
+        struct events ev = {};
+        struct applier *a;
+        struct action x;
+
+        fake_init(&f);
+        a = new_recovered(&f, &ev);
+        x = pin(&f, 2, "2-3");
+        ASSERT_EQ(applier_apply(a, &x, 1, false), APPLY_CHANGED);
+        ASSERT_OK(cpumask_parse_list("0-2", &f.tasks[2].allowed));
+        ASSERT_OK(cpumask_parse_list("2", &f.tasks[2].mask));
+        ASSERT_EQ(applier_reconcile(a), 0);
+        ASSERT_EQ(ev.count[APPLIER_EVENT_FOREIGN], 0);
+        ASSERT_EQ(n_managed(a), 1);
+        /* someone else's mask within the CPUs online is still theirs */
+        ASSERT_OK(cpumask_parse_list("0", &f.tasks[2].mask));
+        ASSERT_EQ(applier_reconcile(a), 1);
+        ASSERT_EQ(ev.count[APPLIER_EVENT_FOREIGN], 1);
+        applier_free(a);
+        test_clean_dir(dir);
+
+        /* and a stop restores it, narrowed as the kernel would */
+        fake_init(&f);
+        a = new_recovered(&f, NULL);
+        x = pin(&f, 2, "2-3");
+        ASSERT_EQ(applier_apply(a, &x, 1, false), APPLY_CHANGED);
+        ASSERT_OK(cpumask_parse_list("0-2", &f.tasks[2].allowed));
+        ASSERT_OK(cpumask_parse_list("2", &f.tasks[2].mask));
+        ASSERT_EQ(applier_restore_all(a), 1);
+        ASSERT_STREQ(mask_of(&f, 2), "0-2");
+        ASSERT_EQ(n_managed(a), 0);
+        applier_free(a);
+        test_clean_dir(dir);
+}
+
 static void test_restore_pid(void) {
         struct fake f;
         struct applier *a;
@@ -597,6 +640,39 @@ static void test_other_types(void) {
         ASSERT_STREQ(f.log[2], "weight /app 100");
         applier_free(a);
         test_clean_dir(dir);
+}
+
+/*
+ * A cgroup removed while it has our weight is gone, as an exited thread
+ * is: forgotten by the next reconcile and by a stop, nothing written. Kept,
+ * its entry failed every restore, and a weight's held its parents' +cpu
+ * for as long as the daemon lived.
+ */
+static void test_cgroup_removed(void) {
+        struct fake f;
+        struct events ev = {};
+        struct applier *a;
+        struct action w = { .type = ACT_CGROUP_WEIGHT, .cgroup = "/app", .weight = 500 };
+
+        for (int stop = 0; stop < 2; stop++) {
+                fake_init(&f);
+                ev = (struct events) {};
+                a = new_recovered(&f, &ev);
+                ASSERT_EQ(applier_apply(a, &w, 1, false), APPLY_CHANGED);
+                f.app_removed = true;
+                fake_clear_log(&f);
+                if (stop)
+                        ASSERT_EQ(applier_restore_all(a), 0);
+                else
+                        ASSERT_EQ(applier_reconcile(a), 1);
+                ASSERT_EQ(n_managed(a), 0);
+                ASSERT_EQ(f.n_log, 0);
+                ASSERT_EQ(ev.count[APPLIER_EVENT_GONE], 1);
+                ASSERT_TRUE(strstr(ev.last, "cgroup removed"));
+                ASSERT_EQ(ev.count[APPLIER_EVENT_FAILED], 0);
+                applier_free(a);
+                test_clean_dir(dir);
+        }
 }
 
 static void test_set_failure(void) {
@@ -1096,9 +1172,11 @@ int main(void) {
         test_foreign_change();
         test_exited_and_reused();
         test_restore_after_hotplug();
+        test_pin_narrowed_by_hotplug();
         test_restore_pid();
         test_supersede();
         test_other_types();
+        test_cgroup_removed();
         test_set_failure();
         test_crash_replay();
         test_replay_begin_without_applied();

@@ -519,6 +519,54 @@ static void test_masking(void) {
         ASSERT_EQ(system(rm), 0);
 }
 
+/*
+ * Names are unique among enabled policies only: a vendor's disabled
+ * policy may share its Name= with the admin's enabled one, and a lookup by
+ * name (the planner's, for a change that policy made) finds the enabled
+ * one, wherever it sorts. Scope= prints as it reads back: quoted, and
+ * split into lines of the parser's length.
+ */
+static void test_same_name_and_scope(void) {
+        char tmp[] = "/tmp/test-config-XXXXXX";
+        _cleanup_free_ char *rm = NULL, *got = NULL, *scope = NULL, *longer = NULL, *pd = NULL;
+        struct config *c = NULL;
+        struct config_errors e = {};
+        struct config_paths paths = {};
+        const struct policy *p;
+
+        ASSERT_TRUE(mkdtemp(tmp));
+        pd = pathf("%s/policies.d", tmp);
+        ASSERT_TRUE(mkdir(pd, 0755) == 0);
+        write_file(pd, "10-vendor.policy", "[Policy]\nName=tune\nEnabled=no\nDetector=hog\nAction=report\n");
+        write_file(pd, "50-mine.policy", "[Policy]\nName=tune\nDetector=hog\nAction=pin\n");
+        longer = strdup("/system.slice/a-unit-with-a-long-name-that-goes-on-and-on-and-on-and-on-and-on-and-on-"
+                        "and-on-and-on.service");
+        ASSERT_TRUE(longer);
+        scope = pathf("[Daemon]\nScope=\"/x/a b\" %s\nScope=%s-2\n", longer, longer);
+        write_file(tmp, "affinityd.conf", scope);
+        paths.dirs[0] = tmp;
+        ASSERT_OK(config_load(&paths, &c, &e));
+        ASSERT_EQ(e.n, 0);
+        ASSERT_EQ(c->n_policies, 2);
+        p = config_find_policy(c, "tune");
+        ASSERT_TRUE(p && p->enabled && p->action == ACTION_PIN);
+        ASSERT_EQ(strv_length(c->daemon.scope), 3);
+        ASSERT_STREQ(c->daemon.scope[0], "/x/a b");
+        got = print_to_string(c);
+        assert_round_trip("Scope= with a space and long patterns", got);
+        config_free(c);
+
+        /* disabled only: found, and says so */
+        write_file(pd, "50-mine.policy", "");
+        ASSERT_OK(config_load(&paths, &c, &e));
+        p = config_find_policy(c, "tune");
+        ASSERT_TRUE(p && !p->enabled);
+        config_free(c);
+
+        rm = pathf("rm -rf '%s'", tmp);
+        ASSERT_EQ(system(rm), 0);
+}
+
 /* ---- explicit files and buffers ---- */
 
 static void test_files_and_buffers(void) {
@@ -665,6 +713,7 @@ int main(int argc, char **argv) {
         errors = test_errors();
         test_shipped();
         test_masking();
+        test_same_name_and_scope();
         test_files_and_buffers();
         test_policy_same();
         test_check_main();

@@ -184,7 +184,7 @@ static void test_check_policy(void) {
         struct policy p = {
                 .name = (char *) "throughput", .file = (char *) "/etc/affinityd/policies.d/tp.policy", .line = 3,
                 .enabled = true, .detector = DETECT_STEAL, .action = ACTION_FEATURES, .cpu_weight = -1,
-                .features = features, .sysctls = sysctls,
+                .features = features, .sysctls = sysctls, .features_line = 5, .sysctls_line = 7,
         };
         char **msgs = NULL;
         struct levers *l;
@@ -192,10 +192,11 @@ static void test_check_policy(void) {
         ASSERT_OK(levers_new(root, &l));
         ASSERT_EQ(levers_check_policy(l, &p, &msgs), 5);
         ASSERT_EQ(strv_length(msgs), 5);
-        ASSERT_STREQ(msgs[0], "/etc/affinityd/policies.d/tp.policy:3: SchedFeatures=RUN_TO_PARITY: "
+        /* each at its own key's line, not the [Policy] header's */
+        ASSERT_STREQ(msgs[0], "/etc/affinityd/policies.d/tp.policy:5: SchedFeatures=RUN_TO_PARITY: "
                               "RUN_TO_PARITY: not a sched feature of this kernel (6.1.0-18-amd64); "
                               "it arrived in 6.6 (EEVDF)");
-        ASSERT_STREQ(msgs[1], "/etc/affinityd/policies.d/tp.policy:3: Sysctl=kernel.sched_autogroup_enabled=2: "
+        ASSERT_STREQ(msgs[1], "/etc/affinityd/policies.d/tp.policy:7: Sysctl=kernel.sched_autogroup_enabled=2: "
                               "kernel.sched_autogroup_enabled=2: out of range 0..1");
         ASSERT_CONTAINS(msgs[2], "Sysctl=vm.swappiness=10: vm.swappiness: not an allowed scheduler tunable");
         ASSERT_CONTAINS(msgs[3], "Sysctl=debug:base_slice_ns=3000000: this kernel has no "
@@ -207,7 +208,8 @@ static void test_check_policy(void) {
         p.action = ACTION_WEIGHT;
         p.features = p.sysctls = NULL;
         ASSERT_EQ(levers_check_policy(l, &p, &msgs), 1);
-        ASSERT_CONTAINS(msgs[0], "CPUWeight=-1: Action=weight needs CPUWeight=1..10000");
+        /* no CPUWeight= line: the [Policy] header's */
+        ASSERT_STREQ(msgs[0], "/etc/affinityd/policies.d/tp.policy:3: CPUWeight=-1: Action=weight needs CPUWeight=1..10000");
         strv_free(msgs);
         msgs = NULL;
         p.cpu_weight = 500;

@@ -84,9 +84,15 @@ static void test_debugfs_layout(void) {
         ASSERT_STREQ(levers_slurp(root, "/proc/sys/kernel/sched_autogroup_enabled"), "1");
 
         /* refused values leave the file alone */
-        ASSERT_EQ(levers_sysctl_set(l, "kernel.sched_autogroup_enabled", "7"), -ERANGE);
-        ASSERT_CONTAINS(levers_last_error(l), "out of range 0..1");
+        ASSERT_EQ(levers_sysctl_set(l, "kernel.sched_autogroup_enabled", "1x"), -EINVAL);
+        ASSERT_CONTAINS(levers_last_error(l), "not a non-negative decimal integer");
         ASSERT_STREQ(levers_slurp(root, "/proc/sys/kernel/sched_autogroup_enabled"), "1");
+        /* a value outside a policy's range is the kernel's to refuse: a
+         * restore puts back what an admin had set (1.5 s here), which a
+         * policy may not ask for (levers_sysctl_check()) */
+        ASSERT_EQ(levers_sysctl_check("debug:migration_cost_ns", "1500000000", NULL, 0), -ERANGE);
+        ASSERT_EQ(levers_sysctl_set(l, "debug:migration_cost_ns", "1500000000"), 1);
+        ASSERT_STREQ(levers_slurp(root, "/sys/kernel/debug/sched/migration_cost_ns"), "1500000000");
         ASSERT_EQ(levers_sysctl_set(l, "vm.swappiness", "1"), -ENOENT);
         ASSERT_EQ(levers_sysctl_get(l, "vm.swappiness", buf, sizeof(buf)), -ENOENT);
         levers_free(l);

@@ -242,8 +242,17 @@ int apply_system_allowed_cpus(const char *root, pid_t tid, cpumask_t *ret) {
                         }
                         *slash = '\0';
                 }
-        } else if (n == -ENOENT || n == -ESRCH)
+        } else if (n == -ESRCH) {
                 return -ESRCH;
+        } else if (n == -ENOENT) {
+                /* gone, or a kernel without cpusets (CONFIG_CPUSETS=n), which has no such file */
+                _cleanup_close_ int fd = -1;
+
+                snprintf(path, sizeof(path), "/proc/%d/stat", (int) tid);
+                fd = util_open_at(root, path, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return -ESRCH;
+        }
 
         /* No cpuset (CONFIG_CPUSETS=n): every online CPU. */
         return read_list_file(root, "/sys/devices/system/cpu/online", ret);
@@ -288,7 +297,9 @@ static int sys_affinity_set(void *userdata, const struct task_id *id, const cpum
                 /* The TID may now name someone else, who just got our mask:
                  * give back the mask we overwrote. */
                 (void) sched_setaffinity(id->tid, sizeof(prev), &prev);
-                return -ESRCH;
+                /* only a thread gone is "gone": a check that could not be
+                 * made (EMFILE, ENOMEM) leaves a live entry to ask again */
+                return r == -ESRCH || r == -ENOENT ? -ESRCH : r;
         }
         return 0;
 }

@@ -257,6 +257,23 @@ static int value_get(struct applier *a, const struct action *act, struct value *
         }
 }
 
+/*
+ * Is r, from value_get(), a target gone for good? A thread that exited or
+ * whose TID names another (-ESRCH), or a cgroup removed (-ENOENT on a
+ * weight or subtree entry): an entry kept for a removed group fails every
+ * restore, and a weight's holds its parents' +cpu (subtree_needed()) for
+ * as long as the daemon lives, and across its restarts.
+ */
+static bool value_gone(const struct action *act, int r) {
+        return r == -ESRCH ||
+               (r == -ENOENT && (act->type == ACT_CGROUP_WEIGHT || act->type == ACT_CGROUP_SUBTREE));
+}
+
+static const char *gone_how(const struct action *act) {
+        return act->type == ACT_CGROUP_WEIGHT || act->type == ACT_CGROUP_SUBTREE ? "cgroup removed"
+                                                                                : "target exited";
+}
+
 static int value_set(struct applier *a, const struct action *act, const struct value *v) {
         const struct apply_ops *o = a->ops;
 
@@ -469,7 +486,12 @@ static int journal_begin(struct applier *a, const struct entry *e) {
         if (!r)
                 return -ENOMEM;
         entry_to_record(e, r);
-        k = journal_append(a->journal, r);
+        /* a mask too long for the record (value_format()'s "?") could not
+         * be restored after a crash: such a change is not made */
+        if (e->act.type == ACT_AFFINITY && (streq(r->original, "?") || streq(r->target, "?")))
+                k = -E2BIG;
+        else
+                k = journal_append(a->journal, r);
         free(r);
         return k;
 }
@@ -605,10 +627,10 @@ struct release_pass {
 
 static int release_gone(struct applier *a, struct release_pass *s, struct apply_outcome *o) {
         s->how = "gone";
-        emit(a, APPLIER_EVENT_GONE, s->e, 0, "%s: target exited or PID reused: forgotten, nothing touched",
-             s->what);
+        emit(a, APPLIER_EVENT_GONE, s->e, 0, "%s: %s: forgotten, nothing touched", s->what,
+             s->e->act.type == ACT_AFFINITY ? "target exited or PID reused" : gone_how(&s->e->act));
         if (o)
-                snprintf(o->message, sizeof(o->message), "%s: target exited: forgotten", s->what);
+                snprintf(o->message, sizeof(o->message), "%s: %s: forgotten", s->what, gone_how(&s->e->act));
         return APPLY_GONE;
 }
 
@@ -641,7 +663,7 @@ static int release_restore(struct applier *a, struct release_pass *s, struct app
         r = value_restore(a, e, &restore);
         if (r == -EINVAL && e->act.type == ACT_AFFINITY && a->ops->affinity_allowed)
                 r = restore_narrowed(a, s, &restore, r);
-        if (r == -ESRCH)
+        if (value_gone(&e->act, r))
                 return release_gone(a, s, o);
         if (r == -EBUSY && e->act.type == ACT_CGROUP_SUBTREE) {
                 /* Someone depends on the controller now (systemd for another
@@ -677,6 +699,25 @@ static int release_restore(struct applier *a, struct release_pass *s, struct app
         return APPLY_CHANGED;
 }
 
+/*
+ * Is live still what we set? A thread's affinity reads back narrowed to
+ * the CPUs online (sched_getaffinity() gives the mask and the active
+ * CPUs): a pin of 0,2-7 reads 0,2-6 with CPU 7 offline, which is still
+ * ours, not someone else's change to leave in place.
+ */
+static bool still_ours(struct applier *a, const struct entry *e, const struct value *live) {
+        cpumask_t allowed, narrowed;
+
+        if (value_equal(e->act.type, live, &e->target))
+                return true;
+        if (e->act.type != ACT_AFFINITY || !a->ops->affinity_allowed ||
+            a->ops->affinity_allowed(a->userdata, &e->act.task, &allowed) < 0)
+                return false;
+        narrowed = cpumask_and(&e->target.mask, &allowed);
+        return !cpumask_empty(&narrowed) && !cpumask_equal(&narrowed, &e->target.mask) &&
+               cpumask_equal(&live->mask, &narrowed);
+}
+
 /* The live value against the original and ours: nothing to do, theirs, or a restore. */
 static int release_decide(struct applier *a, size_t i, struct release_pass *s, struct apply_outcome *o) {
         struct entry *e = s->e;
@@ -691,7 +732,7 @@ static int release_decide(struct applier *a, size_t i, struct release_pass *s, s
                                  s->live_s);
                 return APPLY_NOTHING;
         }
-        if (value_equal(e->act.type, &s->live, &e->target))
+        if (still_ours(a, e, &s->live))
                 return release_restore(a, s, o);
         if (older_entry_set(a, i, &s->live)) {
                 /* Crash between a superseding BEGIN and its change: the older
@@ -730,7 +771,7 @@ static int entry_release(struct applier *a, size_t i, bool with_journal, struct 
         value_format_short(e->act.type, s.name, &e->target, s.ours_s, sizeof(s.ours_s));
 
         r = value_get(a, &e->act, &s.live);
-        if (r == -ESRCH)
+        if (value_gone(&e->act, r))
                 result = release_gone(a, &s, o);
         else if (r < 0) {
                 emit(a, APPLIER_EVENT_FAILED, e, r, "cannot read %s to restore it: %s", s.what, strerror(-r));
@@ -1006,6 +1047,11 @@ int applier_recover(struct applier *a) {
         if (r >= 0)
                 r = recover_load(a, &c, &rep);
         journal_contents_clear(&c);
+        /* a damaged journal was moved aside: the good records go into a
+         * new one before the restores, which can take minutes (systemd's
+         * reloads), so that a kill among them loses none */
+        if (r >= 0 && rep.moved_aside[0])
+                r = journal_rewrite_entries(a);
         if (r < 0)
                 return r;
 
@@ -1247,13 +1293,15 @@ static int set_write(struct applier *a, struct set_pass *s, struct apply_outcome
         s->e.time_usec = (uint64_t) ts.tv_sec * USEC_PER_SEC + (uint64_t) ts.tv_nsec / 1000;
 
         r = journal_begin(a, &s->e);
+        /* spent even on failure: a BEGIN that reached the file but not the
+         * disk's cache may still be there, and two of one seq are read as one */
+        a->next_seq++;
         if (r < 0) {
                 emit(a, APPLIER_EVENT_JOURNAL, NULL, r, "journal %s: cannot record change of %s, not changing it: %s",
                      journal_path(a->journal), s->what, strerror(-r));
                 snprintf(o->message, sizeof(o->message), "journal write failed: %s", strerror(-r));
                 return r;
         }
-        a->next_seq++;
 
         r = value_set(a, s->act, &s->target);
         if (r < 0) {
@@ -1464,14 +1512,14 @@ int applier_reconcile(struct applier *a) {
                 int r;
 
                 r = value_get(a, &e->act, &live);
-                if (r < 0 && r != -ESRCH)
+                if (r < 0 && !value_gone(&e->act, r))
                         continue;   /* transient: ask again next interval */
-                if (r >= 0 && value_equal(e->act.type, &live, &e->target))
-                        continue;   /* still ours */
+                if (r >= 0 && still_ours(a, e, &live))
+                        continue;
 
                 describe(&e->act, what, sizeof(what));
-                if (r == -ESRCH) {
-                        emit(a, APPLIER_EVENT_GONE, e, 0, "%s: target exited: forgotten", what);
+                if (r < 0) {
+                        emit(a, APPLIER_EVENT_GONE, e, 0, "%s: %s: forgotten", what, gone_how(&e->act));
                         journal_released(a, e, "gone");
                 } else {
                         value_format_short(e->act.type, target_name(&e->act), &live, live_s, sizeof(live_s));

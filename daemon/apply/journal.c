@@ -670,10 +670,9 @@ int journal_rewrite(struct journal *j, const struct journal_entry *entries, size
                 (void) unlinkat(j->dir_fd, JOURNAL_FILE ".tmp", 0);
                 return r;
         }
-        /* The rename is durable only once the directory is. */
-        if (fsync(j->dir_fd) < 0)
-                return -errno;
-
+        /* The file was renamed: appends go to the new one whatever the
+         * directory's fsync says, or they would land in the unlinked old
+         * file. */
         if (j->fd >= 0)
                 close(j->fd);
         j->fd = openat(j->dir_fd, JOURNAL_FILE, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
@@ -682,6 +681,9 @@ int journal_rewrite(struct journal *j, const struct journal_entry *entries, size
         if (fstat(j->fd, &st) < 0)
                 return -errno;
         j->size = (uint64_t) st.st_size;
+        /* The rename is durable only once the directory is. */
+        if (fsync(j->dir_fd) < 0)
+                return -errno;
         return 0;
 }
 
@@ -697,9 +699,16 @@ int journal_append(struct journal *j, const struct journal_record *rec) {
                 (void) ftruncate(j->fd, (off_t) j->size);
                 return r;
         }
-        /* fdatasync: the data and the file size, which is all an append needs. */
-        if (fdatasync(j->fd) < 0)
-                return -errno;
+        /* fdatasync: the data and the file size, which is all an append
+         * needs. A record not known durable is taken back, like a partial
+         * one: the change it announces is not made, and a record left in
+         * the file would share its seq with the next BEGIN (the caller
+         * spends a seq only on success). */
+        if (fdatasync(j->fd) < 0) {
+                r = -errno;
+                (void) ftruncate(j->fd, (off_t) j->size);
+                return r;
+        }
         j->size += len;
         return 0;
 }

@@ -220,13 +220,19 @@ int levers_sysctl_set(void *userdata, const char *name, const char *value) {
         uint64_t want, have;
         int r;
 
-        r = levers_sysctl_check(name, value, why, sizeof(why));
+        /* the name only: a restore writes back what the kernel held, which
+         * an admin may have set outside our policies' range (a policy's
+         * value is range-checked when it is loaded, levers_check_policy()) */
+        r = levers_sysctl_check(name, NULL, why, sizeof(why));
         if (r < 0) {
                 levers_set_error(l, "%s", why);
                 return r;
         }
+        if (!value || util_parse_u64(value, &want) < 0) {
+                levers_set_error(l, "%s=%s: not a non-negative decimal integer", name, value ?: "");
+                return -EINVAL;
+        }
         d = sysctl_find(name);
-        (void) util_parse_u64(value, &want);
         r = sysctl_resolve(l, d, path, sizeof(path), why, sizeof(why));
         if (r < 0) {
                 levers_set_error(l, "%s", why);

@@ -40,8 +40,9 @@
  *       latency_ns, min_granularity_ns, wakeup_granularity_ns): they live in
  *       /sys/kernel/debug/sched/NAME from 5.13 and in
  *       /proc/sys/kernel/sched_NAME before, and the backend picks whichever
- *       this kernel has. Values are decimal integers within the per-name
- *       range of the allow-list (levers_sysctl_check()).
+ *       this kernel has. Values are decimal integers; a policy's are held
+ *       to the per-name range of the allow-list (levers_sysctl_check()),
+ *       a restore writes back whatever decimal the kernel held.
  *
  * Return values: setters return 1 if they changed the value and 0 if it
  * already was what was asked (then nothing was written); on failure a

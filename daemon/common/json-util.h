@@ -30,3 +30,12 @@ static inline struct json_object *json_path(struct json_object *o, const char *p
                         return NULL;
         return o;
 }
+
+/* json_path()'s member only if it has type t, else NULL: a reply the
+ * daemon did not write (affctl --from-json FILE) may hold anything, and
+ * json-c asserts on an array call on an object and crashes on the reverse. */
+static inline struct json_object *json_path_of(struct json_object *o, const char *path, enum json_type t) {
+        struct json_object *v = json_path(o, path);
+
+        return v && json_object_is_type(v, t) ? v : NULL;
+}

@@ -1451,6 +1451,9 @@ static void finish_policy(struct parse_ctx *ctx) {
                 p->name_line = p->line;
         if (!p->action_line)
                 p->action_line = p->line;
+        p->cpu_weight_line = pd->origin[K_CPU_WEIGHT].line ?: p->line;
+        p->features_line = pd->origin[K_SCHED_FEATURES].line ?: p->line;
+        p->sysctls_line = pd->origin[K_SYSCTL].line ?: p->line;
 
         validate_pending(ctx, pd);
 

@@ -146,10 +146,11 @@ int config_print_full(const struct config *c, FILE *f, unsigned flags) {
                 config_format_percent(d->effect_tolerance, b3, sizeof(b3)),
                 config_format_duration(d->retry_after_usec, b4, sizeof(b4)), d->max_tracked_threads,
                 d->wake_sample_period, d->max_wake_events_per_s, d->metrics_textfile);
-        fputs("Scope=", f);
-        for (char **g = d->scope; g && *g; g++)
-                fprintf(f, "%s%s", g == d->scope ? "" : " ", *g);
-        fputc('\n', f);
+        /* quoted and split as the parser reads them back (each line adds) */
+        if (d->scope && d->scope[0])
+                print_list(f, "Scope", d->scope);
+        else
+                fputs("Scope=\n", f);
 
         for (size_t i = 0; i < c->n_policies; i++) {
                 fputc('\n', f);

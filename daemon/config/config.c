@@ -250,12 +250,20 @@ void config_paths_from(char * const *dirs, struct config_paths *ret) {
 }
 
 const struct policy *config_find_policy(const struct config *c, const char *name) {
-        if (!c || !name)
+        const struct policy *disabled = NULL;
+
+        if (!c || !name || !name[0])
                 return NULL;
+        /* Names are unique among enabled policies only (config_validate()):
+         * a vendor's disabled policy may share its name with the admin's
+         * enabled one, which is the one that acts and owns its changes. */
         for (size_t i = 0; i < c->n_policies; i++)
-                if (c->policies[i].name && streq(c->policies[i].name, name))
-                        return &c->policies[i];
-        return NULL;
+                if (c->policies[i].name && streq(c->policies[i].name, name)) {
+                        if (c->policies[i].enabled)
+                                return &c->policies[i];
+                        disabled = disabled ?: &c->policies[i];
+                }
+        return disabled;
 }
 
 /* ---- checks between policies ---- */

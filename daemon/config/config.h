@@ -153,6 +153,9 @@ struct policy {
         unsigned line;        /* line of its [Policy] section (or its first section) */
         unsigned name_line;   /* line of Name=, or line if the name comes from the file name */
         unsigned action_line; /* line of Action= */
+        /* the last line of CPUWeight=, SchedFeatures= and Sysctl=, or line:
+         * where a check against this kernel points (levers_check_policy()) */
+        unsigned cpu_weight_line, features_line, sysctls_line;
         bool enabled;         /* Enabled=yes */
         int priority;         /* Priority=50, 0..999: lower number wins among matching policies */
         enum detector detector;     /* Detector=; Action=exclude defaults to always */
@@ -265,7 +268,8 @@ int config_print_full(const struct config *c, FILE *f, unsigned flags);
 int config_check_main(const struct config_paths *paths, char * const *files, bool print, FILE *out, FILE *err);
 int config_check_files_main(char **files, bool print, FILE *out, FILE *err);
 
-/* Policy by name (enabled or not), NULL if none. */
+/* Policy by name, NULL if none: the enabled one of that name, else the first
+ * disabled one (names are unique among enabled policies only). */
 const struct policy *config_find_policy(const struct config *c, const char *name);
 
 /* Same settings (as printed), ignoring file/line: "did a reload change this policy?" */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <sys/un.h>
 
 #include "common/protocol.h"
 #include "common/util.h"
@@ -51,6 +52,40 @@ static int check_config(char **dirs, bool print) {
         return r == 0 ? 0 : 1;
 }
 
+/* --runtime-dir: its control socket's path must fit a socket address, or
+ * every start would fail the same way after the first pass's changes. */
+static bool runtime_dir_fits(const char *dir) {
+        struct sockaddr_un sa;
+
+        if (strlen(dir) + 1 + strlen(AFF_BUS_SOCKET) < sizeof(sa.sun_path))
+                return true;
+        fprintf(stderr, "affinityd: --runtime-dir: too long for its socket %s/%s (at most %zu characters)\n", dir,
+                AFF_BUS_SOCKET, sizeof(sa.sun_path) - 2 - strlen(AFF_BUS_SOCKET));
+        return false;
+}
+
+/* --interval: the same bounds as Interval= (affinityd.policy(5)). */
+static bool parse_interval(const char *arg, uint64_t *ret_usec) {
+        uint64_t ms;
+
+        if (util_parse_u64(arg, &ms) < 0 || ms < 100 || ms > 60000) {
+                fprintf(stderr, "affinityd: --interval: not a number of milliseconds in 100..60000: %s\n", arg);
+                return false;
+        }
+        *ret_usec = ms * USEC_PER_MSEC;
+        return true;
+}
+
+/* --config-dir: 0, or the exit status. The last one given wins, so one
+ * dropped for want of room would lose the operator's own override. */
+static int push_config_dir(char ***dirs, const char *dir) {
+        if (strv_length(*dirs) >= CONFIG_DIRS_MAX) {
+                fprintf(stderr, "affinityd: --config-dir: at most %d directories\n", CONFIG_DIRS_MAX);
+                return 2;
+        }
+        return strv_push(dirs, dir) < 0 ? EXIT_FAILURE : 0;
+}
+
 int main(int argc, char **argv) {
         enum { OPT_ROOT = 0x100, OPT_RUNTIME_DIR, OPT_CONFIG_DIR, OPT_INTERVAL, OPT_DRY_RUN,
                OPT_LOG_LEVEL, OPT_CHECK, OPT_PRINT, OPT_VERSION, OPT_NO_PERF };
@@ -72,7 +107,6 @@ int main(int argc, char **argv) {
         _cleanup_strv_free_ char **dirs = NULL;
         bool check = false, print = false;
         struct manager *m = NULL;
-        uint64_t ms;
         int opt, r;
 
         while ((opt = getopt_long(argc, argv, "h", options, NULL)) >= 0)
@@ -81,20 +115,18 @@ int main(int argc, char **argv) {
                         o.root = optarg;
                         break;
                 case OPT_RUNTIME_DIR:
+                        if (!runtime_dir_fits(optarg))
+                                return 2;
                         o.runtime_dir = optarg;
                         break;
                 case OPT_CONFIG_DIR:
-                        if (strv_push(&dirs, optarg) < 0)
-                                return EXIT_FAILURE;
+                        r = push_config_dir(&dirs, optarg);
+                        if (r != 0)
+                                return r;
                         break;
                 case OPT_INTERVAL:
-                        /* Same bounds as Interval= (affinityd.policy(5)). */
-                        if (util_parse_u64(optarg, &ms) < 0 || ms < 100 || ms > 60000) {
-                                fprintf(stderr, "affinityd: --interval: not a number of milliseconds in 100..60000: %s\n",
-                                        optarg);
+                        if (!parse_interval(optarg, &o.interval_usec))
                                 return 2;
-                        }
-                        o.interval_usec = ms * USEC_PER_MSEC;
                         break;
                 case OPT_DRY_RUN:
                         o.dry_run = true;

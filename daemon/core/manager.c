@@ -97,20 +97,32 @@ static void log_config_errors(struct manager *m, const struct config_errors *e) 
  * invalid like any other error. Returns the number of problems.
  */
 static int check_levers(struct manager *m, const struct config *c, struct config_errors *errs) {
-        _cleanup_strv_free_ char **msgs = NULL;
         int n = 0;
 
         if (!m->levers)
                 return 0;
-        for (size_t i = 0; i < c->n_policies; i++)
-                if (c->policies[i].enabled)
-                        n += MAX(levers_check_policy(m->levers, &c->policies[i], &msgs), 0);
-        for (char **s = msgs; s && *s; s++) {
-                struct config_error *e = realloc(errs->items, (errs->n + 1) * sizeof(*e));
-                if (!e)
-                        break;
-                errs->items = e;
-                errs->items[errs->n++] = (struct config_error) { .message = strdup(*s) };
+        for (size_t i = 0; i < c->n_policies; i++) {
+                const struct policy *p = &c->policies[i];
+                _cleanup_strv_free_ char **msgs = NULL;
+
+                if (!p->enabled)
+                        continue;
+                n += MAX(levers_check_policy(m->levers, p, &msgs), 0);
+                for (char **s = msgs; s && *s; s++) {
+                        struct config_error *e = realloc(errs->items, (errs->n + 1) * sizeof(*e));
+                        const char *at = p->file ? *s + strlen(p->file) : NULL;
+
+                        if (!e)
+                                break;
+                        errs->items = e;
+                        /* the journal's CONFIG_FILE= and CONFIG_LINE=: the line
+                         * is the one the message starts with ("file:line: ") */
+                        errs->items[errs->n++] = (struct config_error) {
+                                .file = p->file ? strdup(p->file) : NULL,
+                                .line = at && *at == ':' ? (unsigned) strtoul(at + 1, NULL, 10) : 0,
+                                .message = strdup(*s),
+                        };
+                }
         }
         return n;
 }
@@ -1197,6 +1209,11 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         if (r >= 0)
                 r = setup_timer(m);
         if (r < 0) {
+                /* the first pass may have changed things: a daemon that
+                 * does not start leaves nothing behind (-ESTALE, ignored,
+                 * when recovery never ran) */
+                if (m->applier)
+                        (void) applier_restore_all(m->applier);
                 manager_free(m);
                 return r;
         }
@@ -1296,9 +1313,16 @@ int manager_reload(struct manager *m, struct json_object **ret) {
                 if (errs.n == 0)
                         json_object_array_add(arr, json_object_new_string(strerror(-r)));
         } else {
+                /* the last pass's findings point at the old policies, and
+                 * affctl reads them until the next pass (explain, hogs,
+                 * pairs): their readers show no policy for NULL */
+                for (size_t i = 0; i < m->findings.n; i++)
+                        m->findings.items[i].policy = NULL;
                 config_free(m->config);
                 m->config = c;
                 apply_settings(m);
+                if (m->sampler)
+                        sampler_set_max_threads(m->sampler, c->daemon.max_tracked_threads);
                 if (m->wake) {
                         (void) wake_sampler_set_limits(m->wake, c->daemon.wake_sample_period,
                                                        c->daemon.max_wake_events_per_s);

@@ -249,9 +249,9 @@ static int resolve(struct hog_plan *hp, size_t from) {
                 if (it->f)
                         it->p = it->f->policy;
                 else if (it->m)
-                        it->p = plan_policy_by_name(in->config, it->m->policy);
+                        it->p = config_find_policy(in->config, it->m->policy);
                 else if (!it->p)        /* collect_siblings() has matched it already */
-                        it->p = plan_policy_by_name(in->config, it->st->policy);
+                        it->p = config_find_policy(in->config, it->st->policy);
                 if (it->p && (!it->p->enabled || it->p->detector != DETECT_HOG))
                         it->p = NULL;
                 if (it->p && it->p->name)

@@ -501,7 +501,7 @@ static int plan_releases(struct levers_plan *lp) {
 
                 if (!is_lever_type(m->type))
                         continue;
-                p = plan_policy_by_name(lp->c, m->policy);
+                p = config_find_policy(lp->c, m->policy);
                 why[0] = '\0';
                 if (!p)
                         line_fmt(why, sizeof(why), "policy %s removed", m->policy);

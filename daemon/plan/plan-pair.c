@@ -326,9 +326,9 @@ static int collect(struct pair_plan *pp) {
                 if (it->f)
                         it->p = it->f->policy;
                 else if (it->m[0] || it->m[1])
-                        it->p = plan_policy_by_name(in->config, (it->m[0] ?: it->m[1])->policy);
+                        it->p = config_find_policy(in->config, (it->m[0] ?: it->m[1])->policy);
                 else
-                        it->p = plan_policy_by_name(in->config, it->st->policy);
+                        it->p = config_find_policy(in->config, it->st->policy);
                 if (it->p && (!it->p->enabled || it->p->detector != DETECT_PAIR))
                         it->p = NULL;
                 if (it->p && it->p->name)

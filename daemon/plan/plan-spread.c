@@ -668,7 +668,7 @@ int plan_spread(struct plan_ctx *ctx) {
                 bool alive = false;
 
                 if (!g->p)
-                        g->p = plan_policy_by_name(in->config, g->name);
+                        g->p = config_find_policy(in->config, g->name);
                 snprintf(key, sizeof(key), "spread:%s", g->name);
 
                 for (size_t j = 0; j < g->n && !alive; j++) {

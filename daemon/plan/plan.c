@@ -272,7 +272,7 @@ int action_list_add(struct action_list *l, const struct action *a) {
 }
 
 int plan_emit(struct plan_ctx *ctx, const struct action *a) {
-        const struct policy *p = plan_policy_by_name(ctx->in->config, a->policy);
+        const struct policy *p = config_find_policy(ctx->in->config, a->policy);
         struct action c = *a;
         int r;
 
@@ -299,15 +299,6 @@ static void cooldowns_end_dry_run(struct plan_state *s) {
                         s->targets[i]->cooldown_until_usec = 0;
                         s->targets[i]->cooldown_dry_run = false;
                 }
-}
-
-const struct policy *plan_policy_by_name(const struct config *c, const char *name) {
-        if (!c || !name || !name[0])
-                return NULL;
-        for (size_t i = 0; i < c->n_policies; i++)
-                if (c->policies[i].name && streq(c->policies[i].name, name))
-                        return &c->policies[i];
-        return NULL;
 }
 
 cpumask_t plan_policy_cpus(const struct policy *p) {
@@ -371,7 +362,7 @@ static enum detector managed_kind(const struct config *c, const struct managed *
 
         if (m->kind >= 0 && m->kind < _DETECT_MAX && m->kind != DETECT_ALWAYS)
                 return m->kind;
-        p = plan_policy_by_name(c, m->policy);
+        p = config_find_policy(c, m->policy);
         if (p && p->detector >= 0 && p->detector < _DETECT_MAX)
                 return p->detector;
         return m->kind;

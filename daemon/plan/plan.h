@@ -276,7 +276,6 @@ bool plan_state_blocked(const struct plan_state *s, const char *key, const char 
                         uint64_t now_usec, const char **ret_why);
 
 /* Helpers for the parts. */
-const struct policy *plan_policy_by_name(const struct config *c, const char *name);
 /* The policy's CPUs= restriction, or all CPUs if it has none (or it does not parse). */
 cpumask_t plan_policy_cpus(const struct policy *p);
 /* Append an action; a SET spends one unit of ctx->actions_left (releases are never held back). */

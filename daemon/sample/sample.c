@@ -419,6 +419,10 @@ struct sampler *sampler_free(struct sampler *s) {
         return NULL;
 }
 
+void sampler_set_max_threads(struct sampler *s, size_t max_threads) {
+        s->max_threads = max_threads ? max_threads : CONFIG_MAX_THREADS_DEFAULT;
+}
+
 void sampler_set_topology(struct sampler *s, const struct topology *topo) {
         if (!s || !topo || topo->n_cpus > CPUMASK_MAX)
                 return;

@@ -176,6 +176,11 @@ struct sampler *sampler_free(struct sampler *s);
 /* Override tunables (tests, the benchmark). Call before the first pass. */
 int sampler_set_options(struct sampler *s, const struct sampler_options *o);
 
+/* MaxThreads= changed by a reload (0 = 65536): a higher limit holds from the
+ * next pass; under a lower one the records kept stay until their threads
+ * exit, and no new one is added until the count is under it. */
+void sampler_set_max_threads(struct sampler *s, size_t max_threads);
+
 /* CPU hotplug: the new topology replaces the old one at once (also in the last snapshot). */
 void sampler_set_topology(struct sampler *s, const struct topology *topo);
 
