@@ -348,6 +348,20 @@ static void test_tracker_gain(void) {
         snap.n_tasks = 0;
         effect_check(&tr, &snap, 0.10, on_verdict, NULL);
         ASSERT_TRUE(!effect_gain_of(&tr, &tasks[0].id));
+        /* released or replaced before its verdict: none comes, for the
+         * change it judged is no longer in force; the partner's is its own */
+        snap.n_tasks = 2;
+        tasks[0].io_bytes_per_s = tasks[1].io_bytes_per_s = 1000;
+        ASSERT_OK(effect_track(&tr, &a));
+        a.task = tasks[1].id;
+        a.partner = tasks[0].id;
+        ASSERT_OK(effect_track(&tr, &a));
+        effect_forget_task(&tr, &tasks[0].id);
+        ASSERT_EQ(tr.n, 1);
+        for (unsigned i = 0; i < 10; i++)
+                effect_check(&tr, &snap, 0.10, on_verdict, NULL);
+        ASSERT_EQ(n_verdicts, 3);
+        ASSERT_EQ(last_verdict.verdict, EFFECT_UNDO);
         effect_tracker_clear(&tr);
 }
 

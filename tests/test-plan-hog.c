@@ -1184,6 +1184,69 @@ static void test_exchange_is_no_hog(void) {
         exchange_case(true);
 }
 
+/* The hog detector, and a split ping-pong pair of 201 and 202 (placed by the pair planner). */
+static void detect_with_pair(struct world *w) {
+        struct finding f = { .kind = DETECT_PAIR, .shape = PAIR_PINGPONG, .policy = &w->pol[1], .n_members = 2,
+                             .split_fraction = 1.0, .split_basis = SPLIT_BASIS_WAKEUPS, .wake_rate_per_s = 9000,
+                             .combined_util = 1.0, .last_cpu = -1 };
+
+        detect(w);
+        f.members[0] = world_task(w, 201)->id;
+        f.members[1] = world_task(w, 202)->id;
+        ASSERT_OK(findings_add(&w->findings, &f));
+}
+
+/* A pair's two pins share their CPU; a hog's is never on it, nor on another hog's. */
+static void check_hog_beside_pair(struct world *w) {
+        cpumask_t hogs, pairs;
+
+        cpumask_zero(&hogs);
+        cpumask_zero(&pairs);
+        for (size_t i = 0; i < w->n_managed; i++) {
+                const struct managed *m = &w->managed[i];
+                int c = cpumask_single(&m->mask);
+
+                ASSERT_TRUE(c >= 0);
+                if (m->kind == DETECT_HOG) {
+                        ASSERT_TRUE(!cpumask_test(&hogs, c));
+                        cpumask_set(&hogs, c);
+                } else
+                        cpumask_set(&pairs, c);
+        }
+        for (int c = 0; c < w->topo.n_cpus; c++)
+                ASSERT_TRUE(!(cpumask_test(&hogs, c) && cpumask_test(&pairs, c)));
+}
+
+/*
+ * A pair we co-located is one CPU's load: its members take turns there,
+ * each busy by its run delay (the other's turn). On 2 CPUs a pair and one
+ * hopping hog fit, one CPU each; counted a member at a time they read
+ * "3 hogs > 2 usable CPUs" and the hog was never pinned (or let go).
+ */
+static void test_colocated_pair_is_one_cpu(void) {
+        struct world w;
+        int pc;
+
+        world_init_hogs(&w, 2);
+        w.check = check_hog_beside_pair;
+        w.pol[1] = (struct policy) TEST_POLICY("pairs", DETECT_PAIR, ACTION_COLOCATE);
+        w.cfg.n_policies = 2;
+        add_task(&w, 101, 0.95, 10, 2.0, 0);
+        world_add_task(&w, 201, "client", 0.5, 500, 0.0, 0);
+        world_add_task(&w, 202, "server", 0.5, 500, 0.0, 1);
+        w.edges[0] = (struct wake_edge) { .waker_tid = 201, .wakee_tid = 202, .wakeups_per_s = 9000 };
+        w.edges[1] = (struct wake_edge) { .waker_tid = 202, .wakee_tid = 201, .wakeups_per_s = 9000 };
+        w.n_edges = 2;
+        w.detect = detect_with_pair;
+        world_steps(&w, 8);
+        pc = world_pinned_cpu(&w, 201);
+        ASSERT_TRUE(pc >= 0);
+        ASSERT_EQ(world_pinned_cpu(&w, 202), pc);
+        ASSERT_EQ(world_pinned_cpu(&w, 101), 1 - pc);
+        ASSERT_EQ(w.state->hog_overcommit_hogs, 2);
+        world_done(&w);
+}
+
 /* `affctl explain PID`'s planner entries: by the thread a target concerns,
  * never by a number that only happens to stand in its key (a start time). */
 static void test_target_involves(void) {
@@ -1242,6 +1305,7 @@ int main(void) {
         test_claims_for_pairs();
         test_claims_by_use();
         test_exchange_is_no_hog();
+        test_colocated_pair_is_one_cpu();
         printf("test-plan-hog: ok\n");
         return 0;
 }

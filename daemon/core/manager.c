@@ -609,6 +609,9 @@ static void pass_apply(struct manager *m, uint64_t t0) {
                 }
                 if (r > 0) {
                         m->actions_applied++;
+                        /* released or replaced: a verdict pending on the old change would judge this one */
+                        if (a->type == ACT_AFFINITY)
+                                effect_forget_task(&m->effects, &a->task);
                         if (a->verb == VERB_RELEASE && a->type == ACT_AFFINITY)
                                 effect_gain_forget(&m->effects, &a->task);
                         if (m->config->daemon.effect_check)

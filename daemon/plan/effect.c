@@ -204,6 +204,13 @@ static void effect_forget(struct effect_tracker *tr, size_t i) {
         tr->items[i] = tr->items[--tr->n];
 }
 
+void effect_forget_task(struct effect_tracker *tr, const struct task_id *task) {
+        for (size_t i = tr->n; i > 0; i--)
+                if (tr->items[i - 1].action.task.tid == task->tid &&
+                    tr->items[i - 1].action.task.start_time == task->start_time)
+                        effect_forget(tr, i - 1);
+}
+
 /* The task an action was about, if it is still the same task. */
 static const struct task *effect_task(const struct snapshot *snap, const struct task_id *id) {
         const struct task *t = snapshot_find_task(snap, id->tid);

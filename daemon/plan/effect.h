@@ -209,6 +209,16 @@ const char *effect_measure_name(enum detector kind, enum evidence_basis basis);
  * effect check is a safety net; running without it beats failing). */
 int effect_track(struct effect_tracker *tr, const struct action *a);
 /*
+ * The change on this task ended (released) or is replaced (a new SET: a
+ * hog or pair moved, re-spanned): the verdicts still pending on it go. A
+ * verdict on a change no longer in force judges something else (a hog
+ * released when hogs outnumbered CPUs, sharing them, read as a pin that
+ * lost), and its undo released the change that replaced it, or blocked
+ * the target for RetryAfter= for nothing. Not from within effect_check()'s
+ * verdict callback.
+ */
+void effect_forget_task(struct effect_tracker *tr, const struct task_id *task);
+/*
  * Judge every tracked change on snap; verdict(action, result, userdata) for
  * each that got one: EFFECT_UNDO (slower beyond tolerance: the caller
  * releases it) or EFFECT_KEEP (its gain is kept, effect_gain_of()). Gains

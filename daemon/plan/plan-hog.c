@@ -434,12 +434,24 @@ static void count(struct hog_item *it) {
  * policy covers: an excluded or report-only hog still takes its share of a
  * CPU, and pinning around it is exactly the n+1 unfairness of [conservative-smp].
  */
+/* Our pair pin of thread id (its CPU, or a Span='s CPUs), or NULL. */
+static const cpumask_t *pair_pin_of(const struct hog_plan *hp, const struct task_id *id) {
+        const struct plan_input *in = hp->ctx->in;
+
+        for (size_t j = 0; j < in->n_managed; j++)
+                if (in->managed[j].type == ACT_AFFINITY && in->managed[j].kind == DETECT_PAIR &&
+                    task_id_equal(&in->managed[j].task, id))
+                        return &in->managed[j].mask;
+        return NULL;
+}
+
 static void overcommit(struct hog_plan *hp) {
         struct plan_state *state = hp->ctx->state;
-        cpumask_t U;
+        cpumask_t U, paired;
         unsigned n = 0;
 
         cpumask_zero(&U);
+        cpumask_zero(&paired);
         for (size_t i = 0; i < hp->n_items; i++) {
                 const struct hog_item *it = &hp->items[i];
 
@@ -452,8 +464,26 @@ static void overcommit(struct hog_plan *hp) {
                         const struct task *t = snapshot_active(hp->snap, i);
                         cpumask_t a;
 
+                        const cpumask_t *pin;
+
                         if (!is_busy_thread(hp, t))
                                 continue;
+                        /* The members of a pair we co-located take turns on
+                         * its CPU, and each reads busy by its run delay (the
+                         * other's turn): one CPU's load, counted once for
+                         * its CPUs, not once a member. A pair and one hog on
+                         * 2 CPUs read 3 > 2, and the hog's pin was let go. */
+                        pin = pair_pin_of(hp, &t->id);
+                        if (pin) {
+                                cpumask_t seen;
+
+                                a = cpumask_and(pin, &U);
+                                seen = cpumask_and(&a, &paired);
+                                if (!cpumask_empty(&a) && cpumask_empty(&seen))
+                                        n++;
+                                paired = cpumask_or(&paired, &a);
+                                continue;
+                        }
                         a = cpumask_and(&t->allowed, &U);
                         if (!cpumask_empty(&a))
                                 n++;

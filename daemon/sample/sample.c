@@ -1799,7 +1799,10 @@ static void read_active_threads(struct sampler *s) {
                         if (!want_read(s, i))
                                 continue;
                         tid = s->tasks[i].id.tid;
-                        (void) thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, s->now_usec);
+                        /* a trusted process's leader stat is of its last check, up to
+                         * passes old: a hot leader's CPU and ticks are read afresh */
+                        (void) thread_read(s, p, tid, tid == p->info.pid && p->mode != MODE_TRUSTED ? &p->leader : NULL,
+                                           s->now_usec);
                 }
         }
 }
@@ -1814,6 +1817,10 @@ static void list_threads(struct sampler *s) {
                         continue;
                 snprintf(rel, sizeof(rel), "/proc/%d/task", (int) p->info.pid);
                 s->stats.processes_listed++;
+                /* set again by thread_slot() only if there is still no room
+                 * (MaxThreads= raised by a reload, records freed): kept, a
+                 * change in its thread count never listed it again */
+                p->untracked = false;
                 r = for_each_pid_entry(s, rel, task_visit, p);
                 if (r < 0) {
                         /* Gone between the gate and here: drop it this pass. */
