@@ -379,6 +379,16 @@ static void test_systemd_path(void) {
         ASSERT_EQ(levers_weight_set(l, "/batch", 300), 1);
         ASSERT_EQ(levers_weight_last_path(l, NULL), LEVERS_WEIGHT_PATH_FILE);
 
+        /* a unit of a container's own systemd (below a unit of the host's):
+         * not the host's web.service, which must not be asked */
+        snprintf(p, sizeof(p), "mkdir -p '%s%s/machine.slice/machine-c.scope/payload/system.slice/web.service' && "
+                 "echo 1024 > '%s%s/machine.slice/machine-c.scope/payload/system.slice/web.service/cpu.shares'",
+                 root, V1_CPU, root, V1_CPU);
+        ASSERT_EQ(system(p), 0);
+        ASSERT_EQ(levers_weight_set(l, "/machine.slice/machine-c.scope/payload/system.slice/web.service", 300), 1);
+        ASSERT_EQ(levers_weight_last_path(l, NULL), LEVERS_WEIGHT_PATH_FILE);
+        ASSERT_STREQ(levers_slurp(root, "/systemd.log"), "web.service 1 CPUShares=2048\nweb.service 1 CPUShares=1000");
+
         /* systemd refuses: written directly, and the detail says why */
         ASSERT_EQ(levers_weight_set(l, "/system.slice/ghost.service", 50), 1);
         ASSERT_EQ(levers_weight_last_path(l, &detail), LEVERS_WEIGHT_PATH_FILE);

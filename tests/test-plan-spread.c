@@ -179,6 +179,32 @@ static void test_does_not_fit(void) {
         world_done(&w);
 }
 
+/*
+ * A placed group that stops fitting is released, and cools down like any
+ * release of it: members near the line fit one pass and not the next, and
+ * were pinned and let go pass after pass.
+ */
+static void test_no_longer_fits_cools_down(void) {
+        struct world w;
+
+        world_init_spread(&w, 2);
+        for (pid_t tid = 101; tid <= 103; tid++)
+                add_task(&w, tid, true, 0.45, 2.0, 0);
+        world_steps(&w, 3);
+        ASSERT_EQ(n_pinned_kind(&w, DETECT_SPREAD), 3);
+        for (pid_t tid = 101; tid <= 103; tid++)
+                world_task(&w, tid)->util = 0.55;
+        world_step(&w);
+        ASSERT_EQ(n_pinned_kind(&w, DETECT_SPREAD), 0);
+        ASSERT_TRUE(strstr(group_state(&w)->why, "does not fit"));
+        for (pid_t tid = 101; tid <= 103; tid++)
+                world_task(&w, tid)->util = 0.45;
+        world_steps(&w, 10);
+        ASSERT_EQ(w.total_sets, 3);
+        ASSERT_EQ(n_pinned_kind(&w, DETECT_SPREAD), 0);
+        world_done(&w);
+}
+
 /* A group that does not migrate is the scheduler's business. */
 static void test_not_migrating(void) {
         struct world w;
@@ -427,6 +453,7 @@ int main(void) {
         test_one_per_cpu();
         test_balanced();
         test_does_not_fit();
+        test_no_longer_fits_cools_down();
         test_not_migrating();
         test_machine_busy();
         test_group_shrinks();

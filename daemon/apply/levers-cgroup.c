@@ -681,12 +681,33 @@ int levers_subtree_set(void *userdata, const char *cgroup, bool enable) {
 
 /* ---- systemd ---- */
 
-/* "foo.service" for "/system.slice/foo.service", NULL if the last component is not a unit. */
+/* Does the component of length n at c end in suffix? */
+static bool component_ends(const char *c, size_t n, const char *suffix) {
+        size_t k = strlen(suffix);
+
+        return n > k && strncmp(c + n - k, suffix, k) == 0;
+}
+
+/*
+ * "foo.service" for "/system.slice/foo.service", NULL if the last component
+ * is not a unit of the system manager: every component before it must be a
+ * slice. Below a unit (a container's own systemd, a user manager's
+ * user@1000.service) the same name is another manager's unit, and the
+ * system manager's namesake on the host would get the weight.
+ */
 static const char *unit_of_cgroup(const char *cgroup, char *buf, size_t size) {
         static const char *const suffixes[] = { ".service", ".scope", ".slice" };
         const char *last = strrchr(cgroup, '/');
         size_t n;
 
+        for (const char *c = cgroup; last && c < last;) {
+                const char *start = c + (*c == '/');
+                size_t len = strcspn(start, "/");
+
+                if (len > 0 && !component_ends(start, len, ".slice"))
+                        return NULL;
+                c = start + len;
+        }
         last = last ? last + 1 : cgroup;
         n = strlen(last);
         if (n == 0 || n >= size)

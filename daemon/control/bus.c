@@ -35,6 +35,8 @@
 #define BUS_AUTH_USEC (2 * USEC_PER_SEC)
 #define BUS_IDLE_USEC (60 * USEC_PER_SEC)
 #define BUS_REAP_USEC (500 * USEC_PER_MSEC)
+/* replies written to a peer and not read yet, past which it is dropped: affctl reads each at once */
+#define BUS_UNREAD_REPLIES_MAX 16
 
 struct bus_peer {
         sd_bus *bus;
@@ -190,9 +192,13 @@ static int on_reap(sd_event_source *s, uint64_t usec, void *userdata) {
 
         for (unsigned i = b->n_peers; i > 0; i--) {
                 struct bus_peer *p = &b->peers[i - 1];
-                uint64_t nq = 0;
+                uint64_t nq = 0, nw = 0;
 
-                if (sd_bus_is_ready(p->bus) <= 0) {
+                /* replies it does not read pile up in the daemon (each a
+                 * whole status, and sd-bus queues hundreds of thousands) */
+                if (sd_bus_get_n_queued_write(p->bus, &nw) >= 0 && nw > BUS_UNREAD_REPLIES_MAX)
+                        peer_drop(b, i - 1);
+                else if (sd_bus_is_ready(p->bus) <= 0) {
                         if (now - p->accepted_usec > BUS_AUTH_USEC)
                                 peer_drop(b, i - 1);
                 } else if (now - p->accepted_usec > BUS_IDLE_USEC &&
@@ -246,8 +252,16 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
         r = sd_bus_new(&bus);
         if (r < 0)
                 return 0;
-        if ((r = sd_bus_set_fd(bus, nfd, nfd)) < 0 ||
-            (r = sd_bus_set_server(bus, 1, id)) < 0 ||
+        r = sd_bus_set_fd(bus, nfd, nfd);
+        if (r < 0) {
+                sd_bus_unref(bus);
+                return 0;
+        }
+        /* the bus owns it now: its unref closes it, whatever fails below (a
+         * second close would take a number reused meanwhile, a calibration's
+         * pipe end) */
+        TAKE_FD(nfd);
+        if ((r = sd_bus_set_server(bus, 1, id)) < 0 ||
             (r = sd_bus_set_anonymous(bus, 1)) < 0 ||
             /* The caller's uid decides what sd-bus lets them call. */
             (r = sd_bus_negotiate_creds(bus, 1, SD_BUS_CREDS_PID | SD_BUS_CREDS_UID |
@@ -260,11 +274,9 @@ static int on_accept(sd_event_source *s, int fd, uint32_t revents, void *userdat
                                   on_peer_disconnected, b)) < 0 ||
             (r = sd_bus_start(bus)) < 0 ||
             (r = sd_bus_attach_event(bus, sd_event_source_get_event(s), SD_EVENT_PRIORITY_NORMAL)) < 0) {
-                /* sd_bus_set_fd took the fd only if it succeeded; closing twice is avoided below. */
                 sd_bus_unref(bus);
                 return 0;
         }
-        TAKE_FD(nfd);
         b->peers[b->n_peers++] = (struct bus_peer) { .bus = bus, .uid = cred.uid, .accepted_usec = util_now_usec() };
         return 0;
 }

@@ -459,11 +459,18 @@ static int fit_all(struct spread_pass *sp) {
                 int c = pick(topo, &sp->avail, sp->load, sp->count, mb);
 
                 if (c < 0) {
+                        bool had = any_managed(sp->g);
+
                         for (size_t j = 0; j < i; j++)
                                 sp->order[j]->new_cpu = -1;
                         r = release_all(sp->ctx, sp->g, "group no longer fits");
                         if (r < 0)
                                 return r;
+                        /* as any release of the group: members near the line fit
+                         * one pass and not the next, and were pinned and let go
+                         * pass after pass */
+                        if (had)
+                                plan_cooldown_arm(sp->ctx, sp->g->st);
                         plan_set_state(sp->g->st, PLAN_LEFT_ALONE, "does not fit: %zu threads, %.0f%% together on %s",
                                        sp->n_busy, sp->combined * 100,
                                        cpumask_format_list(&sp->avail, cpus, sizeof(cpus)) ?: "?");
