@@ -329,10 +329,7 @@ static void print_cannot(struct json_object *o) {
         s = jstr(o, "capabilities.tracefs");
         if (strncmp(s, "cannot", 6) == 0)
                 line(&label, "tracefs: %s", s);
-        notes = jint(o, "topology.notes_dropped") +
-                (json_path_of(o, "topology.notes", json_type_array)
-                         ? (int64_t) json_object_array_length(json_path(o, "topology.notes"))
-                         : 0);
+        notes = jint(o, "topology.notes_dropped") + (int64_t) json_array_length_at(o, "topology.notes");
         if (notes > 0)
                 line(&label, "topology: %" PRId64 " file(s) not read (affctl status --verbose)", notes);
         if (label[0])
@@ -473,9 +470,7 @@ static void print_status(struct json_object *o, const struct ctl *c) {
 
         label = "Policies";
         line(&label, "%" PRId64 " from %zu file(s)", jint(o, AFF_STATUS_POLICIES),
-             json_path_of(o, AFF_STATUS_CONFIG_FILES, json_type_array)
-                     ? json_object_array_length(json_path(o, AFF_STATUS_CONFIG_FILES))
-                     : (size_t) 0);
+             json_array_length_at(o, AFF_STATUS_CONFIG_FILES));
         label = "Own cost";
         line(&label, "%.2f %% of a CPU, %.1f MiB, last pass %.1f ms", jdouble(o, "self.cpu_percent"),
              (double) jint(o, "self.rss_kib") / 1024, (double) jint(o, "self.last_pass_us") / 1000);

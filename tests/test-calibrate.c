@@ -24,7 +24,7 @@ static void test_live(void) {
 
         ASSERT_OK(topology_load("/", &topo));
         ASSERT_TRUE(pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0);
-        ASSERT_OK(calibrate(topo, NULL, &c));
+        ASSERT_OK(calibrate(topo, NULL, NULL, &c));
         ASSERT_TRUE(pthread_getaffinity_np(pthread_self(), sizeof(after), &after) == 0);
         ASSERT_TRUE(CPU_EQUAL(&before, &after));
         usable = topology_usable(topo);

@@ -186,34 +186,38 @@ static void test_check_policy(void) {
                 .enabled = true, .detector = DETECT_STEAL, .action = ACTION_FEATURES, .cpu_weight = -1,
                 .features = features, .sysctls = sysctls, .features_line = 5, .sysctls_line = 7,
         };
-        char **msgs = NULL;
+        struct config_errors errs = {};
         struct levers *l;
 
         ASSERT_OK(levers_new(root, &l));
-        ASSERT_EQ(levers_check_policy(l, &p, &msgs), 5);
-        ASSERT_EQ(strv_length(msgs), 5);
+        ASSERT_EQ(levers_check_policy(l, &p, &errs), 5);
+        ASSERT_EQ(errs.n, 5);
+        ASSERT_STREQ(errs.items[0].file, p.file);
+        ASSERT_EQ(errs.items[0].line, 5);
+        ASSERT_EQ(errs.items[1].line, 7);
         /* each at its own key's line, not the [Policy] header's */
-        ASSERT_STREQ(msgs[0], "/etc/affinityd/policies.d/tp.policy:5: SchedFeatures=RUN_TO_PARITY: "
+        ASSERT_STREQ(errs.items[0].message, "/etc/affinityd/policies.d/tp.policy:5: SchedFeatures=RUN_TO_PARITY: "
                               "RUN_TO_PARITY: not a sched feature of this kernel (6.1.0-18-amd64); "
                               "it arrived in 6.6 (EEVDF)");
-        ASSERT_STREQ(msgs[1], "/etc/affinityd/policies.d/tp.policy:7: Sysctl=kernel.sched_autogroup_enabled=2: "
+        ASSERT_STREQ(errs.items[1].message, "/etc/affinityd/policies.d/tp.policy:7: Sysctl=kernel.sched_autogroup_enabled=2: "
                               "kernel.sched_autogroup_enabled=2: out of range 0..1");
-        ASSERT_CONTAINS(msgs[2], "Sysctl=vm.swappiness=10: vm.swappiness: not an allowed scheduler tunable");
-        ASSERT_CONTAINS(msgs[3], "Sysctl=debug:base_slice_ns=3000000: this kernel has no "
+        ASSERT_CONTAINS(errs.items[2].message, "Sysctl=vm.swappiness=10: vm.swappiness: not an allowed scheduler tunable");
+        ASSERT_CONTAINS(errs.items[3].message, "Sysctl=debug:base_slice_ns=3000000: this kernel has no "
                                  "/sys/kernel/debug/sched/base_slice_ns; base_slice_ns arrived in 6.6");
-        ASSERT_CONTAINS(msgs[4], "Sysctl=nonsense: expected NAME=VALUE");
-        strv_free(msgs);
-        msgs = NULL;
+        ASSERT_CONTAINS(errs.items[4].message, "Sysctl=nonsense: expected NAME=VALUE");
+        config_errors_clear(&errs);
 
         p.action = ACTION_WEIGHT;
         p.features = p.sysctls = NULL;
-        ASSERT_EQ(levers_check_policy(l, &p, &msgs), 1);
+        ASSERT_EQ(levers_check_policy(l, &p, &errs), 1);
+        ASSERT_EQ(errs.items[0].line, 3);
         /* no CPUWeight= line: the [Policy] header's */
-        ASSERT_STREQ(msgs[0], "/etc/affinityd/policies.d/tp.policy:3: CPUWeight=-1: Action=weight needs CPUWeight=1..10000");
-        strv_free(msgs);
-        msgs = NULL;
+        ASSERT_STREQ(errs.items[0].message, "/etc/affinityd/policies.d/tp.policy:3: CPUWeight=-1: Action=weight needs CPUWeight=1..10000");
+        config_errors_clear(&errs);
         p.cpu_weight = 500;
-        ASSERT_EQ(levers_check_policy(l, &p, &msgs), 0);
+        ASSERT_EQ(levers_check_policy(l, &p, &errs), 0);
+        ASSERT_EQ(errs.n, 0);
+        config_errors_clear(&errs);
         levers_free(l);
         levers_fixture_remove(root);
 }

@@ -101,8 +101,12 @@ static void normalize_ws(const char *in, char *out, size_t size) {
         out[o] = '\0';
 }
 
+static bool is_cgroup_entry(const struct action *act) {
+        return act->type == ACT_CGROUP_WEIGHT || act->type == ACT_CGROUP_SUBTREE;
+}
+
 static const char *target_name(const struct action *act) {
-        return act->type == ACT_CGROUP_WEIGHT || act->type == ACT_CGROUP_SUBTREE ? act->cgroup : act->name;
+        return is_cgroup_entry(act) ? act->cgroup : act->name;
 }
 
 static void value_from_action(const struct action *act, struct value *v) {
@@ -265,13 +269,14 @@ static int value_get(struct applier *a, const struct action *act, struct value *
  * as long as the daemon lives, and across its restarts.
  */
 static bool value_gone(const struct action *act, int r) {
-        return r == -ESRCH ||
-               (r == -ENOENT && (act->type == ACT_CGROUP_WEIGHT || act->type == ACT_CGROUP_SUBTREE));
+        return r == -ESRCH || (r == -ENOENT && is_cgroup_entry(act));
 }
 
+/* The journal's and the log's one wording for value_gone(). */
 static const char *gone_how(const struct action *act) {
-        return act->type == ACT_CGROUP_WEIGHT || act->type == ACT_CGROUP_SUBTREE ? "cgroup removed"
-                                                                                : "target exited";
+        if (is_cgroup_entry(act))
+                return "cgroup removed";
+        return act->type == ACT_AFFINITY ? "target exited or PID reused" : "target exited";
 }
 
 static int value_set(struct applier *a, const struct action *act, const struct value *v) {
@@ -627,8 +632,7 @@ struct release_pass {
 
 static int release_gone(struct applier *a, struct release_pass *s, struct apply_outcome *o) {
         s->how = "gone";
-        emit(a, APPLIER_EVENT_GONE, s->e, 0, "%s: %s: forgotten, nothing touched", s->what,
-             s->e->act.type == ACT_AFFINITY ? "target exited or PID reused" : gone_how(&s->e->act));
+        emit(a, APPLIER_EVENT_GONE, s->e, 0, "%s: %s: forgotten, nothing touched", s->what, gone_how(&s->e->act));
         if (o)
                 snprintf(o->message, sizeof(o->message), "%s: %s: forgotten", s->what, gone_how(&s->e->act));
         return APPLY_GONE;
@@ -1310,8 +1314,8 @@ static int set_write(struct applier *a, struct set_pass *s, struct apply_outcome
                          strerror(-r));
                 if (r == -ESRCH && s->i >= 0) {
                         /* The managed target itself is gone. */
-                        emit(a, APPLIER_EVENT_GONE, &a->entries[s->i], 0,
-                             "%s: target exited or PID reused: forgotten, nothing touched", s->what);
+                        emit(a, APPLIER_EVENT_GONE, &a->entries[s->i], 0, "%s: %s: forgotten, nothing touched",
+                             s->what, gone_how(s->act));
                         journal_released(a, &a->entries[s->i], "gone");
                         entries_remove(a, (size_t) s->i);
                         maybe_compact(a);

@@ -314,16 +314,12 @@ int levers_caps_to_json(const struct lever_caps *c, struct json_object **ret) {
 
 /* ---- policy validation ---- */
 
-static int push_message(char ***messages, const struct policy *p, unsigned line, const char *key,
-                        const char *entry, const char *why) {
-        _cleanup_free_ char *m = NULL;
-
-        if (asprintf(&m, "%s:%u: %s=%s: %s", p->file ? p->file : "?", line ?: p->line, key, entry, why) < 0)
-                return -ENOMEM;
-        return strv_push(messages, m);
+static int push_error(struct config_errors *errs, const struct policy *p, unsigned line, const char *key,
+                      const char *entry, const char *why) {
+        return config_errors_add(errs, p->file ?: "?", line ?: p->line, "%s=%s: %s", key, entry, why);
 }
 
-int levers_check_policy(struct levers *l, const struct policy *p, char ***messages) {
+int levers_check_policy(struct levers *l, const struct policy *p, struct config_errors *errs) {
         char why[256];
         int n = 0, r;
 
@@ -331,7 +327,7 @@ int levers_check_policy(struct levers *l, const struct policy *p, char ***messag
             (p->cpu_weight < (int64_t) LEVERS_WEIGHT_MIN || p->cpu_weight > (int64_t) LEVERS_WEIGHT_MAX)) {
                 char v[32];
                 levers_fmt(v, sizeof(v), "%" PRIi64, p->cpu_weight);
-                r = push_message(messages, p, p->cpu_weight_line, "CPUWeight", v,
+                r = push_error(errs, p, p->cpu_weight_line, "CPUWeight", v,
                                  p->cpu_weight < 0 ? "Action=weight needs CPUWeight=1..10000"
                                                    : "out of range 1..10000");
                 if (r < 0)
@@ -345,7 +341,7 @@ int levers_check_policy(struct levers *l, const struct policy *p, char ***messag
                  * an unreadable list (lockdown) is shown by `affctl status`. */
                 if (r != -ENOENT || !l->features_cached)
                         continue;
-                r = push_message(messages, p, p->features_line, "SchedFeatures", *e, why);
+                r = push_error(errs, p, p->features_line, "SchedFeatures", *e, why);
                 if (r < 0)
                         return r;
                 n++;
@@ -359,7 +355,7 @@ int levers_check_policy(struct levers *l, const struct policy *p, char ***messag
                 else if (levers_sysctl_check(name, value, why, sizeof(why)) >= 0 &&
                          levers_sysctl_exists(l, name, why, sizeof(why)) != -ENOENT)
                         continue;   /* allowed, and this kernel has it (or cannot tell: no debugfs) */
-                r = push_message(messages, p, p->sysctls_line, "Sysctl", *e, why);
+                r = push_error(errs, p, p->sysctls_line, "Sysctl", *e, why);
                 if (r < 0)
                         return r;
                 n++;

@@ -62,6 +62,7 @@
 
 struct json_object;
 struct policy;
+struct config_errors;
 
 struct lever_caps {
         int cgroup_version;           /* 1, 2, or 0 if no cpu controller found */
@@ -147,10 +148,11 @@ int levers_sysctl_split(const char *entry, char *name, size_t name_size, char *v
 
 /*
  * Check every lever entry of one policy against the allow-list and this
- * kernel (features). Returns the number of problems; each message is
- * "file:line: Key=entry: reason" appended to *messages (strv, caller frees).
+ * kernel (features). Returns the number of problems or -ENOMEM; each is
+ * appended to errs at its key's line ("file:line: Key=entry: reason"), so
+ * the journal's CONFIG_FILE=/CONFIG_LINE= point at it as a parse error's do.
  */
-int levers_check_policy(struct levers *l, const struct policy *p, char ***messages);
+int levers_check_policy(struct levers *l, const struct policy *p, struct config_errors *errs);
 
 /* Backends for struct apply_ops (userdata is struct levers *). */
 int levers_weight_get(void *userdata, const char *cgroup, uint64_t *ret);

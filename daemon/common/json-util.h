@@ -39,3 +39,10 @@ static inline struct json_object *json_path_of(struct json_object *o, const char
 
         return v && json_object_is_type(v, t) ? v : NULL;
 }
+
+/* The length of the array at path; 0 if there is none or it is no array. */
+static inline size_t json_array_length_at(struct json_object *o, const char *path) {
+        struct json_object *a = json_path_of(o, path, json_type_array);
+
+        return a ? json_object_array_length(a) : 0;
+}

@@ -47,11 +47,6 @@ int config_parse_text(struct config *c, const char *file, const char *data, size
 /* Checks between policies (duplicate names, conflicts). 0 or -ENOMEM. */
 int config_validate(const struct config *c, struct config_errors *errors);
 
-/* Append "file:line: <fmt>" ("file: <fmt>" if line is 0). 0 or -ENOMEM. */
-int config_errors_add(struct config_errors *e, const char *file, unsigned line, const char *fmt, ...)
-        __attribute__((format(printf, 4, 5)));
-int config_errors_addv(struct config_errors *e, const char *file, unsigned line, const char *fmt, va_list ap)
-        __attribute__((format(printf, 4, 0)));
 
 void policy_done(struct policy *p);
 

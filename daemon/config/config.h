@@ -19,6 +19,7 @@
  * goes on, so one run shows all errors of all files (OpenBSD ntpd).
  */
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -214,6 +215,13 @@ struct config_errors {
 struct config *config_new(void);                 /* defaults, no policies */
 struct config *config_free(struct config *c);
 void config_errors_clear(struct config_errors *e);
+/* Append "file:line: <fmt>" ("file: <fmt>" if line is 0), for the checks
+ * outside this module that point at a policy's line too (the levers'
+ * checks against this kernel). 0 or -ENOMEM. */
+int config_errors_add(struct config_errors *e, const char *file, unsigned line, const char *fmt, ...)
+        __attribute__((format(printf, 4, 5)));
+int config_errors_addv(struct config_errors *e, const char *file, unsigned line, const char *fmt, va_list ap)
+        __attribute__((format(printf, 4, 0)));
 
 /* VENDORDIR, SYSCONFDIR "/affinityd", RUNSTATEDIR "/affinityd". */
 void config_paths_default(struct config_paths *ret);

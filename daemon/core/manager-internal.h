@@ -46,6 +46,7 @@ struct manager {
         struct topology *topo;
         char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
         struct calibration calibration; /* what co-location buys here: at start, on hotplug, once quiet */
+        struct calib_job *calib_pending; /* a starved probe still running (calibrate()) */
         uint64_t calib_retry_usec;    /* a doubtful calibration is measured again from then */
         bool calib_again;             /* ...at the end of this pass (check_calibration()) */
         double calib_again_busy;      /* how busy its CPUs were in the window before */

@@ -101,29 +101,9 @@ static int check_levers(struct manager *m, const struct config *c, struct config
 
         if (!m->levers)
                 return 0;
-        for (size_t i = 0; i < c->n_policies; i++) {
-                const struct policy *p = &c->policies[i];
-                _cleanup_strv_free_ char **msgs = NULL;
-
-                if (!p->enabled)
-                        continue;
-                n += MAX(levers_check_policy(m->levers, p, &msgs), 0);
-                for (char **s = msgs; s && *s; s++) {
-                        struct config_error *e = realloc(errs->items, (errs->n + 1) * sizeof(*e));
-                        const char *at = p->file ? *s + strlen(p->file) : NULL;
-
-                        if (!e)
-                                break;
-                        errs->items = e;
-                        /* the journal's CONFIG_FILE= and CONFIG_LINE=: the line
-                         * is the one the message starts with ("file:line: ") */
-                        errs->items[errs->n++] = (struct config_error) {
-                                .file = p->file ? strdup(p->file) : NULL,
-                                .line = at && *at == ':' ? (unsigned) strtoul(at + 1, NULL, 10) : 0,
-                                .message = strdup(*s),
-                        };
-                }
-        }
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (c->policies[i].enabled)
+                        n += MAX(levers_check_policy(m->levers, &c->policies[i], errs), 0);
         return n;
 }
 
@@ -317,7 +297,7 @@ static void calibrate_now(struct manager *m, bool keep_old) {
                 snprintf(m->calibration.why, sizeof(m->calibration.why), "not the running machine (--root)");
                 return;
         }
-        r = calibrate(m->topo, &m->topo->self_allowed, &c);
+        r = calibrate(m->topo, &m->topo->self_allowed, &m->calib_pending, &c);
         if (r < 0) {
                 log_errno(&m->log, LOG_WARNING, r, "calibrating co-location failed; pairs are placed as the policies say");
                 if (!keep_old) {
@@ -1259,6 +1239,7 @@ struct manager *manager_free(struct manager *m) {
         plan_state_free(m->plan);
         sampler_free(m->sampler);
         memnode_memo_free(m->memnodes);
+        calib_job_unref(m->calib_pending);
         topology_free(m->topo);
         findings_clear(&m->findings);
         action_list_clear(&m->actions);

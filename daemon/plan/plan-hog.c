@@ -94,6 +94,23 @@ static struct hog_item *item_get(struct hog_plan *hp, const struct task_id *id, 
         return &hp->items[hp->n_items++];
 }
 
+/* Our pin in force on thread id (of any planner), or NULL. */
+static const struct managed *managed_of(const struct hog_plan *hp, const struct task_id *id) {
+        const struct plan_input *in = hp->ctx->in;
+
+        for (size_t j = 0; j < in->n_managed; j++)
+                if (in->managed[j].type == ACT_AFFINITY && task_id_equal(&in->managed[j].task, id))
+                        return &in->managed[j];
+        return NULL;
+}
+
+/* Our pair pin of thread id (its CPU, or a Span='s CPUs), or NULL. */
+static const cpumask_t *pair_pin_of(const struct hog_plan *hp, const struct task_id *id) {
+        const struct managed *m = managed_of(hp, id);
+
+        return m && m->kind == DETECT_PAIR ? &m->mask : NULL;
+}
+
 /*
  * A member of a ping-pong pair is no hog, whatever its demand says: its
  * run delay is its partner's turn on the CPU they share. Measured here:
@@ -139,11 +156,7 @@ static bool in_pair(const struct hog_plan *hp, const struct task_id *id) {
                         if (task_id_equal(&f->members[k], id))
                                 return true;
         }
-        for (size_t i = 0; i < in->n_managed; i++)
-                if (in->managed[i].type == ACT_AFFINITY && in->managed[i].kind == DETECT_PAIR &&
-                    task_id_equal(&in->managed[i].task, id))
-                        return true;
-        return false;
+        return pair_pin_of(hp, id) != NULL;
 }
 
 /*
@@ -434,17 +447,6 @@ static void count(struct hog_item *it) {
  * policy covers: an excluded or report-only hog still takes its share of a
  * CPU, and pinning around it is exactly the n+1 unfairness of [conservative-smp].
  */
-/* Our pair pin of thread id (its CPU, or a Span='s CPUs), or NULL. */
-static const cpumask_t *pair_pin_of(const struct hog_plan *hp, const struct task_id *id) {
-        const struct plan_input *in = hp->ctx->in;
-
-        for (size_t j = 0; j < in->n_managed; j++)
-                if (in->managed[j].type == ACT_AFFINITY && in->managed[j].kind == DETECT_PAIR &&
-                    task_id_equal(&in->managed[j].task, id))
-                        return &in->managed[j].mask;
-        return NULL;
-}
-
 static void overcommit(struct hog_plan *hp) {
         struct plan_state *state = hp->ctx->state;
         cpumask_t U, paired;
@@ -512,14 +514,11 @@ static void occupancy(struct hog_plan *hp) {
         for (size_t i = 0; i < n_walk; i++) {
                 const struct task *t = all ? &hp->snap->tasks[i] : snapshot_active(hp->snap, i);
                 cpumask_t a;
-                bool managed = false;
                 int c;
 
                 if (!is_busy_thread(hp, t))
                         continue;
-                for (size_t j = 0; j < in->n_managed && !managed; j++)
-                        managed = task_id_equal(&in->managed[j].task, &t->id);
-                if (managed)
+                if (managed_of(hp, &t->id))
                         continue; /* our hog pins are claimed by review_pins(), other pins counted below */
 
                 a = cpumask_and(&t->allowed, &hp->usable);

@@ -216,18 +216,27 @@ struct calib_job {
         struct calibration result;
 };
 
-static void job_unref(struct calib_job *j) {
+struct calib_job *calib_job_unref(struct calib_job *j) {
         bool last;
 
+        if (!j)
+                return NULL;
         pthread_mutex_lock(&j->lock);
         last = --j->refs == 0;
         pthread_mutex_unlock(&j->lock);
         if (!last)
-                return;
+                return NULL;
         close(j->done_fd[0]);
         close(j->done_fd[1]);
         pthread_mutex_destroy(&j->lock);
         free(j);
+        return NULL;
+}
+
+static bool job_done(struct calib_job *j, int timeout_msec) {
+        struct pollfd pfd = { .fd = j->done_fd[0], .events = POLLIN };
+
+        return poll(&pfd, 1, timeout_msec) == 1;
 }
 
 void calibration_merge(struct calibration *c, const struct calibration *next) {
@@ -277,12 +286,12 @@ static void *job_main(void *arg) {
                         break;
         }
         (void) !write(j->done_fd[1], &c, 1);
-        job_unref(j);
+        calib_job_unref(j);
         return NULL;
 }
 
-int calibrate(const struct topology *topo, const cpumask_t *allowed, struct calibration *ret) {
-        struct pollfd pfd;
+int calibrate(const struct topology *topo, const cpumask_t *allowed, struct calib_job **pending,
+              struct calibration *ret) {
         struct calib_job *j;
         pthread_attr_t attr;
         pthread_t th;
@@ -300,6 +309,14 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
         if (cpu < 0 || cpumask_weight(&ok) < 2) {
                 snprintf(ret->why, sizeof(ret->why), "fewer than two usable CPUs");
                 return 0;
+        }
+        if (pending && *pending) {
+                if (!job_done(*pending, 0)) {
+                        ret->starved = true;
+                        snprintf(ret->why, sizeof(ret->why), "the last probe, starved, still runs (busy CPUs)");
+                        return 0;
+                }
+                *pending = calib_job_unref(*pending);
         }
         j = calloc(1, sizeof(*j));
         if (!j)
@@ -319,16 +336,19 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
         (void) pthread_attr_destroy(&attr);
         if (r < 0) {
                 j->refs = 1;
-                job_unref(j);
+                calib_job_unref(j);
                 return r;
         }
-        pfd = (struct pollfd) { .fd = j->done_fd[0], .events = POLLIN };
-        if (poll(&pfd, 1, CALIB_WAIT_MSEC) == 1) {
+        if (job_done(j, CALIB_WAIT_MSEC)) {
                 r = j->r;
                 if (r >= 0)
                         *ret = j->result;
         } else {
                 r = 0;
+                if (pending) {
+                        *pending = j;   /* our reference, let go when it is seen done */
+                        j = NULL;
+                }
                 ret->starved = true;
                 snprintf(ret->why, sizeof(ret->why), "the probe got no CPU time within %d ms (busy CPUs)",
                          CALIB_WAIT_MSEC);
@@ -342,7 +362,7 @@ int calibrate(const struct topology *topo, const cpumask_t *allowed, struct cali
         }
         ret->from_usec = t0;
         ret->at_usec = util_now_usec();
-        job_unref(j);
+        calib_job_unref(j);
         return r;
 }
 

@@ -103,12 +103,23 @@ const char *calib_level_to_string(enum calib_level l);
  * split rate), the largest of them, the cost of both; readings counts it. */
 void calibration_merge(struct calibration *c, const struct calibration *next);
 
+/* A probe that outlived the caller's wait (starved): it runs on until its
+ * echo gets CPU time, and owns its threads and pipes till then. */
+struct calib_job;
+
 /*
  * Measure on the CPUs of topo that allowed holds (the daemon's own mask).
  * Returns 0 with ret->done, or 0 with !ret->done and why (fewer than two
- * usable CPUs); -errno if threads or pipes could not be made.
+ * usable CPUs; starved); -errno if threads or pipes could not be made.
+ * pending (may be NULL) keeps a starved probe: while it still runs no
+ * other starts, since two probes on the same CPUs would each read the
+ * other's load as the cost of a split; the call returns starved instead.
  */
-int calibrate(const struct topology *topo, const cpumask_t *allowed, struct calibration *ret);
+int calibrate(const struct topology *topo, const cpumask_t *allowed, struct calib_job **pending,
+              struct calibration *ret);
+
+/* Let go of a pending probe (it frees itself when it ends); NULL-tolerant. */
+struct calib_job *calib_job_unref(struct calib_job *j);
 
 /* The gain for a pair whose members were last on CPUs a and b (the level
  * that separates them), or the largest measured when a or b is unknown;
