@@ -4,6 +4,8 @@
 #     journal holds only its header;
 #  2. pinned again; kill -9 → the mask stays pinned; the next start (with
 #     no policies at all) restores it from the journal before answering;
+#  2b. pinned again; kill -9; a start that a broken configuration stops
+#     (exit 78, which systemd does not restart) still restores the pin first;
 #  3. pinned again; the user runs taskset → the daemon stops managing it,
 #     and SIGTERM leaves the user's mask alone.
 # A lone hog on an idle box may never migrate, and the hog detector wants
@@ -23,7 +25,8 @@ HOGBIN=$top_builddir/tests/workloads/hog
 
 cfg=$(mktemp -d /tmp/affd-cfg.XXXXXX)
 quiet=$(mktemp -d /tmp/affd-quiet.XXXXXX)
-trap 'cleanup; rm -rf "$cfg" "$quiet"' EXIT   # also when a check fails or skips
+broken=$(mktemp -d /tmp/affd-broken.XXXXXX)
+trap 'cleanup; rm -rf "$cfg" "$quiet" "$broken"' EXIT   # also when a check fails or skips
 scope_enter   # the daemon under test changes this test's processes only
 mkdir -p "$cfg/policies.d" "$quiet/policies.d"
 cat > "$cfg/affinityd.conf" <<'INI'
@@ -50,6 +53,10 @@ INI
 cat > "$quiet/affinityd.conf" <<'INI'
 [Daemon]
 Interval=200ms
+INI
+cat > "$broken/affinityd.conf" <<'INI'
+[Daemon]
+Interval=fast
 INI
 
 "$HOGBIN" -n 1 -d 0 -p "$RUNDIR/hog.pid" >/dev/null 2>&1 &
@@ -142,6 +149,20 @@ grep -qi "restor" "$RUNDIR/daemon.log" || echo "note: the daemon log does not me
 stop_daemon
 echo "ok 2: the start after kill -9 restored $ORIG"
 
+# 2b. kill -9, then a start that a broken configuration stops
+pin_hog
+kill -KILL "$DAEMON_PID"
+wait "$DAEMON_PID" 2>/dev/null || true
+DAEMON_PID=
+pinned || fail "kill -9: the pin vanished by itself (mask $(allowed_of "$HOG"))"
+rc=0
+timeout 60 "$AFFINITYD" --runtime-dir "$RUNDIR" --config-dir "$broken" >"$RUNDIR/broken.log" 2>&1 || rc=$?
+[ "$rc" = 78 ] || { cat "$RUNDIR/broken.log"; fail "a broken configuration: exit $rc, want 78"; }
+[ "$(allowed_of "$HOG")" = "$ORIG" ] ||
+        fail "a start stopped by a broken configuration left the crashed run's pin: mask $(allowed_of "$HOG"), want $ORIG"
+[ "$(grep -c '"rec":"begin"' "$RUNDIR/journal" || true)" = 0 ] || fail "the journal still holds a change after the restore"
+echo "ok 2b: a start stopped by a broken configuration (exit 78) restored $ORIG first"
+
 # 3. a user's taskset wins
 pin_hog
 not_managed() { ! listed; }
@@ -167,4 +188,4 @@ stop_daemon
         fail "the user's taskset was overwritten: mask $(allowed_of "$HOG"), want $user"
 echo "ok 3: the user's taskset ($user) was left alone"
 
-rm -rf "$cfg" "$quiet"
+rm -rf "$cfg" "$quiet" "$broken"

@@ -10,7 +10,10 @@
 # identically again (affctl check reads a non-.conf/.policy file as a bundle).
 #
 # tests/test-config.c runs the same cases through the library directly; this
-# script is the end-to-end version. Every run names its directories: with
+# script is the end-to-end version, with the checks against a kernel the
+# daemon makes at start: against a fixture kernel (6.1, CFS, its debugfs
+# tunables), not this host's, whose features and tunables vary. The last
+# case is one that only that kernel check refuses. Every run names its directories: with
 # none, affinityd would read the installed ones (/usr/lib/affinityd, /etc,
 # /run), and a quick start's installed policies would change the result.
 
@@ -28,6 +31,7 @@ n=0
 # --config-dir for each of usr, etc, run that the case has (relative: messages
 # say usr/...); a case with none of them gets an empty directory.
 mkdir "$tmp/none" || exit 99
+KERNEL="$top_srcdir/tests/fixtures/levers/v2"
 dirs_of() {
 	args=""
 	for d in usr etc run; do
@@ -41,7 +45,7 @@ for case in "$CASES"/golden/*/; do
 	cd "$case" || exit 99
 	n=$((n + 1))
 	# shellcheck disable=SC2046
-	if ! "$AFFINITYD" --check-config --print $(dirs_of) >"$tmp/$name.out" 2>"$tmp/$name.err"; then
+	if ! "$AFFINITYD" --root "$KERNEL" --check-config --print $(dirs_of) >"$tmp/$name.out" 2>"$tmp/$name.err"; then
 		echo "FAIL golden $name: affinityd --check-config failed:"
 		cat "$tmp/$name.err"
 		fail=1
@@ -60,7 +64,7 @@ for case in "$CASES"/errors/*/; do
 	cd "$case" || exit 99
 	n=$((n + 1))
 	# shellcheck disable=SC2046
-	if "$AFFINITYD" --check-config $(dirs_of) >"$tmp/$name.out" 2>"$tmp/$name.err"; then
+	if "$AFFINITYD" --root "$KERNEL" --check-config $(dirs_of) >"$tmp/$name.out" 2>"$tmp/$name.err"; then
 		echo "FAIL errors $name: affinityd --check-config accepted a bad configuration"
 		fail=1
 		continue
@@ -84,13 +88,31 @@ done
 # The shipped files, as installed: one vendor directory.
 cd "$top_srcdir" || exit 99
 n=$((n + 1))
-if "$AFFINITYD" --check-config --print --config-dir policies >"$tmp/shipped.out" 2>"$tmp/shipped.err" &&
+if "$AFFINITYD" --root "$KERNEL" --check-config --print --config-dir policies >"$tmp/shipped.out" 2>"$tmp/shipped.err" &&
    diff -u tests/config/shipped.print "$tmp/shipped.out"; then
 	echo "ok shipped policies"
 else
 	echo "FAIL shipped policies:"
 	cat "$tmp/shipped.err"
 	fail=1
+fi
+
+# A configuration the parser takes and the kernel refuses: an EEVDF sched
+# feature on the CFS fixture kernel. --check-config says so, at the key's
+# line, as the daemon's start would (it exits 78 on it).
+n=$((n + 1))
+mkdir -p "$tmp/kernel/policies.d" || exit 99
+printf '[Policy]\nDetector=always\nAction=features\n\n[Action]\nSchedFeatures=RUN_TO_PARITY\n' \
+	>"$tmp/kernel/policies.d/eevdf.policy"
+if "$AFFINITYD" --root "$KERNEL" --check-config --config-dir "$tmp/kernel" >/dev/null 2>"$tmp/kernel.err"; then
+	echo "FAIL kernel: --check-config accepted a sched feature the fixture kernel lacks"
+	fail=1
+elif ! grep -qF "$tmp/kernel/policies.d/eevdf.policy:6: SchedFeatures=RUN_TO_PARITY: RUN_TO_PARITY: not a sched feature" "$tmp/kernel.err"; then
+	echo "FAIL kernel: the error does not name the key's line:"
+	cat "$tmp/kernel.err"
+	fail=1
+else
+	echo "ok kernel: $(head -n 1 "$tmp/kernel.err")"
 fi
 
 # Round trip through affctl check: a good file passes, a bad one fails, and

@@ -362,3 +362,14 @@ int levers_check_policy(struct levers *l, const struct policy *p, struct config_
         }
         return n;
 }
+
+int levers_check_config(struct levers *l, const struct config *c, struct config_errors *errs) {
+        int n = 0;
+
+        if (!l || !c)
+                return 0;
+        for (size_t i = 0; i < c->n_policies; i++)
+                if (c->policies[i].enabled)
+                        n += MAX(levers_check_policy(l, &c->policies[i], errs), 0);
+        return n;
+}

@@ -62,6 +62,7 @@
 
 struct json_object;
 struct policy;
+struct config;
 struct config_errors;
 
 struct lever_caps {
@@ -153,6 +154,10 @@ int levers_sysctl_split(const char *entry, char *name, size_t name_size, char *v
  * the journal's CONFIG_FILE=/CONFIG_LINE= point at it as a parse error's do.
  */
 int levers_check_policy(struct levers *l, const struct policy *p, struct config_errors *errs);
+/* levers_check_policy() for every enabled policy of c: the one check of a
+ * configuration against this kernel, at start, on reload and in
+ * `affinityd --check-config`. Returns the number of problems. */
+int levers_check_config(struct levers *l, const struct config *c, struct config_errors *errs);
 
 /* Backends for struct apply_ops (userdata is struct levers *). */
 int levers_weight_get(void *userdata, const char *cgroup, uint64_t *ret);

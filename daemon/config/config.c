@@ -627,12 +627,15 @@ int config_load_buffer(const char *name, const char *data, size_t size,
         return r;
 }
 
-int config_check_main(const struct config_paths *paths, char * const *files, bool print, FILE *out, FILE *err) {
+static int check_main(const struct config_paths *paths, char * const *files, bool print,
+                      config_machine_check_t machine_check, void *userdata, FILE *out, FILE *err) {
         _cleanup_(config_freep) struct config *c = NULL;
         struct config_errors errors = {};
         int r;
 
         r = files && files[0] ? config_load_files(files, &c, &errors) : config_load(paths, &c, &errors);
+        if (r >= 0 && machine_check && machine_check(c, &errors, userdata) > 0)
+                r = -EINVAL;
         for (size_t i = 0; i < errors.n; i++)
                 fprintf(err, "%s\n", errors.items[i].message);
         config_errors_clear(&errors);
@@ -646,6 +649,15 @@ int config_check_main(const struct config_paths *paths, char * const *files, boo
                         return r;
         }
         return 0;
+}
+
+int config_check_main(const struct config_paths *paths, char * const *files, bool print, FILE *out, FILE *err) {
+        return check_main(paths, files, print, NULL, NULL, out, err);
+}
+
+int config_check_machine_main(const struct config_paths *paths, bool print, config_machine_check_t machine_check,
+                              void *userdata, FILE *out, FILE *err) {
+        return check_main(paths, NULL, print, machine_check, userdata, out, err);
 }
 
 int config_check_files_main(char **files, bool print, FILE *out, FILE *err) {

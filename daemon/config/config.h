@@ -274,6 +274,16 @@ int config_print_full(const struct config *c, FILE *f, unsigned flags);
  * failure to even try (-ENOMEM).
  */
 int config_check_main(const struct config_paths *paths, char * const *files, bool print, FILE *out, FILE *err);
+/*
+ * The same, with machine_check (not NULL) run on a configuration the parser
+ * accepted: the checks the daemon makes at start against the machine it
+ * runs on (the levers' against this kernel), so that a file this check
+ * passes is one the daemon starts with. It appends to errs and returns
+ * the number of problems.
+ */
+typedef int (*config_machine_check_t)(const struct config *c, struct config_errors *errs, void *userdata);
+int config_check_machine_main(const struct config_paths *paths, bool print, config_machine_check_t machine_check,
+                              void *userdata, FILE *out, FILE *err);
 int config_check_files_main(char **files, bool print, FILE *out, FILE *err);
 
 /* Policy by name, NULL if none: the enabled one of that name, else the first

@@ -10,6 +10,7 @@
 #include <syslog.h>
 #include <sys/un.h>
 
+#include "apply/levers.h"
 #include "common/protocol.h"
 #include "common/util.h"
 #include "config/config.h"
@@ -40,13 +41,30 @@ static void usage(FILE *f) {
                 "  --version           print the version\n");
 }
 
-/* --check-config [--print]: the check mode of config.h, on the daemon's directories. */
-static int check_config(char **dirs, bool print) {
+/* The daemon's start-up check against this kernel (levers_check_config()):
+ * levers that cannot be read are no error here, as at start. */
+static int check_kernel(const struct config *c, struct config_errors *errs, void *userdata) {
+        struct lever_caps caps;
+        struct levers *l = NULL;
+        int n;
+
+        if (levers_new(userdata, &l) < 0)
+                return 0;
+        levers_set_allow_mount(l, false);
+        (void) levers_probe(l, &caps);
+        n = levers_check_config(l, c, errs);
+        levers_free(l);
+        return n;
+}
+
+/* --check-config [--print]: the check mode of config.h, on the daemon's
+ * directories, with the kernel checks the daemon makes when it starts. */
+static int check_config(const char *root, char **dirs, bool print) {
         struct config_paths paths;
         int r;
 
         config_paths_from(dirs, &paths);
-        r = config_check_main(&paths, NULL, print, stdout, stderr);
+        r = config_check_machine_main(&paths, print, check_kernel, (void *) root, stdout, stderr);
         if (r < 0)
                 fprintf(stderr, "affinityd: cannot load configuration: %s\n", strerror(-r));
         return r == 0 ? 0 : 1;
@@ -167,7 +185,7 @@ int main(int argc, char **argv) {
                 return 2;
         }
         if (check)
-                return check_config(dirs, print);
+                return check_config(o.root, dirs, print);
 
         o.config_dirs = dirs;
         r = manager_new(&o, &m);

@@ -91,22 +91,6 @@ static void log_config_errors(struct manager *m, const struct config_errors *e) 
         }
 }
 
-/*
- * The parser checks syntax only; whether a sched feature or tunable exists
- * on this kernel is known here. Such problems make the configuration
- * invalid like any other error. Returns the number of problems.
- */
-static int check_levers(struct manager *m, const struct config *c, struct config_errors *errs) {
-        int n = 0;
-
-        if (!m->levers)
-                return 0;
-        for (size_t i = 0; i < c->n_policies; i++)
-                if (c->policies[i].enabled)
-                        n += MAX(levers_check_policy(m->levers, &c->policies[i], errs), 0);
-        return n;
-}
-
 /* Settings that command line options override. */
 static void apply_settings(struct manager *m) {
         const struct daemon_settings *d = &m->config->daemon;
@@ -196,29 +180,36 @@ static void effect_verdict(const struct action *a, const struct effect_result *r
                                         util_now_usec() + m->config->daemon.retry_after_usec, undo.reason);
 }
 
-/* A policy that was removed or disabled by a reload leaves no change behind. */
+/*
+ * A policy that was removed or disabled by a reload leaves no pin behind:
+ * each of its pins is released, and only those (a thread of the same
+ * process pinned by a policy still in force keeps its pin). Its levers
+ * are plan-levers.c's to release, on the next pass.
+ */
 static void release_orphans(struct manager *m) {
+        _cleanup_free_ struct action *orphans = NULL;
         const struct managed *mg;
-        size_t n;
+        size_t n, k = 0;
 
-        if (applier_list(m->applier, &mg, &n) < 0)
+        if (applier_list(m->applier, &mg, &n) < 0 || n == 0 || !(orphans = calloc(n, sizeof(*orphans))))
                 return;
-        for (size_t i = n; i > 0; i--) {
-                const struct managed *e = &mg[i - 1];
-                bool found = false;
+        /* the list changes as they are released: collect them first */
+        for (size_t i = 0; i < n; i++) {
+                const struct managed *e = &mg[i];
+                const struct policy *p = config_find_policy(m->config, e->policy);
 
-                for (size_t j = 0; j < m->config->n_policies; j++)
-                        if (m->config->policies[j].enabled && streq(m->config->policies[j].name, e->policy))
-                                found = true;
-                if (found)
+                if (e->type != ACT_AFFINITY || (p && p->enabled))
                         continue;
-                if (e->type == ACT_AFFINITY) {
-                        (void) applier_restore_pid(m->applier, e->task.pid);
-                        log_fields(&m->log, LOG_INFO, NULL,
-                                   "policy %s is gone: released %s", e->policy, e->key);
-                        /* the list changed under us; start over on the next pass */
-                        return;
-                }
+                orphans[k] = (struct action) { .type = ACT_AFFINITY, .verb = VERB_RELEASE, .task = e->task,
+                                               .mask = e->mask, .partner = e->partner, .kind = e->kind };
+                snprintf(orphans[k].policy, sizeof(orphans[k].policy), "%s", e->policy);
+                snprintf(orphans[k].reason, sizeof(orphans[k].reason), "policy %s is gone", e->policy);
+                k++;
+        }
+        for (size_t i = 0; i < k; i++) {
+                int r = applier_apply(m->applier, &orphans[i], util_now_usec(), false);
+
+                log_action(m, &orphans[i], r, "released");
         }
 }
 
@@ -907,7 +898,12 @@ static int setup_options(struct manager *m, const struct manager_options *o) {
         return 0;
 }
 
-/* The configuration; one that is not valid stops the start. */
+/*
+ * The configuration; one that is not valid, or that asks for a lever this
+ * kernel lacks, stops the start. It is read after the journals are
+ * recovered: a start that a bad file stops (exit 78, never restarted) must
+ * not leave a crashed run's changes in force.
+ */
 static int setup_config(struct manager *m) {
         struct config_errors errs = {};
         struct config_paths paths;
@@ -919,6 +915,11 @@ static int setup_config(struct manager *m) {
                 log_config_errors(m, &errs);
                 config_errors_clear(&errs);
                 return log_errno(&m->log, LOG_ERR, r, "configuration is not valid, not starting");
+        }
+        if (levers_check_config(m->levers, m->config, &errs) > 0) {
+                log_config_errors(m, &errs);
+                config_errors_clear(&errs);
+                return log_errno(&m->log, LOG_ERR, EINVAL, "configuration does not fit this kernel, not starting");
         }
         apply_settings(m);
         check_nothing_to_do(m);
@@ -1002,10 +1003,8 @@ static int setup_sampling(struct manager *m) {
         return 0;
 }
 
-/* The system levers (optional), and a configuration that asks for one
- * this kernel lacks stops the start. */
-static int setup_levers(struct manager *m) {
-        struct config_errors errs = {};
+/* The system levers (optional): what this kernel lets us change. */
+static void setup_levers(struct manager *m) {
         int r;
 
         r = levers_new(m->root, &m->levers);
@@ -1017,14 +1016,8 @@ static int setup_levers(struct manager *m) {
                  * missing, `affctl status` says so (systemd mounts both at boot). */
                 levers_set_allow_mount(m->levers, false);
                 (void) levers_probe(m->levers, &m->caps);
-                if (check_levers(m, m->config, &errs) > 0) {
-                        log_config_errors(m, &errs);
-                        config_errors_clear(&errs);
-                        return log_errno(&m->log, LOG_ERR, EINVAL, "configuration does not fit this kernel, not starting");
-                }
         }
         m->sys = (struct apply_system) { .root = m->root, .levers = m->levers };
-        return 0;
 }
 
 /* The applier and its journal: a journal left by a crash (ours, or the
@@ -1166,19 +1159,19 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
                 return -ENOMEM;
         r = setup_options(m, o);
         if (r >= 0)
-                r = setup_config(m);
-        if (r >= 0)
                 r = setup_instance_lock(m);
         if (r >= 0)
                 r = setup_runtime_dir(m);
+        if (r >= 0) {
+                setup_levers(m);
+                r = setup_applier(m);
+        }
+        if (r >= 0)
+                r = setup_config(m);
         if (r >= 0)
                 r = setup_event_loop(m);
         if (r >= 0)
                 r = setup_sampling(m);
-        if (r >= 0)
-                r = setup_levers(m);
-        if (r >= 0)
-                r = setup_applier(m);
         if (r >= 0) {
                 m->plan = plan_state_new();
                 r = m->plan ? 0 : -ENOMEM;
@@ -1204,6 +1197,10 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         return 0;
 }
 
+/* How long the restore on stop may take: one wait for systemd's reload
+ * (90 s) and the rest of the restores. */
+#define MANAGER_RESTORE_MAX_USEC (120 * USEC_PER_SEC)
+
 int manager_run(struct manager *m) {
         int r;
 
@@ -1213,12 +1210,19 @@ int manager_run(struct manager *m) {
                    m->interval_usec / USEC_PER_MSEC, m->config->n_policies,
                    m->dry_run ? ", dry-run" : "");
         r = sd_event_loop(m->event);
-        sd_notify(false, "STOPPING=1\nSTATUS=restoring");
+        /* A weight's restore may wait 90 s for systemd's reload
+         * (levers-cgroup.c): more than a stop's TimeoutStopSec=, and a
+         * restore cut short by SIGKILL leaves changes in force. */
+        sd_notifyf(false, "STOPPING=1\nSTATUS=restoring\nEXTEND_TIMEOUT_USEC=%" PRIu64,
+                   (uint64_t) MANAGER_RESTORE_MAX_USEC);
         int k = applier_restore_all(m->applier);
-        if (k < 0)
+        if (k < 0) {
+                /* not a clean stop: the journal keeps what is still in
+                 * force, for the next start to restore */
                 log_errno(&m->log, LOG_ERR, k, "restoring changes on stop failed");
-        else
-                log_fields(&m->log, LOG_INFO, NULL, "restored %d change(s) on stop", k);
+                return r < 0 ? r : k;
+        }
+        log_fields(&m->log, LOG_INFO, NULL, "restored %d change(s) on stop", k);
         return r;
 }
 
@@ -1282,7 +1286,7 @@ int manager_reload(struct manager *m, struct json_object **ret) {
         r = config_load(&paths, &c, &errs);
         if (r >= 0 && m->levers) {
                 (void) levers_probe(m->levers, &m->caps);
-                if (check_levers(m, c, &errs) > 0) {
+                if (levers_check_config(m->levers, c, &errs) > 0) {
                         c = config_free(c);
                         r = -EINVAL;
                 }
