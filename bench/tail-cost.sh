@@ -23,7 +23,8 @@
 #
 #   bash bench/tail-cost.sh [--repeats N] [--duration S] [--variants LIST] [BUILDDIR]
 #
-# As root, holding the machine alone (flock /tmp/affd-daemon.lock). The
+# As root, holding the machine alone (no other affinityd: its instance lock,
+# /run/affinityd/instance.lock, is free). The
 # figures are a noisy VM's: compare variants of one run only.
 set -euo pipefail
 export LC_ALL=C

@@ -12,6 +12,7 @@ export PATH="$top_builddir:$PATH"   # the completion asks the affctl it finds
 PINGPONG=$top_builddir/tests/workloads/pingpong
 work=$(mktemp -d /tmp/affd-compl.XXXXXX)
 trap 'cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test acts on this test's processes only
 
 # complete WORDS...: COMPREPLY for the command line WORDS (the last one being typed), one per line
 complete_line() {

@@ -35,6 +35,11 @@ container_cleanup() {
 	podman rmi -f -i "$PROBE" >/dev/null 2>&1 || true
 	cleanup
 	rm -rf "$work"
+	# the host's instance lock, if this test made it (held by flock(1) till we exit)
+	case ${AFFD_LOCK_MADE:-} in
+	dir) rm -f /run/affinityd/instance.lock; rmdir /run/affinityd 2>/dev/null || true ;;
+	file) rm -f /run/affinityd/instance.lock ;;
+	esac
 }
 trap container_cleanup EXIT
 
@@ -73,13 +78,18 @@ if [ -z "$IMAGE" ]; then
 fi
 podman image exists "$IMAGE" || fail "no image $IMAGE"
 
-# One affinityd per machine: the daemon's instance lock is in its runtime
-# directory, private here, so take the lock whoever runs daemons on this
-# machine shares.
+# One affinityd per machine: the container's daemon locks its own runtime
+# directory, private here, so the test holds the host's instance lock (the
+# one every daemon on the host takes) for it. A daemon that holds it for
+# over a minute is one acting beside the container's: that is a failure.
 if [ -z "${AFFD_LOCK_HELD:-}" ]; then
 	trap - EXIT
 	container_cleanup
-	AFFD_LOCK_HELD=1 AFFINITYD_IMAGE=$IMAGE exec flock /tmp/affd-daemon.lock "$BASH" "$0" "$@"
+	made=
+	[ -d /run/affinityd ] || { mkdir /run/affinityd && made=dir; }
+	[ -n "$made" ] || [ -e /run/affinityd/instance.lock ] || made=file
+	AFFD_LOCK_HELD=1 AFFD_LOCK_MADE=$made AFFINITYD_IMAGE=$IMAGE \
+		exec flock -w 60 -E 75 /run/affinityd/instance.lock "$BASH" "$0" "$@"
 fi
 
 # The pod's /etc/affinityd, from the manifest's ConfigMap.

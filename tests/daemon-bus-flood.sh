@@ -18,6 +18,7 @@ work=$(mktemp -d /tmp/affd-flood.XXXXXX)
 chmod 755 "$work"
 FLOOD=
 trap '[ -z "$FLOOD" ] || kill "$FLOOD" 2>/dev/null || true; cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test acts on this test's processes only
 
 start_daemon "$top_srcdir/policies" --interval 1000
 chmod 755 "$RUNDIR"

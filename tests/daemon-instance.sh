@@ -18,6 +18,7 @@ R2=$work/run2
 mkdir -p "$R2"
 SECOND=
 trap '[ -z "$SECOND" ] || kill "$SECOND" 2>/dev/null || true; cleanup; rm -rf "$work"' EXIT
+scope_enter   # the daemon under test acts on this test's processes only
 ORIG=$(allowed_of $$)
 
 start_daemon "$top_srcdir/policies"

@@ -23,6 +23,7 @@ while mountpoint -q "$target"; do umount "$target" || fail "cannot unmount $targ
 
 cfg=$(mktemp -d /tmp/affd-cfg.XXXXXX)
 trap 'cleanup; rm -rf "$cfg"' EXIT
+scope_enter   # the daemon under test acts on this test's processes only
 mkdir -p "$cfg/policies.d"
 cp "$top_srcdir/policies/policies.d/50-pingpong.policy" "$cfg/policies.d/"
 printf '[Daemon]\nInterval=200ms\n' >"$cfg/affinityd.conf"

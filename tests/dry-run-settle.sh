@@ -11,7 +11,8 @@
 # left the stride long. Where each repeat counted as news, the count
 # started again every ~5 passes and the stride never passed 4.
 # Needs root, jq, 2+ CPUs and the perf wake-up source (the stride is its);
-# skips (77) otherwise.
+# skips (77) where perf(1) cannot open the tracepoint either, fails where
+# only the daemon cannot.
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
@@ -31,10 +32,8 @@ scope_enter   # the daemon under test looks at this test's processes only
 
 start_daemon "$cfg" --dry-run
 SRC=$(ctl status --json | jq -r '.capabilities.wake_source // "?"')
-case $SRC in
-	perf*) ;;
-	*) skip "the settled stride is the perf sampler's; the wake-up source here: $SRC" ;;
-esac
+wake_source_checked "$SRC"
+[[ $SRC == perf* ]] || skip "the settled stride is the perf sampler's, and perf cannot open sched:sched_waking here: $SRC"
 
 "$top_builddir/tests/workloads/pingpong" --cpus 0,1 --hold --duration 120 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
 CHILDREN+=("$!")

@@ -20,10 +20,16 @@ fail() { echo "FAIL: $*"; exit 1; }
 [ "$(id -u)" = 0 ] || skip "needs root to create a cgroup"
 [ -x "$tool" ] || fail "$tool not built"
 
+# Whether this machine has a writable v1 cpu hierarchy is read from
+# /proc/mounts, not from the probe under test: a probe that regresses to
+# "no v1" must fail here, not skip.
+v1=$(awk '$3 == "cgroup" && ("," $4 ",") ~ /,cpu,/ { print $2; exit }' /proc/mounts)
+[ -n "$v1" ] || skip "no cgroup v1 cpu controller mounted (/proc/mounts)"
+[ -w "$v1" ] || skip "the v1 cpu hierarchy $v1 is not writable"
 probe=$("$tool" probe) || fail "probe failed"
 val() { printf '%s\n' "$probe" | sed -n "s/^$1=//p"; }
-[ "$(val cgroup.version)" = 1 ] || skip "no cgroup v1 cpu controller here (version $(val cgroup.version): $(val cgroup.why))"
-[ "$(val cgroup.writable)" = 1 ] || skip "v1 cpu hierarchy not writable: $(val cgroup.why)"
+[ "$(val cgroup.version)" = 1 ] || fail "$v1 is a v1 cpu hierarchy, the probe says version $(val cgroup.version): $(val cgroup.why)"
+[ "$(val cgroup.writable)" = 1 ] || fail "$v1 is writable, the probe says not: $(val cgroup.why)"
 [ "$(val cgroup.backend)" = libcgroup ] || fail "real root must use libcgroup, got '$(val cgroup.backend)'"
 mnt=$(val cgroup.mount)
 [ -f "$mnt/cpu.shares" ] || fail "no $mnt/cpu.shares"
@@ -35,7 +41,8 @@ sleeper=
 work=
 cleanup() {
         [ -n "$daemon" ] && kill -9 "$daemon" 2>/dev/null
-        [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null
+        # reaped before the rmdir: a group with a task in it is EBUSY
+        [ -n "$sleeper" ] && kill "$sleeper" 2>/dev/null && wait "$sleeper" 2>/dev/null
         [ -n "$work" ] && rm -rf "$work"
         [ -d "$dir" ] && rmdir "$dir"
 }

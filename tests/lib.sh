@@ -20,6 +20,20 @@ fail() {
 
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root (sched_setaffinity on other tasks, cgroups)"; }
 require_cmd() { command -v "$1" >/dev/null || skip "needs $1"; }
+# perf_tracepoints: this kernel lets root open the sched:sched_waking
+# tracepoint, asked of perf(1), not of the daemon: a skip decided by the
+# daemon's own report would hide a regression in its perf set-up.
+perf_tracepoints() { command -v perf >/dev/null && perf stat -e sched:sched_waking -- true >/dev/null 2>&1; }
+# wake_source_checked SRC: the daemon's wake-up source is one the tests
+# can rely on; a fallback is taken only where perf itself cannot open the
+# tracepoint, and "none" never.
+wake_source_checked() {
+        case $1 in
+        perf*) ;;
+        fallback:*) ! perf_tracepoints || fail "perf opens sched:sched_waking here, yet the daemon fell back: $1" ;;
+        *) fail "the daemon has no wake-up source: $1" ;;
+        esac
+}
 
 # wait_for SECONDS CMD...: run CMD every 100 ms until it succeeds or the deadline passes.
 wait_for() {

@@ -164,10 +164,7 @@ colocate_pingpong() {
 start_daemon "$cfg" --interval 500
 SRC=$(ctl status --json | jq -r '.capabilities.wake_source // "?"')
 echo "# wake source: $SRC"
-case $SRC in
-        perf*|fallback:*) ;;
-        *) skip "no wake-up source in this environment: $SRC" ;;
-esac
+wake_source_checked "$SRC"
 
 # What co-location buys on this host, by hand, with the daemon already
 # watching: the same pingpong pinned to one CPU and held split (masks a user

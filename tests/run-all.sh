@@ -30,9 +30,14 @@ if [ "$(id -u)" = 0 ]; then
 fi
 
 # perf tracepoints need tracefs; systemd mounts it at boot (sys-kernel-tracing.mount),
-# a bare container may not have it.
+# a bare container may not have it. Mounted here, it is unmounted at the end.
+MOUNTED_TRACEFS=
 if [ "$(id -u)" = 0 ] && ! mountpoint -q /sys/kernel/tracing 2>/dev/null; then
-        mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null || echo "note: tracefs not mountable; perf tests will use the fallback"
+        if mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null; then
+                MOUNTED_TRACEFS=yes
+        else
+                echo "note: tracefs not mountable; perf tests will use the fallback"
+        fi
 fi
 
 # One affinityd per machine (affinityd(8), /run/affinityd.lock): the tests
@@ -45,6 +50,8 @@ RESTART_SERVICE= STRESS_PID=
 on_exit() {
         [ -z "$STRESS_PID" ] || kill "$STRESS_PID" 2>/dev/null || true
         [ -z "$RESTART_SERVICE" ] || { systemctl start affinityd && echo "note: affinityd.service started again"; }
+        [ -z "$MOUNTED_TRACEFS" ] || umount /sys/kernel/tracing 2>/dev/null ||
+                echo "note: /sys/kernel/tracing, mounted for the tests, is still in use: left mounted"
 }
 trap on_exit EXIT
 if [ "$(id -u)" = 0 ] && [ -d /run/systemd/system ] && systemctl is-active --quiet affinityd 2>/dev/null; then
