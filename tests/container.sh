@@ -87,7 +87,7 @@ if [ -z "${AFFD_LOCK_HELD:-}" ]; then
 	container_cleanup
 	made=
 	[ -d /run/affinityd ] || { mkdir /run/affinityd && made=dir; }
-	[ -n "$made" ] || [ -e /run/affinityd/instance.lock ] || made=file
+	[ -n "$made" ] || [ -e /run/affinityd/instance.lock ] || made="file"
 	AFFD_LOCK_HELD=1 AFFD_LOCK_MADE=$made AFFINITYD_IMAGE=$IMAGE \
 		exec flock -w 60 -E 75 /run/affinityd/instance.lock "$BASH" "$0" "$@"
 fi
