@@ -23,7 +23,7 @@ static struct topo_cpu cpus4[4] = {
 };
 static struct topology topo4;
 
-static struct proc_info procs[64];
+static struct proc_info procs[256];   /* test_spread_too_big() takes FINDING_MAX_MEMBERS + 1 */
 static size_t n_procs;
 
 static struct task task_literal(pid_t tid, const char *comm, double util, double delay, double mig, int last_cpu) {
@@ -252,6 +252,31 @@ static void test_spread(void) {
         findings_clear(&f);
 }
 
+/* A group of more busy members than a finding holds is no finding: not
+ * the first FINDING_MAX_MEMBERS placed and the rest left floating. */
+static void test_spread_too_big(void) {
+        struct policy pol[] = { TEST_POLICY("workers", DETECT_SPREAD, ACTION_SPREAD) };
+        char *workers[] = { (char *) "worker*", NULL };
+        struct task tasks[FINDING_MAX_MEMBERS + 1];
+        struct snapshot s;
+        struct findings f = {};
+        struct config c;
+
+        for (size_t i = 0; i < ELEMENTSOF(tasks); i++)
+                tasks[i] = task_literal((pid_t) (1000 + i), "worker", 0.30, 10, 1.0, (int) (i % 2));
+        pol[0].match.comm = workers;
+        c = config_of(pol, 1);
+        s = snapshot_of(tasks, FINDING_MAX_MEMBERS);
+        ASSERT_OK(detect_spread(&s, &c, 1, &f));
+        ASSERT_EQ(f.n, 1);
+        ASSERT_EQ(f.items[0].n_members, FINDING_MAX_MEMBERS);
+        findings_clear(&f);
+        s = snapshot_of(tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(detect_spread(&s, &c, 1, &f));
+        ASSERT_EQ(f.n, 0);
+        findings_clear(&f);
+}
+
 static void test_rundelay(void) {
         struct policy pol[] = { TEST_POLICY("latency", DETECT_RUNDELAY, ACTION_REPORT) };
         struct config c = config_of(pol, 1);
@@ -276,6 +301,29 @@ static void test_rundelay(void) {
         pol[0].run_delay_min_ms_per_s = 5;
         ASSERT_OK(detect_rundelay(&s, &c, 1, &f));
         ASSERT_EQ(f.n, 2);
+        findings_clear(&f);
+
+        /* RunDelay= below the detector's cheap floor (1 ms/s) is a threshold too */
+        tasks[1].run_delay_ms_per_s = 0.8;
+        pol[0].run_delay_min_ms_per_s = 0.5;
+        ASSERT_OK(detect_rundelay(&s, &c, 1, &f));
+        ASSERT_EQ(f.n, 2);
+        findings_clear(&f);
+}
+
+/* Util= below the hog detector's cheap floor (5 %) is a threshold too. */
+static void test_hog_low_util(void) {
+        struct policy pol[] = { TEST_POLICY("hogs", DETECT_HOG, ACTION_REPORT) };
+        struct config c = config_of(pol, 1);
+        struct task tasks[] = { task_literal(501, "sipper", 0.03, 0, 1.0, 0) };
+        struct snapshot s = snapshot_of(tasks, ELEMENTSOF(tasks));
+        struct findings f = {};
+
+        ASSERT_OK(detect_hogs(&s, &c, 1, &f));
+        ASSERT_EQ(f.n, 0);
+        pol[0].util_min = 0.02;
+        ASSERT_OK(detect_hogs(&s, &c, 1, &f));
+        ASSERT_EQ(f.n, 1);
         findings_clear(&f);
 }
 
@@ -313,6 +361,8 @@ int main(void) {
         test_thresholds();
         test_hogs();
         test_spread();
+        test_spread_too_big();
+        test_hog_low_util();
         test_rundelay();
         test_detect_all();
         printf("test-detect-hog: ok\n");

@@ -686,6 +686,37 @@ static void test_smp2_lifecycle(void) {
 }
 
 /* cpus_seen keeps the last CPUS_SEEN_WINDOWS (4) CPUs seen and forgets older ones. */
+/* A process moved to another cgroup without an exec (a launcher's app
+ * scope, an admin's write to cgroup.procs) is seen in its new one within
+ * PROC_CGROUP_RECHECK_PASSES passes of being active: before, it kept its
+ * first cgroup for life, and Cgroup=, Unit= and Scope= matched where it was. */
+static void test_cgroup_move(void) {
+        const char *root = copy_fixture("sample/smp2");
+        struct topology *topo;
+        struct sampler *s = new_sampler(root, &topo, 0);
+        struct snapshot *snap = NULL;
+        int pass;
+
+        ASSERT_OK(sample_pass(s, 10 * SEC, &snap));
+        ASSERT_STREQ(find(snap, 100)->proc->unit, "worker.service");
+        test_write_at(root, "/proc/100/cgroup", "0::/user.slice/app-moved.scope\n");
+        for (pass = 1; pass <= 12; pass++) {
+                /* busy: the process's gate sees it active every pass */
+                write_stat(root, "/proc/100/stat", 100,
+                           &(struct st) { .comm = "worker", .utime = 700 + 50ULL * (unsigned) pass, .stime = 100,
+                                          .start = 5000, .nthreads = 3 });
+                ASSERT_OK(sample_pass(s, (10 + (uint64_t) pass) * SEC, &snap));
+                if (streq(find(snap, 100)->proc->cgroup, "/user.slice/app-moved.scope"))
+                        break;
+        }
+        ASSERT_TRUE(pass <= 11);
+        ASSERT_STREQ(find(snap, 100)->proc->unit, "app-moved.scope");
+        ASSERT_STREQ(find(snap, 101)->proc->cgroup, "/user.slice/app-moved.scope");
+        ASSERT_STREQ(find(snap, 100)->proc->comm, "worker");
+        sampler_free(s);
+        topology_free(topo);
+}
+
 static void test_cpus_seen(void) {
         const char *root = copy_fixture("sample/smp2");
         struct topology *topo;
@@ -1486,6 +1517,7 @@ int main(void) {
         test_smp2_first_pass();
         test_smp2_rates();
         test_smp2_lifecycle();
+        test_cgroup_move();
         test_cpus_seen();
         test_no_schedstat();
         test_backoff();

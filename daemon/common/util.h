@@ -23,6 +23,8 @@
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
 #define streq(a, b) (strcmp((a), (b)) == 0)
+/* streq() where either may be NULL (equal when both are) */
+#define streq_ptr(a, b) ((a) && (b) ? streq((a), (b)) : (a) == (b))
 
 #define USEC_PER_SEC  UINT64_C(1000000)
 #define USEC_PER_MSEC UINT64_C(1000)

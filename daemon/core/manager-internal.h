@@ -44,7 +44,11 @@ struct manager {
         struct config *config;
         char idle_warning[512];       /* "" or why the configuration gives the daemon nothing to do */
         struct topology *topo;
-        char topo_online[256];        /* /sys/.../cpu/online as last read: hotplug detection */
+        /* /sys/.../cpu/online as last read: hotplug detection. Room for any
+         * list of CPUMASK_MAX CPUs (every other one of 1024 is ~2,000
+         * characters): one cut short fails every later read, and hotplug
+         * would never be seen again. */
+        char topo_online[4096];
         struct calibration calibration; /* what co-location buys here: at start, on hotplug, once quiet */
         struct calib_job *calib_pending; /* a starved probe still running (calibrate()) */
         uint64_t calib_retry_usec;    /* a doubtful calibration is measured again from then */

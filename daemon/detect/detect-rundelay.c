@@ -13,8 +13,12 @@
 #include "detect/detect.h"
 
 int detect_rundelay(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
+        double floor;
+
         if (!s || !c || !out)
                 return -EINVAL;
+        /* skip the lookup for quiet threads */
+        floor = detect_prefilter(c, DETECT_RUNDELAY, 1.0);
 
         for (size_t i = 0; i < snapshot_n_active(s); i++) {
                 const struct task *t = snapshot_active(s, i);
@@ -25,8 +29,7 @@ int detect_rundelay(const struct snapshot *s, const struct config *c, pid_t self
 
                 if (!t->have_rates || !t->have_schedstat)
                         continue;
-                /* no policy sets a threshold below 1 ms/s usefully; skip the lookup for quiet threads */
-                if (t->run_delay_ms_per_s < 1.0)
+                if (t->run_delay_ms_per_s < floor)
                         continue;
 
                 p = detect_policy_for(c, s, t, DETECT_RUNDELAY, self_pid, NULL);

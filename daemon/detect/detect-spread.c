@@ -7,6 +7,7 @@
  * migration rate over the window and the machine's load whether to place.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
         _cleanup_free_ struct finding *groups = NULL;
+        _cleanup_free_ bool *too_big = NULL;
         size_t n_groups = 0;
         int r;
 
@@ -29,7 +31,8 @@ int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_p
                 return 0;
 
         groups = calloc(c->n_policies, sizeof(*groups));
-        if (!groups)
+        too_big = calloc(c->n_policies, sizeof(*too_big));
+        if (!groups || !too_big)
                 return -ENOMEM;
 
         for (size_t i = 0; i < snapshot_n_active(s); i++) {
@@ -58,8 +61,13 @@ int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_p
                         memcpy(g->comm, t->comm, sizeof(g->comm));
                         g->comm[sizeof(g->comm) - 1] = 0;
                 }
-                if (g->n_members >= FINDING_MAX_MEMBERS)
-                        continue; /* a spread group that large is a job for the scheduler */
+                if (g->n_members >= FINDING_MAX_MEMBERS) {
+                        /* a spread group that large is a job for the scheduler:
+                         * no finding, rather than the first 64 in list order
+                         * placed and the rest left to float */
+                        too_big[p - c->policies] = true;
+                        continue;
+                }
 
                 g->members[g->n_members++] = t->id;
                 g->combined_util += t->util;
@@ -76,7 +84,7 @@ int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_p
                 char cpus[64];
 
                 /* a group of one is a hog or nothing: spreading needs two */
-                if (g->n_members < 2)
+                if (g->n_members < 2 || too_big[i])
                         continue;
 
                 g->util = g->combined_util / g->n_members;

@@ -96,6 +96,18 @@ double detect_run_delay_min_ms_per_s(const struct policy *p) {
         return DETECT_RUNDELAY_MIN_MS_PER_S_DEFAULT;
 }
 
+double detect_prefilter(const struct config *c, enum detector kind, double prefilter) {
+        for (size_t i = 0; c && i < c->n_policies; i++) {
+                const struct policy *p = &c->policies[i];
+
+                if (!p->enabled || p->detector != kind)
+                        continue;
+                prefilter = MIN(prefilter, kind == DETECT_RUNDELAY ? detect_run_delay_min_ms_per_s(p)
+                                                                   : detect_util_min(p, kind));
+        }
+        return prefilter;
+}
+
 double task_demand(const struct task *t) {
         double d;
 

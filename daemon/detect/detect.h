@@ -168,6 +168,11 @@ size_t detect_pair_tasks_to_place(const struct findings *f, const struct snapsho
 double detect_migrations_min_per_s(const struct policy *p, enum detector kind);
 uint64_t detect_window_usec(const struct policy *p, enum detector kind);
 double detect_run_delay_min_ms_per_s(const struct policy *p);
+/* prefilter, or the lowest threshold an enabled policy of detector kind
+ * sets below it (Util= for hog and spread, RunDelay= for rundelay): the
+ * cheap test before the policy lookup must not refuse a thread that a
+ * policy's own threshold takes. */
+double detect_prefilter(const struct config *c, enum detector kind, double prefilter);
 
 /*
  * How much of a CPU the thread wants: util plus the fraction of the window

@@ -253,8 +253,13 @@ int proc_connector_new(struct proc_connector **ret) {
         if (r < 0)
                 goto fail;
         r = wait_for_ack(pc);
-        if (r < 0)
+        if (r < 0) {
+                /* the LISTEN may have counted us all the same (an ack lost
+                 * in an overrun): before 6.6 the kernel's listener count
+                 * stays raised, and it builds every event for nobody */
+                (void) send_op(pc, PROC_CN_MCAST_IGNORE);
                 goto fail;
+        }
 
         *ret = pc;
         return 0;

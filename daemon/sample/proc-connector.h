@@ -25,8 +25,10 @@
  *          -ENOBUFS: events were lost, keep going (the next scan catches up);
  *          other < 0: stop watching the fd.
  *
- * The socket is non-blocking and close-on-exec; dispatch reads until the
- * socket is empty, so an edge-triggered or level-triggered watch both work.
+ * The socket is non-blocking and close-on-exec. Dispatch reads at most
+ * PROC_CONNECTOR_BATCH datagrams a call, so that a fork storm cannot hold
+ * the loop: what is left stays readable, and the watch must be
+ * level-triggered (sd-event's default) to be called again for it.
  */
 
 #include <stdint.h>

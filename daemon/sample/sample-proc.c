@@ -148,15 +148,18 @@ fail:
 }
 
 int sample_read_cgroup(const char *root, pid_t pid, char **ret_cgroup, char **ret_systemd) {
-        char rel[64], buf[4096];
-        ssize_t k;
+        _cleanup_free_ char *buf = NULL;
+        char rel[64];
+        int r;
 
         if (pid <= 0 || !ret_cgroup || !ret_systemd)
                 return -EINVAL;
         snprintf(rel, sizeof(rel), "/proc/%d/cgroup", (int) pid);
-        k = util_read_file_at(root, rel, buf, sizeof(buf));
-        if (sample_gone((int) k))
-                return (int) k;
+        /* whole: on v1 every hierarchy has a line, and a container's nested
+         * paths on a dozen of them pass 4 KiB; cut, the cpu line is lost */
+        r = util_read_full_file_at(root, rel, &buf, NULL);
+        if (sample_gone(r))
+                return r;
         /* unreadable for another reason: no cgroup known ("") */
-        return sample_parse_cgroup(k >= 0 ? buf : "", ret_cgroup, ret_systemd);
+        return sample_parse_cgroup(r >= 0 ? buf : "", ret_cgroup, ret_systemd);
 }

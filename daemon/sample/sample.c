@@ -143,6 +143,7 @@ struct proc_rec {
         bool list;                    /* list /proc/P/task this pass */
         bool info_valid, exec_noted, dirty, untracked;
         uint64_t next_list_pass;
+        uint64_t cgroup_pass;         /* when info.cgroup was last read */
 
         struct stat_fields leader;    /* this pass (active processes) */
         uint64_t explained_ns;        /* Σ schedstat run deltas of threads read since the last check */
@@ -1545,13 +1546,50 @@ static struct proc_rec *proc_rec_for(struct sampler *s, struct proc_rec *p, pid_
         return p;
 }
 
+/*
+ * An active process's cgroup is read again every this many passes: one
+ * moved without an exec (a desktop launcher's app scope, an admin's write
+ * to cgroup.procs, a service moving its workers into child groups) would
+ * keep its old path for its life, and Cgroup=, Unit= and Scope= would
+ * match where it was. One small file per active process.
+ */
+#define PROC_CGROUP_RECHECK_PASSES 10
+
+static void proc_cgroup_refresh(struct sampler *s, struct proc_rec *p, pid_t pid) {
+        _cleanup_free_ char *cg = NULL, *sd = NULL, *unit = NULL;
+        int r;
+
+        p->cgroup_pass = s->pass;
+        s->stats.files_read++;
+        r = sample_read_cgroup(s->root, pid, &cg, &sd);
+        if (r >= 0)
+                r = sample_cgroup_unit(sd, &unit);
+        if (r < 0) {
+                if (!sample_gone(r))
+                        s->stats.errors++;
+                return;
+        }
+        if (streq_ptr(cg, p->info.cgroup) && streq_ptr(sd, p->info.cgroup_systemd))
+                return;
+        free(p->info.cgroup);
+        free(p->info.cgroup_systemd);
+        free(p->info.unit);
+        p->info.cgroup = TAKE_PTR(cg);
+        p->info.cgroup_systemd = TAKE_PTR(sd);
+        p->info.unit = TAKE_PTR(unit);
+}
+
 /* New, exec'ed (connector), or renamed: exec changes the name, so this
  * catches exec without the connector too. */
 static void proc_info_refresh(struct sampler *s, struct proc_rec *p, pid_t pid, const struct stat_fields *leader) {
         int r;
 
-        if (p->info_valid && !p->exec_noted && streq(p->info.comm, leader->comm))
+        if (p->info_valid && !p->exec_noted && streq(p->info.comm, leader->comm)) {
+                if (!p->info.kthread && s->pass - p->cgroup_pass >= PROC_CGROUP_RECHECK_PASSES)
+                        proc_cgroup_refresh(s, p, pid);
                 return;
+        }
+        p->cgroup_pass = s->pass;
         s->stats.info_reads++;
         r = sample_proc_info_load(s->root, pid, leader, &p->info, &s->stats.files_read);
         if (r < 0 && !sample_gone(r))
