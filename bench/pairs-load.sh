@@ -83,6 +83,13 @@ run() {
                 "$bin" --runtime-dir "$rd" --config-dir "$SRCDIR/policies" >"$rd/log" 2>&1 &
                 DPID=$!
                 echo "$DPID" >"$OUT/dpid"
+                # up (it may wait 5 s for another's instance lock, then give
+                # up): a daemon that never ran must not be measured as one
+                if ! ready "$rd" "$DPID"; then
+                        cat "$rd/log" >&2
+                        echo "pairs-load: the daemon ($bin) did not come up" >&2
+                        exit 1
+                fi
                 sleep "$SETTLE"
         fi
         # shellcheck disable=SC2046 # the command line is words
@@ -93,7 +100,19 @@ run() {
                 cp "$rd/log" "$LOGS/$3.$w.$v.daemon.log"
                 verdicts="set:$(grep -c 'set affinity' "$rd/log")/kept:$(grep -c 'effect check: .* kept:' "$rd/log")/undone:$(grep 'effect check:' "$rd/log" | grep -vc ' kept:')/for-a-look:$(grep -c 'effect check: .*released for a second look' "$rd/log")"
         fi
-        echo "${r:-0} $verdicts"
+        # a run with no rate is no figure, not a rate of 0
+        echo "${r:-NA} $verdicts"
+}
+
+# ready RUNDIR PID: the daemon answers affctl within 30 s, and still runs
+ready() {
+        local i
+        for ((i = 0; i < 300; i++)); do
+                kill -0 "$2" 2>/dev/null || return 1
+                "$B/affctl" --runtime-dir "$1" status >/dev/null 2>&1 && return 0
+                sleep 0.1
+        done
+        return 1
 }
 
 variants_of() {
@@ -123,7 +142,7 @@ done | tee "$OUT/runs"
 # the rounds beside the daemon logs, for the per-round ratios later
 cp "$OUT/runs" "$LOGS/runs.txt"
 awk -f "$SRCDIR/bench/stats.awk" -f <(cat <<'EOF'
-/^[0-9]/ { x[$2, $3, $1] = $4; if ($1 > maxrep) maxrep = $1; seen[$2, $3] = 1 }
+/^[0-9]/ && $4 != "NA" { x[$2, $3, $1] = $4; if ($1 > maxrep) maxrep = $1; seen[$2, $3] = 1 }
 function rates(w, v,    a, m, r) {
         m = 0
         for (r = 1; r <= maxrep; r++) if ((w, v, r) in x) a[++m] = x[w, v, r]

@@ -143,6 +143,7 @@ $4 != "NA" {
         n[k]++; v[k, n[k]] = $4
         byrep[$1, $2, $3] = $4; if ($3 > maxrep) maxrep = $3
         if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
+        if ($2 == "affinityd") nr[$1]++
         if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
         if ($2 == "affinityd" && $6 != "NA") { na[$1]++; ac[$1, na[$1]] = $6 }
 }
@@ -162,7 +163,7 @@ END {
                 s = med(w, "stock"); a = med(w, "affinityd"); h = med(w, "hand"); np = med(w, "noperf")
                 ot = med(w, "other"); gr = med(w, "grouped"); sa = med(w, "stock-again")
                 for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
-                cm = median(cc, nc[w]); delete cc
+                cm = coloc(median(cc, nc[w]), nc[w], nr[w]); delete cc
                 for (j = 1; j <= na[w]; j++) cc[j] = ac[w, j]
                 am = median(cc, na[w]); delete cc
                 single = w ~ /-1$/
@@ -213,6 +214,7 @@ $1 ~ /-r[0-9]+$/ && $8 != "NA" {
         if (!($2 in vseen)) { vseen[$2] = 1; vars[++nv] = $2 }
         byrep[$1, $2, $3] = $8; if ($3 > maxrep) maxrep = $3
         if (!($1 in seen)) { seen[$1] = 1; order[++nw] = $1 }
+        if ($2 == "affinityd") nr[$1]++
         if ($2 == "affinityd" && $5 != "NA") { nc[$1]++; c[$1, nc[$1]] = $5 }
         # the steady p99 (column 9; runs before it was measured have none)
         if ($9 != "" && $9 != "NA" && $9 > 0) { ns[k]++; p99s[k, ns[k]] = $9; byreps[$1, $2, $3] = $9; have_s = 1 }
@@ -246,7 +248,7 @@ END {
         for (i = 1; i <= nw; i++) {
                 w = order[i]
                 for (j = 1; j <= nc[w]; j++) cc[j] = c[w, j]
-                cm = nc[w] ? median(cc, nc[w]) : "NA"; delete cc
+                cm = coloc(nc[w] ? median(cc, nc[w]) : "NA", nc[w], nr[w]); delete cc
                 printf "%-13s %11s %11s %11s %11s %8s %8s %8s %8s\n", w, cell(w, "stock"), cell(w, "affinityd"),
                        cell(w, "dryrun"), cell(w, "hand"), paired(w, "affinityd", "stock"),
                        paired(w, "affinityd", "hand"), paired(w, "dryrun", "stock"), cm

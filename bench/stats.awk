@@ -30,3 +30,11 @@ function median(a, n) {
         sortn(a, n)
         return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
+
+# The median time to co-location over the runs that co-located, and how
+# many did where not all: a run never co-located has no time, and leaving
+# it out alone would let one run in five stand for all of them.
+function coloc(med, n_coloc, n_runs) {
+        if (n_coloc + 0 == n_runs + 0) return med
+        return med "(" (n_coloc + 0) "/" (n_runs + 0) ")"
+}

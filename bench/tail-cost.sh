@@ -60,6 +60,16 @@ start_daemon() {   # start_daemon [--binary PATH] NICE ARGS...
         nice -n "$nice" "$bin" --runtime-dir "$WORK/rt" --config-dir "$SRCDIR/policies" \
                 --log-level warning "$@" >"$WORK/daemon.log" 2>&1 &
         DPID=$!
+        # up and answering, not only started: it may wait 5 s for another's
+        # instance lock and give up, and its "cost" would be stock's
+        local i
+        for ((i = 0; i < 300; i++)); do
+                kill -0 "$DPID" 2>/dev/null || break
+                "$B/affctl" --runtime-dir "$WORK/rt" status >/dev/null 2>&1 && break
+                sleep 0.1
+        done
+        "$B/affctl" --runtime-dir "$WORK/rt" status >/dev/null 2>&1 ||
+                { cat "$WORK/daemon.log" >&2; echo "tail-cost.sh: the daemon did not come up" >&2; exit 1; }
         sleep "$SETTLE"
         kill -0 "$DPID" 2>/dev/null || { cat "$WORK/daemon.log" >&2; echo "tail-cost.sh: the daemon exited" >&2; exit 1; }
 }
