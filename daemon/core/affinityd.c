@@ -3,12 +3,14 @@
  * affinityd: parse arguments and start the manager (systemd-oomd's oomd.c
  * is the model: main does nothing else).
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "apply/levers.h"
 #include "common/protocol.h"
@@ -70,6 +72,22 @@ static int check_config(const char *root, char **dirs, bool print) {
         return r == 0 ? 0 : 1;
 }
 
+/* --runtime-dir as an absolute path: the instance lock records it for the
+ * next instance to restore from, and that one may start elsewhere (a unit's
+ * working directory is /). NULL on failure, said. */
+static char *absolute_path(const char *dir) {
+        _cleanup_free_ char *cwd = NULL;
+        char *ret = NULL;
+
+        if (dir[0] == '/')
+                ret = strdup(dir);
+        else if ((cwd = getcwd(NULL, 0)) && asprintf(&ret, "%s/%s", cwd, dir) < 0)
+                ret = NULL;
+        if (!ret)
+                fprintf(stderr, "affinityd: --runtime-dir %s: %s\n", dir, strerror(errno));
+        return ret;
+}
+
 /* --runtime-dir: its control socket's path must fit a socket address, or
  * every start would fail the same way after the first pass's changes. */
 static bool runtime_dir_fits(const char *dir) {
@@ -123,6 +141,7 @@ int main(int argc, char **argv) {
         };
         struct manager_options o = { .root = "/", .runtime_dir = AFF_RUNTIME_DIR, .log_level = -1 };
         _cleanup_strv_free_ char **dirs = NULL;
+        _cleanup_free_ char *runtime_dir = NULL;
         bool check = false, print = false;
         struct manager *m = NULL;
         int opt, r;
@@ -133,9 +152,11 @@ int main(int argc, char **argv) {
                         o.root = optarg;
                         break;
                 case OPT_RUNTIME_DIR:
-                        if (!runtime_dir_fits(optarg))
+                        free(runtime_dir);
+                        runtime_dir = absolute_path(optarg);
+                        if (!runtime_dir || !runtime_dir_fits(runtime_dir))
                                 return 2;
-                        o.runtime_dir = optarg;
+                        o.runtime_dir = runtime_dir;
                         break;
                 case OPT_CONFIG_DIR:
                         r = push_config_dir(&dirs, optarg);

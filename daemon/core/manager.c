@@ -862,9 +862,17 @@ static void recover_previous(struct manager *m) {
         struct applier *old = NULL;
         int r;
 
-        if (!m->prev_runtime_dir[0] || asprintf(&path, "%s/" JOURNAL_FILE, m->prev_runtime_dir) < 0 ||
-            access(path, F_OK) < 0)
+        if (!m->prev_runtime_dir[0] || asprintf(&path, "%s/" JOURNAL_FILE, m->prev_runtime_dir) < 0)
                 return;
+        if (access(path, F_OK) < 0) {
+                /* removed with its dir (it stopped, and someone cleaned up),
+                 * or out of our sight (a unit's PrivateTmp=, another mount
+                 * namespace): either way nothing here can restore from it */
+                log_errno(&m->log, errno == ENOENT ? LOG_NOTICE : LOG_WARNING, errno,
+                          "the previous instance ran with runtime dir %s; its journal %s cannot be read, "
+                          "so any change it left in force stays", m->prev_runtime_dir, path);
+                return;
+        }
         r = applier_new(m->prev_runtime_dir, &apply_ops_system, &m->sys, &old);
         if (r < 0) {
                 log_errno(&m->log, LOG_WARNING, r, "the previous instance's journal %s cannot be opened; its changes "
