@@ -35,7 +35,7 @@ set -e
 echo "ok 1: a second instance refused: ${out##*err]: }"
 
 # 2. a pair co-located, then kill -9 and a successor elsewhere
-"$PINGPONG" --cpus 0,1 --duration 60 --pid-file "$work/pp.pids" >"$work/pp.out" 2>&1 &
+"$PINGPONG" --cpus 0,1 --duration 60 --report-interval 250 --pid-file "$work/pp.pids" >"$work/pp.out" 2>&1 &
 CHILDREN+=("$!")
 wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
 { read -r P1; read -r P2; } <"$work/pp.pids"
@@ -47,9 +47,9 @@ together() {
 # Under load the kernel may keep the pair on one CPU by itself ("together,
 # split 0%" for 20 s under stress-ng 40 %; the pair's own count read 97 %
 # of its round trips on one CPU): then there is nothing to co-locate. It is
-# split again, by a moment's taskset, at most twice; a pair the daemon
-# still reads together is said, not failed; one it reads split and leaves
-# is a failure.
+# split again, by a moment's taskset, at most twice; a pair together for
+# 95 % of its round trips by its own count is said, not failed; one split
+# more than that and left is a failure.
 pair_why() {
         ctl pairs --json 2>/dev/null | jq -r --argjson a "$P1" --argjson b "$P2" \
                 '[.pairs[] | select((.pid_a == $a and .pid_b == $b) or (.pid_a == $b and .pid_b == $a)) | .why][0] // "not listed"'
@@ -58,8 +58,10 @@ for try in 1 2 3; do
         wait_for 10 together && break
         why=$(pair_why)
         if [ "$try" = 3 ]; then
-                [[ $why == together* ]] || { ctl pairs; fail "the pair was not co-located in 3 tries: $why"; }
-                echo "# premise not met: the kernel kept the pair together by itself in 3 splits ($why); the restore after kill -9 is not checked"
+                same=$(mean_same_cpu "$work/pp.out")
+                awk -v m="$same" 'BEGIN { exit !(m >= 0.95) }' ||
+                        { ctl pairs; fail "the pair was not co-located in 3 tries, together for $same of its round trips: $why"; }
+                echo "# premise not met: the kernel kept the pair together by itself in 3 splits ($same of its round trips; the daemon: $why); the restore after kill -9 is not checked"
                 exit 0
         fi
         echo "# try $try: not co-located in 10 s ($why); split again"

@@ -20,6 +20,15 @@ fail() {
 
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root (sched_setaffinity on other tasks, cgroups)"; }
 require_cmd() { command -v "$1" >/dev/null || skip "needs $1"; }
+# mean_same_cpu PINGPONG_OUTPUT: the share of round trips with both sides
+# on one CPU over every progress window so far (pingpong --report-interval):
+# the pair's own count, not the daemon's reading, decides whether the
+# kernel kept it together by itself.
+mean_same_cpu() {
+        awk '/^t=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                     s += v["same_cpu"]; n++ }
+             END { printf "%.2f\n", n ? s / n : 1 }' "$1"
+}
 # perf_tracepoints: this kernel lets root open the sched:sched_waking
 # tracepoint, asked of perf(1), not of the daemon: a skip decided by the
 # daemon's own report would hide a regression in its perf set-up.

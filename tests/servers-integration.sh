@@ -62,6 +62,12 @@ PAIR_OF='[.pairs[] | select(((.pid_a == $p and .pid_b == $q) or (.pid_a == $q an
 pair_field() {   # pair_field PID_SERVER PID_CLIENT JQ-EXPR
         ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" "$PAIR_OF | $3"
 }
+# last_cpu_of TID: the CPU the thread last ran on (/proc/TID/stat field 39)
+last_cpu_of() {
+        local f
+        read -r -a f <<<"$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null)" || return 0
+        echo "${f[36]:-}"
+}
 one_cpu_same() {   # both threads allowed on exactly the same single CPU
         local a b
         a=$(allowed_of "$1" 2>/dev/null) || return 1
@@ -97,12 +103,21 @@ passes() { ctl status --json | jq -r .counts.passes; }   # the daemon's passes s
 # tells which by the client's own rate); 3 when the client exited first.
 # SPLIT is the daemon's last reading: split, together, unknown or none.
 await_colocated() {
-        local spid=$1 cpid=$2 seen=-1 n_split=0 n_together=0 n_none=0 run_together=0
+        local spid=$1 cpid=$2 seen=-1 n_split=0 n_together=0 n_none=0 run_together=0 cs cc
+        LOOK_SAME=0 LOOK_APART=0
         while :; do
                 pair_read "$spid" "$cpid"
                 [ -z "$ST" ] || ! one_cpu_same "$ST" "$CT" || return 0
+                # where the two last ran, read here from /proc: the daemon's
+                # "together" is what is under test, not a premise
+                if [ -n "$ST" ]; then
+                        cs=$(last_cpu_of "$ST") cc=$(last_cpu_of "$CT")
+                        if [ -n "$cs" ] && [ -n "$cc" ]; then
+                                if [ "$cs" = "$cc" ]; then LOOK_SAME=$((LOOK_SAME + 1)); else LOOK_APART=$((LOOK_APART + 1)); fi
+                        fi
+                fi
                 # what it read so far, for a failure to say
-                AC_READ="passes read: $n_split split, $n_together together, $n_none none; last pass ${PASS:-?}"
+                AC_READ="passes read: $n_split split, $n_together together, $n_none none; last pass ${PASS:-?}; /proc: $LOOK_SAME looks on one CPU, $LOOK_APART apart"
                 kill -0 "$cpid" 2>/dev/null || return 3
                 if [[ $PASS =~ ^[0-9]+$ ]] && [ "$PASS" != "$seen" ]; then
                         seen=$PASS
@@ -260,6 +275,12 @@ check_client() {
                         tail -20 "$RUNDIR/daemon.log"
                         fail "$name: read split in 3 of the daemon's passes and not co-located (attempt $try)" ;;
                 esac
+                # the daemon read it together: so must /proc, in most looks
+                # (not all: the first ones may come before the merge)
+                [ $((LOOK_SAME + LOOK_APART)) -eq 0 ] || [ "$LOOK_SAME" -gt "$LOOK_APART" ] || {
+                        ctl pairs
+                        fail "$name: the daemon reads the pair together, yet /proc saw it apart in $LOOK_APART of $((LOOK_SAME + LOOK_APART)) looks (attempt $try)"
+                }
                 if [ "$try" = 3 ]; then
                         echo "# premise not met: $name: the kernel kept the pair together by itself in 3 splits; nothing to co-locate"
                         role=$(pair_field "$spid" "$cpid" "if .pid_a == $spid then .role_a else .role_b end")
