@@ -86,9 +86,12 @@ run() {
                 # up (it may wait 5 s for another's instance lock, then give
                 # up): a daemon that never ran must not be measured as one
                 if ! ready "$rd" "$DPID"; then
+                        kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null
+                        : >"$OUT/dpid"
                         cat "$rd/log" >&2
                         echo "pairs-load: the daemon ($bin) did not come up" >&2
-                        exit 1
+                        echo "NA daemon-not-up"
+                        return 1
                 fi
                 sleep "$SETTLE"
         fi
@@ -135,14 +138,17 @@ for ((i = 1; i <= REPEATS; i++)); do
                 n=${#vs[@]}
                 for ((k = 0; k < n; k++)); do
                         v=${vs[$(((k + i - 1) % n))]}
-                        echo "$i $w $v $(run "$w" "$v" "$i")"
+                        # (a subshell of the pipeline: exit would end only it)
+                        res=$(run "$w" "$v" "$i") || { echo "$i $w $v $res"; : >"$OUT/failed"; break 3; }
+                        echo "$i $w $v $res"
                 done
         done
 done | tee "$OUT/runs"
+[ ! -e "$OUT/failed" ] || { echo "pairs-load: stopped: a daemon did not come up (above)" >&2; exit 1; }
 # the rounds beside the daemon logs, for the per-round ratios later
 cp "$OUT/runs" "$LOGS/runs.txt"
 awk -f "$SRCDIR/bench/stats.awk" -f <(cat <<'EOF'
-/^[0-9]/ && $4 != "NA" { x[$2, $3, $1] = $4; if ($1 > maxrep) maxrep = $1; seen[$2, $3] = 1 }
+/^[0-9]/ && $4 != "NA" && $4 != "" { x[$2, $3, $1] = $4; if ($1 > maxrep) maxrep = $1; seen[$2, $3] = 1 }
 function rates(w, v,    a, m, r) {
         m = 0
         for (r = 1; r <= maxrep; r++) if ((w, v, r) in x) a[++m] = x[w, v, r]

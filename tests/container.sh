@@ -35,11 +35,6 @@ container_cleanup() {
 	podman rmi -f -i "$PROBE" >/dev/null 2>&1 || true
 	cleanup
 	rm -rf "$work"
-	# the host's instance lock, if this test made it (held by flock(1) till we exit)
-	case ${AFFD_LOCK_MADE:-} in
-	dir) rm -f /run/affinityd/instance.lock; rmdir /run/affinityd 2>/dev/null || true ;;
-	file) rm -f /run/affinityd/instance.lock ;;
-	esac
 }
 trap container_cleanup EXIT
 
@@ -85,10 +80,10 @@ podman image exists "$IMAGE" || fail "no image $IMAGE"
 if [ -z "${AFFD_LOCK_HELD:-}" ]; then
 	trap - EXIT
 	container_cleanup
-	made=
-	[ -d /run/affinityd ] || { mkdir /run/affinityd && made=dir; }
-	[ -n "$made" ] || [ -e /run/affinityd/instance.lock ] || made="file"
-	AFFD_LOCK_HELD=1 AFFD_LOCK_MADE=$made AFFINITYD_IMAGE=$IMAGE \
+	# the lock file stays, as every daemon's does: unlinked while held, a
+	# daemon waiting on it and one making a new file would both hold "the" lock
+	mkdir -p /run/affinityd
+	AFFD_LOCK_HELD=1 AFFINITYD_IMAGE=$IMAGE \
 		exec flock -w 60 -E 75 /run/affinityd/instance.lock "$BASH" "$0" "$@"
 fi
 

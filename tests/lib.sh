@@ -20,14 +20,17 @@ fail() {
 
 require_root() { [ "$(id -u)" = 0 ] || skip "needs root (sched_setaffinity on other tasks, cgroups)"; }
 require_cmd() { command -v "$1" >/dev/null || skip "needs $1"; }
-# mean_same_cpu PINGPONG_OUTPUT: the share of round trips with both sides
-# on one CPU over every progress window so far (pingpong --report-interval):
-# the pair's own count, not the daemon's reading, decides whether the
-# kernel kept it together by itself.
+# mean_same_cpu PINGPONG_OUTPUT [SECONDS]: the share of round trips with
+# both sides on one CPU over the progress windows of the last SECONDS
+# (default 4) of its output (pingpong --report-interval): the pair's own
+# count, not the daemon's reading, decides whether the kernel keeps it
+# together by itself. Not from the start: pingpong --cpus starts split, and
+# a test splits it again now and then. 0 without any window.
 mean_same_cpu() {
-        awk '/^t=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-                     s += v["same_cpu"]; n++ }
-             END { printf "%.2f\n", n ? s / n : 1 }' "$1"
+        awk -v span="${2:-4}" '/^t=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+                     n++; t[n] = v["t"] + 0; x[n] = v["same_cpu"] + 0 }
+             END { for (i = n; i >= 1 && t[i] > t[n] - span; i--) { s += x[i]; k++ }
+                   printf "%.2f\n", k ? s / k : 0 }' "$1"
 }
 # perf_tracepoints: this kernel lets root open the sched:sched_waking
 # tracepoint, asked of perf(1), not of the daemon: a skip decided by the

@@ -49,9 +49,9 @@ installed_ctl=$(command -v affctl || true)
 RESTART_SERVICE= STRESS_PID=
 on_exit() {
         [ -z "$STRESS_PID" ] || kill "$STRESS_PID" 2>/dev/null || true
-        [ -z "$RESTART_SERVICE" ] || { systemctl start affinityd && echo "note: affinityd.service started again"; }
         [ -z "$MOUNTED_TRACEFS" ] || umount /sys/kernel/tracing 2>/dev/null ||
                 echo "note: /sys/kernel/tracing, mounted for the tests, is still in use: left mounted"
+        [ -z "$RESTART_SERVICE" ] || { systemctl start affinityd && echo "note: affinityd.service started again"; }
 }
 trap on_exit EXIT
 if [ "$(id -u)" = 0 ] && [ -d /run/systemd/system ] && systemctl is-active --quiet affinityd 2>/dev/null; then

@@ -40,7 +40,8 @@ static struct config config = {
 /* owners (Owners=): root, a system account (a database's), two users */
 static struct proc_info proc_root = { .uid = 0 }, proc_mysql = { .uid = 104 }, proc_alice = { .uid = 1000 },
                         proc_bob = { .uid = 1001 }, proc_nobody = { .uid = 65534 },
-                        proc_dynamic = { .uid = 61200 }, proc_high = { .uid = 60000 };
+                        proc_dynamic = { .uid = 61200 }, proc_high = { .uid = 60000 },
+                        proc_unknown = { .uid = (uid_t) -1 }, proc_unknown2 = { .uid = (uid_t) -1 };
 
 static struct task mktask(pid_t tid, double util, int cpu) {
         struct task t = {
@@ -671,6 +672,11 @@ static void test_owners(void) {
                 { &proc_alice, &proc_alice, PAIR_OWNERS_SAME, true },
                 { &proc_alice, &proc_root, PAIR_OWNERS_ANY, true },
                 { &proc_alice, &proc_root, PAIR_OWNERS_TRUSTED, false },
+                /* owners not read (/proc status unreadable): different users,
+                 * also two of them, also where only the same owner may pair */
+                { &proc_unknown, &proc_unknown2, -1, false },
+                { &proc_unknown, &proc_unknown2, PAIR_OWNERS_SAME, false },
+                { &proc_unknown, &proc_root, -1, false },
         };
         int saved = pair_policy.pair_owners;
 

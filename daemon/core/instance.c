@@ -101,3 +101,9 @@ int instance_lock(const char *root, const char *runtime_dir, uint64_t wait_usec,
         }
         return TAKE_FD(fd);
 }
+
+int instance_forget(int fd) {
+        if (fd < 0)
+                return -EBADF;
+        return ftruncate(fd, 0) < 0 ? -errno : 0;
+}

@@ -32,3 +32,7 @@
  */
 int instance_lock(const char *root, const char *runtime_dir, uint64_t wait_usec, char *msg, size_t msg_size,
                   char *ret_prev_dir, size_t prev_size);
+
+/* After a stop that restored everything: the lock names no runtime dir,
+ * for the next instance has nothing to restore from this one's. */
+int instance_forget(int fd);

@@ -891,6 +891,16 @@ static void recover_previous(struct manager *m) {
 
 /* The options, with the strings they point to owned by the manager. */
 static int setup_options(struct manager *m, const struct manager_options *o) {
+        sigset_t ss;
+
+        /* Blocked first: sd-event takes them only blocked, and a stop that
+         * comes while a crash's journal is restored (up to 90 s waiting on
+         * systemd for a weight) must wait for it, not cut it short. */
+        sigemptyset(&ss);
+        sigaddset(&ss, SIGTERM);
+        sigaddset(&ss, SIGINT);
+        sigaddset(&ss, SIGHUP);
+        sigprocmask(SIG_BLOCK, &ss, NULL);
         m->opts = *o;
         m->instance_fd = -1;
         log_target_init(&m->log, o->log_level >= 0 ? o->log_level : LOG_INFO);
@@ -957,18 +967,11 @@ static int setup_instance_lock(struct manager *m) {
 
 /* The event loop, its signals and the watchdog. */
 static int setup_event_loop(struct manager *m) {
-        sigset_t ss;
         int r;
 
         r = sd_event_default(&m->event);
         if (r < 0)
                 return r;
-        /* sd-event wants the signals blocked before it takes them. */
-        sigemptyset(&ss);
-        sigaddset(&ss, SIGTERM);
-        sigaddset(&ss, SIGINT);
-        sigaddset(&ss, SIGHUP);
-        sigprocmask(SIG_BLOCK, &ss, NULL);
         /*
          * A write to a pipe whose reader is gone must fail with EPIPE, not
          * kill the daemon: the calibration's echo thread, starved on a CPU
@@ -1150,11 +1153,12 @@ static int setup_timer(struct manager *m) {
 
 /*
  * The daemon's setup, as steps in an order that matters:
- *  - the configuration first: an invalid one starts nothing;
- *  - the instance lock before the runtime dir and its journal: a second
- *    instance must not restore, or even tidy, anything;
+ *  - the instance lock first, before the runtime dir and its journal: a
+ *    second instance must not restore, or even tidy, anything;
  *  - the levers before the applier (its system ops use them), and the
- *    journal recovered before the first pass changes anything new;
+ *    journals recovered before the configuration is read: a start that an
+ *    invalid file stops (exit 78, not restarted) still puts back what a
+ *    crashed run left in force; and before the first pass changes anything;
  *  - the first pass before the socket, so the first status has a snapshot;
  *  - the timer last: the second pass an interval after the first.
  */
@@ -1231,6 +1235,8 @@ int manager_run(struct manager *m) {
                 return r < 0 ? r : k;
         }
         log_fields(&m->log, LOG_INFO, NULL, "restored %d change(s) on stop", k);
+        if (m->instance_fd >= 0)
+                (void) instance_forget(m->instance_fd);
         return r;
 }
 

@@ -14,12 +14,12 @@
 #include "detect/detect.h"
 
 int detect_hogs(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
-        double floor;
+        double least;
 
         if (!s || !c || !out)
                 return -EINVAL;
         /* cheap tests before the policy lookup: most threads are idle */
-        floor = detect_prefilter(c, DETECT_HOG, 0.05);
+        least = detect_prefilter(c, DETECT_HOG, 0.05);
 
         for (size_t i = 0; i < snapshot_n_active(s); i++) {
                 const struct task *t = snapshot_active(s, i);
@@ -32,7 +32,7 @@ int detect_hogs(const struct snapshot *s, const struct config *c, pid_t self_pid
                 if (!t->have_rates)
                         continue;
                 demand = task_demand(t);
-                if (demand < floor)
+                if (demand < least)
                         continue;
 
                 p = detect_policy_for(c, s, t, DETECT_HOG, self_pid, NULL);

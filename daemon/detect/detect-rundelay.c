@@ -13,12 +13,12 @@
 #include "detect/detect.h"
 
 int detect_rundelay(const struct snapshot *s, const struct config *c, pid_t self_pid, struct findings *out) {
-        double floor;
+        double least;
 
         if (!s || !c || !out)
                 return -EINVAL;
         /* skip the lookup for quiet threads */
-        floor = detect_prefilter(c, DETECT_RUNDELAY, 1.0);
+        least = detect_prefilter(c, DETECT_RUNDELAY, 1.0);
 
         for (size_t i = 0; i < snapshot_n_active(s); i++) {
                 const struct task *t = snapshot_active(s, i);
@@ -29,7 +29,7 @@ int detect_rundelay(const struct snapshot *s, const struct config *c, pid_t self
 
                 if (!t->have_rates || !t->have_schedstat)
                         continue;
-                if (t->run_delay_ms_per_s < floor)
+                if (t->run_delay_ms_per_s < least)
                         continue;
 
                 p = detect_policy_for(c, s, t, DETECT_RUNDELAY, self_pid, NULL);

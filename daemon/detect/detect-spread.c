@@ -19,6 +19,7 @@ int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_p
         _cleanup_free_ struct finding *groups = NULL;
         _cleanup_free_ bool *too_big = NULL;
         size_t n_groups = 0;
+        double least;
         int r;
 
         if (!s || !c || !out)
@@ -29,6 +30,8 @@ int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_p
                         n_groups++;
         if (n_groups == 0)
                 return 0;
+        /* cheap test before the policy lookup: most threads are idle */
+        least = detect_prefilter(c, DETECT_SPREAD, 0.01);
 
         groups = calloc(c->n_policies, sizeof(*groups));
         too_big = calloc(c->n_policies, sizeof(*too_big));
@@ -40,9 +43,7 @@ int detect_spread(const struct snapshot *s, const struct config *c, pid_t self_p
                 const struct policy *p;
                 struct finding *g;
 
-                if (!t->have_rates)
-                        continue;
-                if (t->util < 0.01)
+                if (!t->have_rates || t->util < least)
                         continue;
 
                 p = detect_policy_for(c, s, t, DETECT_SPREAD, self_pid, NULL);

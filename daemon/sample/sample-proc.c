@@ -40,6 +40,16 @@ static int read_exe(const char *root, pid_t pid, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
+/* A command line that cannot be read for another reason than the process
+ * being gone (EACCES under hidepid=, without CAP_SYS_PTRACE) is "", as the
+ * header promises: the rest of the process's info is still good. */
+static int cmdline_unreadable(int r, char **ret) {
+        if (sample_gone(r) || r == -ENOMEM)
+                return r;
+        *ret = strdup("");
+        return *ret ? 0 : -ENOMEM;
+}
+
 static int read_cmdline(const char *root, pid_t pid, char **ret) {
         char rel[64], buf[CMDLINE_MAX];
         _cleanup_close_ int fd = -1;
@@ -49,11 +59,11 @@ static int read_cmdline(const char *root, pid_t pid, char **ret) {
         snprintf(rel, sizeof(rel), "/proc/%d/cmdline", (int) pid);
         fd = util_open_at(root, rel, O_RDONLY);
         if (fd < 0)
-                return fd;
+                return cmdline_unreadable(fd, ret);
         /* Not util_read_file_at(): a long command line is truncated, not an error. */
         n = util_read_fd_into(fd, buf, sizeof(buf));
         if (n < 0)
-                return (int) n;
+                return cmdline_unreadable((int) n, ret);
         sample_cmdline_to_string(buf, (size_t) n);
         *ret = strdup(buf);
         return *ret ? 0 : -ENOMEM;

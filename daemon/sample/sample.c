@@ -1596,8 +1596,13 @@ static void proc_info_refresh(struct sampler *s, struct proc_rec *p, pid_t pid, 
                 s->stats.errors++;
         p->info_valid = r >= 0;
         if (r < 0) {
+                /* nothing of the program before (an exec's re-read failed):
+                 * matched by its old exe or cmdline under its new name, it
+                 * would take the old program's policies */
+                sample_proc_info_done(&p->info);
                 p->info.pid = pid;
-                p->info.start_time = leader->start_time;
+                p->info.start_time = p->info.lineage_start_time = leader->start_time;
+                p->info.uid = (uid_t) -1;   /* unknown: no owner's rule takes it for root's */
                 snprintf(p->info.comm, sizeof(p->info.comm), "%s", leader->comm);
                 p->info.kthread = leader->flags & SAMPLE_PF_KTHREAD;
         }
