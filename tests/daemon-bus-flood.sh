@@ -2,9 +2,9 @@
 # The control socket under a local user's flood: 3,000 connections that
 # never authenticate, held by an unprivileged user (nobody). The daemon
 # keeps at most its bound of them, root's `affctl status` still answers
-# within 100 ms of what it takes without the flood on this machine and
-# build (median of 5 each: an ASan-built affctl takes ~100 ms by itself on
-# a busy CI host), the passes go on at their interval, and
+# within 4x (at least 100 ms more than) what it takes without the flood on
+# this machine and build (median of 5 each: an ASan-built affctl takes
+# ~100 ms by itself on a busy CI host), the passes go on at their interval, and
 # once the flood ends the daemon is back to its few fds. Before the bounds
 # (the adversarial probe): 2,000 such connections cost 6.3 s of daemon CPU
 # and root's status took 7.1 s.
@@ -49,9 +49,9 @@ echo "# the flood connected $(cat "$work/nobody/ready") of 3000"
 median=$(status_ms "during the flood")
 echo "# root's affctl status: median $base ms without the flood, $median ms during it"
 # Bounded by this host's own figure: 4x its time without the flood, and
-# at least 50 ms more (a timer tick or two of scheduling on a slow host),
-# so that neither a slow host fails nor a fast one hides a 20x regression.
-bound=$((4 * base > base + 50 ? 4 * base : base + 50))
+# at least 100 ms more (scheduling beside stress-ng on 2 CPUs), so that a
+# slow host (ASan, TCG: base in the hundreds of ms) is held to its own.
+bound=$((4 * base > base + 100 ? 4 * base : base + 100))
 [ "$median" -lt "$bound" ] ||
         fail "root's affctl status took $median ms (median of 5) during the flood, $base ms without it; want < $bound"
 

@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -72,6 +73,22 @@ static uint64_t run_ns_of(pid_t pid) {
         ASSERT_TRUE(util_read_file_at(NULL, path, buf, sizeof(buf)) > 0);
         ASSERT_TRUE(sscanf(buf, "%llu", &ns) == 1);
         return ns;
+}
+
+/* Context switches so far (/proc/PID/status), or 0. */
+static unsigned long switches_of(pid_t pid) {
+        char path[64], buf[4096];
+        unsigned long v = 0, iv = 0;
+        const char *p;
+
+        snprintf(path, sizeof(path), "/proc/%d/status", (int) pid);
+        if (util_read_file_at(NULL, path, buf, sizeof(buf)) <= 0)
+                return 0;
+        if ((p = strstr(buf, "voluntary_ctxt_switches:")))
+                v = strtoul(p + strlen("voluntary_ctxt_switches:"), NULL, 10);
+        if ((p = strstr(buf, "nonvoluntary_ctxt_switches:")))
+                iv = strtoul(p + strlen("nonvoluntary_ctxt_switches:"), NULL, 10);
+        return v + iv;
 }
 
 static void nap_ms(unsigned ms) {
@@ -136,15 +153,26 @@ int main(void) {
         ASSERT_TRUE(t);
         ASSERT_TRUE(!t->have_rates);                        /* 20 ms old: no rate from start-up */
 
+        reap(old);
+        reap(born);
+        reap(baby);
+
         /* A thread first seen 15 ms old, switching a few thousand times a
          * second but under 100 times yet: its io is read at once, and the
          * next pass has its rate of bytes (its young rates being none, that
-         * pass would not ask for its io otherwise) */
+         * pass would not ask for its io otherwise). The spinners are gone
+         * first, and it is seen once it has switched a few times: beside
+         * them and stress-ng on 2 CPUs it had not run in its first 15 ms
+         * (a CI rehearsal), and a thread that never ran is no chatter. */
         {
                 pid_t chat = chatter();
-                uint64_t t3, t4;
+                uint64_t t3, t4, t_fork = util_now_usec();
 
                 nap_ms(15);
+                for (int i = 0; i < 500 && switches_of(chat) < 3; i++)
+                        nap_ms(1);
+                fprintf(stderr, "chatter: %lu switches at %llu ms old\n", switches_of(chat),
+                        (unsigned long long) (util_now_usec() - t_fork) / 1000);
                 t3 = util_now_usec();
                 ASSERT_OK(sampler_sample(s, t3, &snap));
                 t = snapshot_find_task(snap, chat);
@@ -160,9 +188,6 @@ int main(void) {
                 reap(chat);
         }
 
-        reap(old);
-        reap(born);
-        reap(baby);
         sampler_free(s);
         topology_free(topo);
         return 0;

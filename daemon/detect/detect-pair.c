@@ -278,7 +278,8 @@ static bool owners_allow(const struct policy *p, const struct task *a, const str
                 return true;
         if (!a->proc || !b->proc)
                 return false;
-        if (a->proc->uid == b->proc->uid && a->proc->uid != (uid_t) -1)
+        /* one process is one owner, read or not */
+        if (a->proc == b->proc || (a->proc->uid == b->proc->uid && a->proc->uid != (uid_t) -1))
                 return true;
         return o == PAIR_OWNERS_TRUSTED && pair_owner_is_system(a->proc->uid) && pair_owner_is_system(b->proc->uid);
 }

@@ -40,11 +40,12 @@ static int read_exe(const char *root, pid_t pid, char **ret) {
         return *ret ? 0 : -ENOMEM;
 }
 
-/* A command line that cannot be read for another reason than the process
- * being gone (EACCES under hidepid=, without CAP_SYS_PTRACE) is "", as the
- * header promises: the rest of the process's info is still good. */
+/* A command line this daemon may not read (EACCES under hidepid=, without
+ * CAP_SYS_PTRACE) is "", as the header promises: the rest of the process's
+ * info is still good. Other errors (EMFILE, EIO) fail the read, to be tried
+ * again next pass, rather than leave "" for the process's life. */
 static int cmdline_unreadable(int r, char **ret) {
-        if (sample_gone(r) || r == -ENOMEM)
+        if (r != -EACCES && r != -EPERM)
                 return r;
         *ret = strdup("");
         return *ret ? 0 : -ENOMEM;
