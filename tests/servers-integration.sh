@@ -62,10 +62,11 @@ PAIR_OF='[.pairs[] | select(((.pid_a == $p and .pid_b == $q) or (.pid_a == $q an
 pair_field() {   # pair_field PID_SERVER PID_CLIENT JQ-EXPR
         ctl pairs --json | jq -r --argjson p "$1" --argjson q "$2" "$PAIR_OF | $3"
 }
-# last_cpu_of TID: the CPU the thread last ran on (/proc/TID/stat field 39)
-last_cpu_of() {
+# last_cpu PID TID: the CPU the thread last ran on (field 39 of its stat;
+# counted after the comm's closing parenthesis, which may hold blanks)
+last_cpu() {
         local f
-        read -r -a f <<<"$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null)" || return 0
+        read -r -a f <<<"$(sed 's/.*) //' "/proc/$1/task/$2/stat" 2>/dev/null)" || return 0
         echo "${f[36]:-}"
 }
 one_cpu_same() {   # both threads allowed on exactly the same single CPU
@@ -111,7 +112,7 @@ await_colocated() {
                 # where the two last ran, read here from /proc: the daemon's
                 # "together" is what is under test, not a premise
                 if [ -n "$ST" ]; then
-                        cs=$(last_cpu_of "$ST") cc=$(last_cpu_of "$CT")
+                        cs=$(last_cpu "$spid" "$ST") cc=$(last_cpu "$cpid" "$CT")
                         if [ -n "$cs" ] && [ -n "$cc" ]; then
                                 if [ "$cs" = "$cc" ]; then LOOK_SAME=$((LOOK_SAME + 1)); else LOOK_APART=$((LOOK_APART + 1)); fi
                         fi
@@ -153,7 +154,6 @@ gen_tid() {
         done
         echo "$best"
 }
-last_cpu() { awk '{ print $39 }' "/proc/$1/task/$2/stat" 2>/dev/null; }   # sysbench's comm has no blanks
 
 # await_feeder CLIENT_PID: the event generator FT is on CT's CPU within 5
 # of the daemon's passes and 1 s. Returns 0 when it is; 1 when not, and the

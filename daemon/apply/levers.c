@@ -230,6 +230,19 @@ int levers_probe(struct levers *l, struct lever_caps *ret) {
         return 0;
 }
 
+int levers_open(const char *root, struct lever_caps *ret_caps, struct levers **ret) {
+        struct levers *l = NULL;
+        int r;
+
+        r = levers_new(root, &l);
+        if (r < 0)
+                return r;
+        levers_set_allow_mount(l, false);
+        (void) levers_probe(l, ret_caps);
+        *ret = l;
+        return 0;
+}
+
 static int json_add_string(struct json_object *o, const char *k, const char *v) {
         return json_add(o, k, json_object_new_string(v));
 }

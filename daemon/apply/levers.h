@@ -97,9 +97,9 @@ struct levers *levers_free(struct levers *l);
 /*
  * Let the backend mount debugfs on /sys/kernel/debug (and securityfs on
  * /sys/kernel/security, to read the lockdown state) when they are missing.
- * Off by default; only ever done for the real root. The daemon should turn
- * it on: without it, an unmounted debugfs reads as "debugfs not mounted"
- * and the lockdown state stays unknown where securityfs is not mounted.
+ * Off by default; only ever done for the real root. Off, an unmounted
+ * debugfs reads as "debugfs not mounted" and the lockdown state stays
+ * unknown where securityfs is not mounted.
  */
 void levers_set_allow_mount(struct levers *l, bool allow);
 
@@ -121,6 +121,14 @@ int levers_set_systemd_address(struct levers *l, const char *address);
 
 /* Detect everything again (after a remount) and say what works. */
 int levers_probe(struct levers *l, struct lever_caps *ret);
+/*
+ * The daemon's levers on root, as it starts and as `affinityd
+ * --check-config` checks against them: levers_new() and a first
+ * levers_probe() into ret_caps. They never mount debugfs or securityfs: a
+ * mount is a change to the system that nothing would undo; where they are
+ * missing, `affctl status` says so (systemd mounts both at boot).
+ */
+int levers_open(const char *root, struct lever_caps *ret_caps, struct levers **ret);
 /* The caps as JSON for `affctl status` ("levers": {...}). */
 int levers_caps_to_json(const struct lever_caps *caps, struct json_object **ret);
 

@@ -47,7 +47,6 @@ int config_parse_text(struct config *c, const char *file, const char *data, size
 /* Checks between policies (duplicate names, conflicts). 0 or -ENOMEM. */
 int config_validate(const struct config *c, struct config_errors *errors);
 
-
 void policy_done(struct policy *p);
 
 /*

@@ -50,10 +50,8 @@ static int check_kernel(const struct config *c, struct config_errors *errs, void
         struct levers *l = NULL;
         int n;
 
-        if (levers_new(userdata, &l) < 0)
+        if (levers_open(userdata, &caps, &l) < 0)
                 return 0;
-        levers_set_allow_mount(l, false);
-        (void) levers_probe(l, &caps);
         n = levers_check_config(l, c, errs);
         levers_free(l);
         return n;

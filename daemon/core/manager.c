@@ -1018,16 +1018,9 @@ static int setup_sampling(struct manager *m) {
 static void setup_levers(struct manager *m) {
         int r;
 
-        r = levers_new(m->root, &m->levers);
+        r = levers_open(m->root, &m->caps, &m->levers);
         if (r < 0)
                 log_errno(&m->log, LOG_WARNING, r, "system levers unavailable");
-        else {
-                /* The levers never mount debugfs or securityfs for us: a mount is a
-                 * change to the system that nothing would undo. Where they are
-                 * missing, `affctl status` says so (systemd mounts both at boot). */
-                levers_set_allow_mount(m->levers, false);
-                (void) levers_probe(m->levers, &m->caps);
-        }
         m->sys = (struct apply_system) { .root = m->root, .levers = m->levers };
 }
 

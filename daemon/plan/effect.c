@@ -206,8 +206,7 @@ static void effect_forget(struct effect_tracker *tr, size_t i) {
 
 void effect_forget_task(struct effect_tracker *tr, const struct task_id *task) {
         for (size_t i = tr->n; i > 0; i--)
-                if (tr->items[i - 1].action.task.tid == task->tid &&
-                    tr->items[i - 1].action.task.start_time == task->start_time)
+                if (task_id_equal(&tr->items[i - 1].action.task, task))
                         effect_forget(tr, i - 1);
 }
 
@@ -226,14 +225,14 @@ const char *effect_measure_name(enum detector kind, enum evidence_basis basis) {
 
 const struct effect_gain *effect_gain_of(const struct effect_tracker *tr, const struct task_id *task) {
         for (size_t i = 0; tr && task && i < tr->n_gains; i++)
-                if (tr->gains[i].task.tid == task->tid && tr->gains[i].task.start_time == task->start_time)
+                if (task_id_equal(&tr->gains[i].task, task))
                         return &tr->gains[i];
         return NULL;
 }
 
 void effect_gain_forget(struct effect_tracker *tr, const struct task_id *task) {
         for (size_t i = tr->n_gains; i > 0; i--)
-                if (tr->gains[i - 1].task.tid == task->tid && tr->gains[i - 1].task.start_time == task->start_time)
+                if (task_id_equal(&tr->gains[i - 1].task, task))
                         tr->gains[i - 1] = tr->gains[--tr->n_gains];
 }
 

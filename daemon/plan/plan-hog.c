@@ -464,9 +464,8 @@ static void overcommit(struct hog_plan *hp) {
         if (!cpumask_empty(&U))
                 for (size_t i = 0; i < snapshot_n_active(hp->snap); i++) {
                         const struct task *t = snapshot_active(hp->snap, i);
-                        cpumask_t a;
-
                         const cpumask_t *pin;
+                        cpumask_t a;
 
                         if (!is_busy_thread(hp, t))
                                 continue;

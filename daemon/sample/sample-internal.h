@@ -85,6 +85,10 @@ int sample_parse_cgroup(const char *buf, char **ret_cgroup, char **ret_systemd);
  * Returns 0 or -ENOMEM.
  */
 int sample_cgroup_unit(const char *path, char **ret);
+/* sample_read_cgroup() and the unit of its systemd path, at once: what a
+ * process's info holds of its cgroup (read at first sight and again when
+ * it may have moved). All three set, or none. */
+int sample_read_cgroup_unit(const char *root, pid_t pid, char **ret_cgroup, char **ret_systemd, char **ret_unit);
 
 /* Turn a /proc/P/cmdline buffer (NUL-separated, n bytes, room for n + 1) into one string with spaces. */
 void sample_cmdline_to_string(char *buf, size_t n);

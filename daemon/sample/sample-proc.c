@@ -127,10 +127,7 @@ int sample_proc_info_load(const char *root, pid_t pid, const struct stat_fields 
                 goto fail;
 
         (*files_read)++;
-        r = sample_read_cgroup(root, pid, &n.cgroup, &n.cgroup_systemd);
-        if (r < 0)
-                goto fail;
-        r = sample_cgroup_unit(n.cgroup_systemd, &n.unit);
+        r = sample_read_cgroup_unit(root, pid, &n.cgroup, &n.cgroup_systemd, &n.unit);
         if (r < 0)
                 goto fail;
 
@@ -173,4 +170,18 @@ int sample_read_cgroup(const char *root, pid_t pid, char **ret_cgroup, char **re
                 return r;
         /* unreadable for another reason: no cgroup known ("") */
         return sample_parse_cgroup(r >= 0 ? buf : "", ret_cgroup, ret_systemd);
+}
+
+int sample_read_cgroup_unit(const char *root, pid_t pid, char **ret_cgroup, char **ret_systemd, char **ret_unit) {
+        _cleanup_free_ char *cg = NULL, *sd = NULL;
+        int r;
+
+        r = sample_read_cgroup(root, pid, &cg, &sd);
+        if (r >= 0)
+                r = sample_cgroup_unit(sd, ret_unit);
+        if (r < 0)
+                return r;
+        *ret_cgroup = TAKE_PTR(cg);
+        *ret_systemd = TAKE_PTR(sd);
+        return 0;
 }

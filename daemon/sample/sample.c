@@ -1561,9 +1561,7 @@ static void proc_cgroup_refresh(struct sampler *s, struct proc_rec *p, pid_t pid
 
         p->cgroup_pass = s->pass;
         s->stats.files_read++;
-        r = sample_read_cgroup(s->root, pid, &cg, &sd);
-        if (r >= 0)
-                r = sample_cgroup_unit(sd, &unit);
+        r = sample_read_cgroup_unit(s->root, pid, &cg, &sd, &unit);
         if (r < 0) {
                 if (!sample_gone(r))
                         s->stats.errors++;
