@@ -8,6 +8,10 @@
 #
 #   stream stock        tests/workloads/stream --work-us 20 --jitter 50, no daemon
 #   stream affinityd    the same beside a fresh daemon (the shipped policies)
+#   stream dryrun       the same beside a daemon in --dry-run: what its
+#                       watching alone costs the stream
+#   stream stock-again  stock once more: the spread of two runs of one
+#                       kind under this load, the yardstick for the others
 #   pingpong stock      tests/workloads/pingpong --cpus 0,1: started split,
 #                       masks reset, the kernel places it from there
 #   pingpong affinityd  the same beside a fresh daemon
@@ -29,10 +33,11 @@
 # Usage (build tree, as root, nothing else running):
 #   bash <srcdir>/bench/pairs-load.sh [--repeats N] [--duration SEC]
 #        [--load PCT] [--settle SEC] [--other BINARY]
+#        [--workloads stream,pingpong]
 set -u -o pipefail
 export LC_ALL=C
 
-REPEATS=3 DURATION=10 LOAD=40 SETTLE=2 OTHER=
+REPEATS=3 DURATION=10 LOAD=40 SETTLE=2 OTHER='' WORKLOADS=stream,pingpong
 while [[ $# -gt 0 ]]; do
         case $1 in
         --repeats) REPEATS=$2; shift ;;
@@ -40,6 +45,7 @@ while [[ $# -gt 0 ]]; do
         --load) LOAD=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
         --other) OTHER=$2; shift ;;
+        --workloads) WORKLOADS=$2; shift ;;
         *) echo "pairs-load: unknown option $1" >&2; exit 2 ;;
         esac
         shift
@@ -52,6 +58,10 @@ ST=$B/tests/workloads/stream PP=$B/tests/workloads/pingpong
 command -v stress-ng >/dev/null || { echo "pairs-load: needs stress-ng (apt-get install stress-ng)" >&2; exit 2; }
 [[ $(nproc) -ge 2 ]] || { echo "pairs-load: needs 2 CPUs" >&2; exit 2; }
 [[ -z $OTHER || -x $OTHER ]] || { echo "pairs-load: --other $OTHER is not an executable" >&2; exit 2; }
+read -r -a WLS <<<"${WORKLOADS//,/ }"
+for w in "${WLS[@]}"; do
+        [[ $w == stream || $w == pingpong ]] || { echo "pairs-load: unknown workload $w (stream, pingpong)" >&2; exit 2; }
+done
 
 OUT=$(mktemp -d)
 LOGS=$B/bench/results/logs/pairs-load-$(date -u +%Y%m%dT%H%M%SZ)
@@ -74,13 +84,15 @@ workload_cmd() {
 # "-" without a daemon)
 run() {
         local w=$1 v=$2 bin= rd r verdicts=- DPID
+        local -a args=()
         case $v in
         affinityd) bin=$B/affinityd ;;
+        dryrun) bin=$B/affinityd args=(--dry-run) ;;
         other) bin=$OTHER ;;
         esac
         if [[ -n $bin ]]; then
                 rd=$(mktemp -d "$OUT/rt.XXXXXX")
-                "$bin" --runtime-dir "$rd" --config-dir "$SRCDIR/policies" >"$rd/log" 2>&1 &
+                "$bin" --runtime-dir "$rd" --config-dir "$SRCDIR/policies" "${args[@]}" >"$rd/log" 2>&1 &
                 DPID=$!
                 echo "$DPID" >"$OUT/dpid"
                 # up (it may wait 5 s for another's instance lock, then give
@@ -120,7 +132,7 @@ ready() {
 
 variants_of() {
         case $1 in
-        stream) echo "stock affinityd${OTHER:+ other}" ;;
+        stream) echo "stock affinityd dryrun stock-again${OTHER:+ other}" ;;
         pingpong) echo "stock affinityd${OTHER:+ other} hand" ;;
         esac
 }
@@ -133,7 +145,7 @@ echo "# load: stress-ng --cpu $(nproc) --cpu-load $LOAD; repeats=$REPEATS durati
 echo "# daemon logs: $LOGS"
 echo "# round workload variant rate effect-check"
 for ((i = 1; i <= REPEATS; i++)); do
-        for w in stream pingpong; do
+        for w in "${WLS[@]}"; do
                 read -r -a vs <<<"$(variants_of "$w")"
                 n=${#vs[@]}
                 for ((k = 0; k < n; k++)); do
@@ -164,6 +176,8 @@ END {
         printf "%-9s %-10s %12s %8s %s\n", "workload", "variant", "median/s", "ratio", "(paired median of variant/base; target)"
         line("stream", "stock", "stock", "")
         line("stream", "affinityd", "stock", "/stock, >= 0.95")
+        line("stream", "dryrun", "stock", "/stock, watching alone")
+        line("stream", "stock-again", "stock", "/stock, the spread of stock itself")
         line("stream", "other", "stock", "/stock, >= 0.95")
         line("pingpong", "stock", "hand", "/hand")
         line("pingpong", "affinityd", "hand", "/hand, >= 0.85")

@@ -4,7 +4,10 @@
 #     and says which PID and runtime dir hold the machine;
 #  2. after a kill -9 of the first (with a ping-pong pair co-located), a
 #     daemon started at once with another runtime dir waits for the lock,
-#     starts, restores the pair from the first one's journal and says so.
+#     starts, restores the pair from the first one's journal and says so;
+#  3. a daemon stopped (SIGTERM) while it waits for the lock starts once the
+#     lock is free and exits cleanly without its first pass: its policy's
+#     sysctl is never set (a pass then would change what the stop undoes).
 # Needs root and 2+ CPUs.
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
@@ -16,8 +19,12 @@ PINGPONG=$top_builddir/tests/workloads/pingpong
 work=$(mktemp -d /tmp/affd-instance.XXXXXX)
 R2=$work/run2
 mkdir -p "$R2"
-SECOND=
-trap '[ -z "$SECOND" ] || kill "$SECOND" 2>/dev/null || true; cleanup; rm -rf "$work"' EXIT
+SECOND='' HOLDER='' WAITER=''
+stop_ours() {
+        local q
+        for q in $SECOND $HOLDER $WAITER; do kill "$q" 2>/dev/null || true; done
+}
+trap 'stop_ours; cleanup; rm -rf "$work"' EXIT
 scope_enter   # the daemon under test acts on this test's processes only
 ORIG=$(allowed_of $$)
 
@@ -81,3 +88,43 @@ DAEMON_PID=
 kill -TERM "$SECOND"; wait "$SECOND" || fail "the successor exited $? on SIGTERM"
 SECOND=
 echo "ok 2: after kill -9, a successor with another runtime dir restored the pair"
+
+# 3. a stop while waiting for the lock
+R3=$work/run3 R4=$work/run4
+mkdir -p "$R3" "$R4" "$work/sysctl/policies.d"
+SYSCTL=/proc/sys/kernel/sched_autogroup_enabled
+[ -w "$SYSCTL" ] || fail "$SYSCTL is not writable"
+orig=$(cat "$SYSCTL")
+cat >"$work/sysctl/policies.d/50-flip.policy" <<EOF
+[Policy]
+Detector=always
+Action=sysctl
+Priority=50
+Enabled=yes
+
+[Action]
+Sysctl=kernel.sched_autogroup_enabled=$((1 - orig))
+EOF
+"$AFFINITYD" --runtime-dir "$R3" --config-dir "$work/none" >"$R3/daemon.log" 2>&1 &
+HOLDER=$!
+wait_for 30 "$AFFCTL" --runtime-dir "$R3" status >/dev/null 2>&1 || { cat "$R3/daemon.log"; fail "the lock's holder did not come up"; }
+"$AFFINITYD" --runtime-dir "$R4" --config-dir "$work/sysctl" >"$R4/daemon.log" 2>&1 &
+WAITER=$!
+# SIGTERM blocked (bit 15 of SigBlk): it waits for the lock, and a stop now is held, not fatal
+term_blocked() {
+        local m
+        m=$(awk '/^SigBlk:/ { print $2 }' "/proc/$WAITER/status" 2>/dev/null) && [ -n "$m" ] && (( 16#$m & 0x4000 ))
+}
+wait_for 5 term_blocked || fail "the second daemon never blocked SIGTERM"
+kill -TERM "$WAITER"
+kill -TERM "$HOLDER"; wait "$HOLDER" || fail "the lock's holder exited $? on SIGTERM"
+HOLDER=
+rc=0; wait "$WAITER" || rc=$?
+WAITER=
+[ "$rc" = 0 ] || { cat "$R4/daemon.log"; fail "the daemon stopped while it waited for the lock exited $rc"; }
+! grep -q "set sysctl" "$R4/daemon.log" ||
+        { cat "$R4/daemon.log"; fail "the daemon stopped while it waited for the lock still ran a pass: it set the sysctl"; }
+[ "$(cat "$SYSCTL")" = "$orig" ] || fail "$SYSCTL is $(cat "$SYSCTL"), was $orig"
+grep -q "running: .*, 1 policies" "$R4/daemon.log" || { cat "$R4/daemon.log"; fail "the sysctl policy was not loaded"; }
+grep -q "restored 0 change(s) on stop" "$R4/daemon.log" || { cat "$R4/daemon.log"; fail "no clean stop in the log"; }
+echo "ok 3: a daemon stopped while it waited for the lock exited without a pass"

@@ -1026,9 +1026,16 @@ static void setup_levers(struct manager *m) {
 
 /* The applier and its journal: a journal left by a crash (ours, or the
  * previous instance's elsewhere) is put back before anything new. */
+/* How long a restore may take: one wait for systemd's reload (90 s,
+ * levers-cgroup.c) and the rest of the restores. More than a start's or a
+ * stop's timeout, and a restore cut short by SIGKILL leaves changes in force. */
+#define MANAGER_RESTORE_MAX_USEC (120 * USEC_PER_SEC)
+
 static int setup_applier(struct manager *m) {
         int r;
 
+        /* a crashed run's journal is restored before READY=1 */
+        sd_notifyf(false, "STATUS=recovering\nEXTEND_TIMEOUT_USEC=%" PRIu64, (uint64_t) MANAGER_RESTORE_MAX_USEC);
         r = applier_new(m->runtime_dir, &apply_ops_system, &m->sys, &m->applier);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "cannot open the journal in %s", m->runtime_dir);
@@ -1097,6 +1104,13 @@ static void setup_wake_sampler(struct manager *m) {
  * came up).
  */
 static void first_pass(struct manager *m) {
+        sigset_t pending;
+
+        /* A stop that came during the lock's wait or the recovery: the
+         * loop takes it first, and a pass now would change what the stop
+         * then has to undo. */
+        if (sigpending(&pending) == 0 && (sigismember(&pending, SIGTERM) == 1 || sigismember(&pending, SIGINT) == 1))
+                return;
         m->in_pass = true;
         (void) manager_pass(m);
         m->in_pass = false;
@@ -1202,10 +1216,6 @@ int manager_new(const struct manager_options *o, struct manager **ret) {
         return 0;
 }
 
-/* How long the restore on stop may take: one wait for systemd's reload
- * (90 s) and the rest of the restores. */
-#define MANAGER_RESTORE_MAX_USEC (120 * USEC_PER_SEC)
-
 int manager_run(struct manager *m) {
         int r;
 
@@ -1215,9 +1225,6 @@ int manager_run(struct manager *m) {
                    m->interval_usec / USEC_PER_MSEC, m->config->n_policies,
                    m->dry_run ? ", dry-run" : "");
         r = sd_event_loop(m->event);
-        /* A weight's restore may wait 90 s for systemd's reload
-         * (levers-cgroup.c): more than a stop's TimeoutStopSec=, and a
-         * restore cut short by SIGKILL leaves changes in force. */
         sd_notifyf(false, "STOPPING=1\nSTATUS=restoring\nEXTEND_TIMEOUT_USEC=%" PRIu64,
                    (uint64_t) MANAGER_RESTORE_MAX_USEC);
         int k = applier_restore_all(m->applier);
