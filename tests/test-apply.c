@@ -896,6 +896,51 @@ static void test_replay_failure_kept(void) {
         test_clean_dir(dir);
 }
 
+/* What a predecessor's recovery (its own runtime dir) could not restore is
+ * taken over: into our journal and out of its, and restored on our stop. */
+static void test_adopt(void) {
+        struct fake f;
+        struct applier *a, *old;
+        struct action x;
+        struct journal_contents c = {};
+        char prev[] = "/tmp/test-apply-prev.XXXXXX";
+
+        ASSERT_TRUE(mkdtemp(prev) != NULL);
+        fake_init(&f);
+        ASSERT_OK(applier_new(prev, &recorder_ops, &f, &old));
+        ASSERT_OK(applier_recover(old));
+        x = pin(&f, 0, "0");
+        ASSERT_EQ(applier_apply(old, &x, 1, false), APPLY_CHANGED);
+        applier_free(old);                         /* it crashed */
+
+        f.fail_set = -EIO;                         /* and its pin cannot be undone at our start */
+        ASSERT_OK(applier_new(prev, &recorder_ops, &f, &old));
+        ASSERT_EQ(applier_recover(old), 0);
+        ASSERT_EQ(applier_get_recover_report(old)->failed, 1);
+        a = new_recovered(&f, NULL);
+        ASSERT_EQ(n_managed(a), 0);
+        ASSERT_EQ(applier_adopt(a, old), 1);
+        ASSERT_EQ(n_managed(a), 1);
+        ASSERT_EQ(applier_adopt(a, old), 0);       /* nothing left there */
+        ASSERT_OK(journal_read(applier_journal_path(old), &c));
+        ASSERT_EQ(c.n_entries, 0);
+        journal_contents_clear(&c);
+        applier_free(old);
+        ASSERT_OK(journal_read(applier_journal_path(a), &c));
+        ASSERT_EQ(c.n_entries, 1);
+        ASSERT_TRUE(c.entries[0].applied);
+        journal_contents_clear(&c);
+        ASSERT_STREQ(mask_of(&f, 0), "0");
+
+        f.fail_set = 0;                            /* our stop puts it back */
+        ASSERT_EQ(applier_restore_all(a), 1);
+        ASSERT_STREQ(mask_of(&f, 0), "0-3");
+        applier_free(a);
+        test_clean_dir(dir);
+        test_clean_dir(prev);
+        ASSERT_OK(rmdir(prev));
+}
+
 static void test_replay_bad_journal(void) {
         struct fake f;
         struct events ev = {};
@@ -1186,6 +1231,7 @@ int main(void) {
         test_replay_bad_journal();
         test_replay_torn();
         test_replay_damaged_kept();
+        test_adopt();
         test_compaction_by_size();
         test_lock();
         test_json();

@@ -1072,6 +1072,40 @@ int applier_recover(struct applier *a) {
         return (int) rep.restored;
 }
 
+int applier_adopt(struct applier *a, struct applier *from) {
+        size_t n0 = a->n_entries;
+        uint64_t seq0 = a->next_seq;
+        int r = 0;
+
+        if (!a->recovered || !from->recovered)
+                return -ESTALE;
+        if (from->n_entries == 0)
+                return 0;
+        for (size_t i = 0; r >= 0 && i < from->n_entries; i++) {
+                struct entry e = from->entries[i];
+
+                if (find_key(a, e.key) >= 0)
+                        continue;       /* ours is the older: its original is the one to put back */
+                e.seq = a->next_seq++;
+                r = entries_push(a, &e);
+        }
+        /* in our journal before out of theirs: a kill in between leaves
+         * both, and the second restore finds the original live ("unchanged") */
+        if (r >= 0)
+                r = journal_rewrite_entries(a);
+        if (r < 0) {
+                a->n_entries = n0;
+                a->next_seq = seq0;
+                return r;
+        }
+        from->n_entries = 0;
+        r = journal_rewrite_entries(from);
+        if (r < 0)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, r, "journal %s: cannot empty it after taking over its entries: %s",
+                     journal_path(from->journal), strerror(-r));
+        return (int) (a->n_entries - n0);
+}
+
 static int apply_release(struct applier *a, const struct action *act, const char *key, bool dry_run,
                          struct apply_outcome *o) {
         ssize_t i = find_key(a, key);

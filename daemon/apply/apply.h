@@ -201,6 +201,18 @@ struct applier_recover_report {
  * -EALREADY if called twice.
  */
 int applier_recover(struct applier *a);
+
+/*
+ * Take over what another applier still holds after its recovery (a
+ * predecessor's journal, in the runtime dir it ran with): its entries
+ * become ours, in our journal, and its journal is emptied. What could not
+ * be restored at start is then retried on our stop and, after a crash of
+ * ours, found by our successor in our journal (the instance lock names one
+ * runtime dir). An entry for a target we hold too is dropped: ours is the
+ * older, and its original the one to put back. Both must be recovered.
+ * Returns how many were taken over (>= 0), or -errno with nothing moved.
+ */
+int applier_adopt(struct applier *a, struct applier *from);
 /* What the last applier_recover() found and did (zeroes before it ran). */
 const struct applier_recover_report *applier_get_recover_report(struct applier *a);
 

@@ -856,14 +856,15 @@ static int setup_runtime_dir(struct manager *m) {
  * The instance before us ran with another runtime dir and did not stop
  * cleanly (its journal is still there): restore from that journal too, or
  * its changes would stay in force with nobody knowing their originals.
+ * Returns its applier, recovered, for adopt_previous(); NULL without one.
  */
-static void recover_previous(struct manager *m) {
+static struct applier *recover_previous(struct manager *m) {
         _cleanup_free_ char *path = NULL;
         struct applier *old = NULL;
         int r;
 
         if (!m->prev_runtime_dir[0] || asprintf(&path, "%s/" JOURNAL_FILE, m->prev_runtime_dir) < 0)
-                return;
+                return NULL;
         if (access(path, F_OK) < 0) {
                 /* removed with its dir (it stopped, and someone cleaned up),
                  * or out of our sight (a unit's PrivateTmp=, another mount
@@ -871,21 +872,40 @@ static void recover_previous(struct manager *m) {
                 log_errno(&m->log, errno == ENOENT ? LOG_NOTICE : LOG_WARNING, errno,
                           "the previous instance ran with runtime dir %s; its journal %s cannot be read, "
                           "so any change it left in force stays", m->prev_runtime_dir, path);
-                return;
+                return NULL;
         }
         r = applier_new(m->prev_runtime_dir, &apply_ops_system, &m->sys, &old);
         if (r < 0) {
                 log_errno(&m->log, LOG_WARNING, r, "the previous instance's journal %s cannot be opened; its changes "
                           "may still be in force", path);
-                return;
+                return NULL;
         }
         applier_set_event_handler(old, on_applier_event, m);
         r = applier_recover(old);
-        if (r < 0)
+        if (r < 0) {
                 log_errno(&m->log, LOG_WARNING, r, "cannot recover the previous instance's journal %s", path);
-        else
-                log_fields(&m->log, LOG_NOTICE, NULL, "the previous instance ran with runtime dir %s: %s",
-                           m->prev_runtime_dir, applier_get_recover_report(old)->message);
+                return applier_free(old);
+        }
+        log_fields(&m->log, LOG_NOTICE, NULL, "the previous instance ran with runtime dir %s: %s",
+                   m->prev_runtime_dir, applier_get_recover_report(old)->message);
+        return old;
+}
+
+/*
+ * What the previous instance's recovery could not restore becomes ours
+ * (applier_adopt()): retried on our stop, and in our journal for our
+ * successor, where the lock, which names our runtime dir from now on,
+ * would have let it be forgotten.
+ */
+static void adopt_previous(struct manager *m, struct applier *old) {
+        int r = applier_adopt(m->applier, old);
+
+        if (r > 0)
+                log_fields(&m->log, LOG_NOTICE, NULL, "%d change(s) the previous instance left in force and "
+                           "could not be restored now are in our journal, retried on stop", r);
+        else if (r < 0)
+                log_errno(&m->log, LOG_WARNING, r, "cannot take over what the previous instance's journal in %s "
+                          "still holds; it stays there", m->prev_runtime_dir);
         applier_free(old);
 }
 
@@ -1032,6 +1052,7 @@ static void setup_levers(struct manager *m) {
 #define MANAGER_RESTORE_MAX_USEC (120 * USEC_PER_SEC)
 
 static int setup_applier(struct manager *m) {
+        struct applier *old;
         int r;
 
         /* a crashed run's journal is restored before READY=1 */
@@ -1040,16 +1061,19 @@ static int setup_applier(struct manager *m) {
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "cannot open the journal in %s", m->runtime_dir);
         applier_set_event_handler(m->applier, on_applier_event, m);
-        recover_previous(m);
+        old = recover_previous(m);
         r = applier_recover(m->applier);
         if (r == -EPROTONOSUPPORT || r == -EBADMSG)
                 /* Moved aside, a fresh journal started: nothing was touched. */
                 log_fields(&m->log, LOG_ERR, NULL, "%s", applier_get_recover_report(m->applier)->message);
-        else if (r < 0)
+        else if (r < 0) {
                 /* Without a writable journal nothing could be undone safely: do not start. */
+                applier_free(old);
                 return log_errno(&m->log, LOG_ERR, r, "cannot recover the journal in %s", m->runtime_dir);
-        else if (applier_get_recover_report(m->applier)->entries > 0)
+        } else if (applier_get_recover_report(m->applier)->entries > 0)
                 log_fields(&m->log, LOG_NOTICE, NULL, "%s", applier_get_recover_report(m->applier)->message);
+        if (old)
+                adopt_previous(m, old);
         return 0;
 }
 
