@@ -61,6 +61,7 @@ pair_why() {
         ctl pairs --json 2>/dev/null | jq -r --argjson a "$P1" --argjson b "$P2" \
                 '[.pairs[] | select((.pid_a == $a and .pid_b == $b) or (.pid_a == $b and .pid_b == $a)) | .why][0] // "not listed"'
 }
+premise=yes
 for try in 1 2 3; do
         wait_for 10 together && break
         why=$(pair_why)
@@ -69,31 +70,40 @@ for try in 1 2 3; do
                 awk -v m="$same" 'BEGIN { exit !(m >= 0.95) }' ||
                         { ctl pairs; fail "the pair was not co-located in 3 tries, together for $same of its round trips: $why"; }
                 echo "# premise not met: the kernel kept the pair together by itself in 3 splits ($same of its round trips; the daemon: $why); the restore after kill -9 is not checked"
-                exit 0
+                premise=no
+                break
         fi
         echo "# try $try: not co-located in 10 s ($why); split again"
         taskset -p -c 0 "$P1" >/dev/null; taskset -p -c 1 "$P2" >/dev/null
         sleep 0.3
         taskset -p -c "$ORIG" "$P1" >/dev/null; taskset -p -c "$ORIG" "$P2" >/dev/null
 done
-kill -9 "$DAEMON_PID"
-"$AFFINITYD" --runtime-dir "$R2" --config-dir "$work/none" >"$R2/daemon.log" 2>&1 &
-SECOND=$!
 restored() { [ "$(allowed_of "$P1")" = "$ORIG" ] && [ "$(allowed_of "$P2")" = "$ORIG" ]; }
-wait_for 20 restored || { cat "$R2/daemon.log"; fail "the successor did not restore the pair: $(allowed_of "$P1") / $(allowed_of "$P2")"; }
-kill -0 "$SECOND" || { cat "$R2/daemon.log"; fail "the successor did not keep running"; }
-grep -q "the previous instance ran with runtime dir $RUNDIR: .* 2 restored" "$R2/daemon.log" ||
-        { cat "$R2/daemon.log"; fail "the successor does not say it restored the previous instance's 2 changes"; }
-DAEMON_PID=
-kill -TERM "$SECOND"; wait "$SECOND" || fail "the successor exited $? on SIGTERM"
-SECOND=
-echo "ok 2: after kill -9, a successor with another runtime dir restored the pair"
+if [ "$premise" = yes ]; then
+        kill -9 "$DAEMON_PID"
+        "$AFFINITYD" --runtime-dir "$R2" --config-dir "$work/none" >"$R2/daemon.log" 2>&1 &
+        SECOND=$!
+        wait_for 20 restored || { cat "$R2/daemon.log"; fail "the successor did not restore the pair: $(allowed_of "$P1") / $(allowed_of "$P2")"; }
+        kill -0 "$SECOND" || { cat "$R2/daemon.log"; fail "the successor did not keep running"; }
+        grep -q "the previous instance ran with runtime dir $RUNDIR: .* 2 restored" "$R2/daemon.log" ||
+                { cat "$R2/daemon.log"; fail "the successor does not say it restored the previous instance's 2 changes"; }
+        DAEMON_PID=
+        kill -TERM "$SECOND"; wait "$SECOND" || fail "the successor exited $? on SIGTERM"
+        SECOND=''
+        echo "ok 2: after kill -9, a successor with another runtime dir restored the pair"
+else
+        kill -TERM "$DAEMON_PID"; wait "$DAEMON_PID" || fail "the daemon exited $? on SIGTERM"
+        DAEMON_PID=
+fi
 
 # 3. a stop while waiting for the lock
 R3=$work/run3 R4=$work/run4
 mkdir -p "$R3" "$R4" "$work/sysctl/policies.d"
 SYSCTL=/proc/sys/kernel/sched_autogroup_enabled
-[ -w "$SYSCTL" ] || fail "$SYSCTL is not writable"
+if [ ! -w "$SYSCTL" ]; then
+        echo "# case 3 not run: $SYSCTL is not writable here (a kernel without CONFIG_SCHED_AUTOGROUP, or a read-only /proc/sys)"
+        exit 0
+fi
 orig=$(cat "$SYSCTL")
 cat >"$work/sysctl/policies.d/50-flip.policy" <<EOF
 [Policy]
@@ -110,9 +120,12 @@ HOLDER=$!
 wait_for 30 "$AFFCTL" --runtime-dir "$R3" status >/dev/null 2>&1 || { cat "$R3/daemon.log"; fail "the lock's holder did not come up"; }
 "$AFFINITYD" --runtime-dir "$R4" --config-dir "$work/sysctl" >"$R4/daemon.log" 2>&1 &
 WAITER=$!
-# SIGTERM blocked (bit 15 of SigBlk): it waits for the lock, and a stop now is held, not fatal
+# The daemon itself (not the shell's child before its exec, which blocks
+# SIGTERM for a moment too) with SIGTERM (signal 15: mask 0x4000) blocked:
+# it waits for the lock, and a stop now is held, not fatal.
 term_blocked() {
         local m
+        [ "$(cat "/proc/$WAITER/comm" 2>/dev/null)" = affinityd ] || return 1
         m=$(awk '/^SigBlk:/ { print $2 }' "/proc/$WAITER/status" 2>/dev/null) && [ -n "$m" ] && (( 16#$m & 0x4000 ))
 }
 wait_for 5 term_blocked || fail "the second daemon never blocked SIGTERM"

@@ -941,6 +941,64 @@ static void test_adopt(void) {
         ASSERT_OK(rmdir(prev));
 }
 
+/* copy file from to path to (small files: a journal) */
+static void copy_file(const char *from, const char *to) {
+        char buf[65536];
+        int in = open(from, O_RDONLY | O_CLOEXEC), out;
+        ssize_t n;
+
+        ASSERT_TRUE(in >= 0);
+        out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ASSERT_TRUE(out >= 0);
+        while ((n = read(in, buf, sizeof(buf))) > 0)
+                ASSERT_EQ(write(out, buf, (size_t) n), n);
+        ASSERT_EQ(n, 0);
+        close(in);
+        close(out);
+}
+
+/* Both journals hold the same change (a kill between the adoption's two
+ * rewrites): ours stays the one entry, theirs is emptied, and the stop
+ * restores it once. */
+static void test_adopt_same(void) {
+        struct fake f;
+        struct applier *a, *old;
+        struct action x;
+        struct journal_contents c = {};
+        char prev[] = "/tmp/test-apply-prev.XXXXXX", from[600], to[600];
+
+        ASSERT_TRUE(mkdtemp(prev) != NULL);
+        fake_init(&f);
+        a = new_recovered(&f, NULL);
+        x = pin(&f, 0, "0");
+        ASSERT_EQ(applier_apply(a, &x, 1, false), APPLY_CHANGED);
+        snprintf(from, sizeof(from), "%s", applier_journal_path(a));
+        applier_free(a);
+        snprintf(to, sizeof(to), "%s/" JOURNAL_FILE, prev);
+        copy_file(from, to);
+
+        f.fail_set = -EIO;
+        ASSERT_OK(applier_new(prev, &recorder_ops, &f, &old));
+        ASSERT_EQ(applier_recover(old), 0);
+        ASSERT_EQ(applier_get_recover_report(old)->failed, 1);
+        a = new_recovered(&f, NULL);
+        ASSERT_EQ(applier_get_recover_report(a)->failed, 1);
+        ASSERT_EQ(applier_adopt(a, old), 0);       /* the same change: nothing added */
+        ASSERT_EQ(n_managed(a), 1);
+        ASSERT_OK(journal_read(applier_journal_path(old), &c));
+        ASSERT_EQ(c.n_entries, 0);
+        journal_contents_clear(&c);
+        applier_free(old);
+
+        f.fail_set = 0;
+        ASSERT_EQ(applier_restore_all(a), 1);
+        ASSERT_STREQ(mask_of(&f, 0), "0-3");
+        applier_free(a);
+        test_clean_dir(dir);
+        test_clean_dir(prev);
+        ASSERT_OK(rmdir(prev));
+}
+
 static void test_replay_bad_journal(void) {
         struct fake f;
         struct events ev = {};
@@ -1232,6 +1290,7 @@ int main(void) {
         test_replay_torn();
         test_replay_damaged_kept();
         test_adopt();
+        test_adopt_same();
         test_compaction_by_size();
         test_lock();
         test_json();

@@ -1072,21 +1072,50 @@ int applier_recover(struct applier *a) {
         return (int) rep.restored;
 }
 
+/*
+ * Their entry for a target one of ours (the first n of a's) holds: ours
+ * keeps its original and its restore, and takes their later change as what
+ * is in force (the two chained, O -> ours -> theirs, restore to O). Not
+ * when theirs is not known to be in force (no APPLIED), or is the same
+ * change (both journals hold it after a kill between the two rewrites).
+ * True when a is ours.
+ */
+static bool adopt_into_ours(struct applier *a, size_t n, const struct entry *theirs) {
+        for (size_t k = 0; k < n; k++) {
+                struct entry *ours = &a->entries[k];
+
+                if (!streq(ours->key, theirs->key))
+                        continue;
+                if (theirs->applied && !value_equal(ours->act.type, &ours->target, &theirs->target)) {
+                        ours->target = theirs->target;
+                        ours->act = theirs->act;
+                }
+                return true;
+        }
+        return false;
+}
+
 int applier_adopt(struct applier *a, struct applier *from) {
         size_t n0 = a->n_entries;
-        uint64_t seq0 = a->next_seq;
+        _cleanup_free_ struct entry *saved = NULL;
         int r = 0;
 
         if (!a->recovered || !from->recovered)
                 return -ESTALE;
         if (from->n_entries == 0)
                 return 0;
+        if (n0 > 0 && !(saved = malloc(n0 * sizeof(*saved))))
+                return -ENOMEM;
+        if (n0 > 0)
+                memcpy(saved, a->entries, n0 * sizeof(*saved));
+        /* theirs are newer than ours (they ran last), so pushed after ours:
+         * restored first; two of theirs for one target stay a chain */
         for (size_t i = 0; r >= 0 && i < from->n_entries; i++) {
                 struct entry e = from->entries[i];
 
-                if (find_key(a, e.key) >= 0)
-                        continue;       /* ours is the older: its original is the one to put back */
-                e.seq = a->next_seq++;
+                if (adopt_into_ours(a, n0, &e))
+                        continue;
+                e.seq = a->next_seq++;   /* spent even on failure, as a set's: the rewrite may have landed */
                 r = entries_push(a, &e);
         }
         /* in our journal before out of theirs: a kill in between leaves
@@ -1094,16 +1123,18 @@ int applier_adopt(struct applier *a, struct applier *from) {
         if (r >= 0)
                 r = journal_rewrite_entries(a);
         if (r < 0) {
+                if (n0 > 0)
+                        memcpy(a->entries, saved, n0 * sizeof(*saved));
                 a->n_entries = n0;
-                a->next_seq = seq0;
                 return r;
         }
+        r = (int) (a->n_entries - n0);
         from->n_entries = 0;
-        r = journal_rewrite_entries(from);
-        if (r < 0)
-                emit(a, APPLIER_EVENT_JOURNAL, NULL, r, "journal %s: cannot empty it after taking over its entries: %s",
-                     journal_path(from->journal), strerror(-r));
-        return (int) (a->n_entries - n0);
+        int k = journal_rewrite_entries(from);
+        if (k < 0)
+                emit(a, APPLIER_EVENT_JOURNAL, NULL, k, "journal %s: cannot empty it after taking over its entries: %s",
+                     journal_path(from->journal), strerror(-k));
+        return r;
 }
 
 static int apply_release(struct applier *a, const struct action *act, const char *key, bool dry_run,

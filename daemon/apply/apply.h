@@ -208,9 +208,12 @@ int applier_recover(struct applier *a);
  * become ours, in our journal, and its journal is emptied. What could not
  * be restored at start is then retried on our stop and, after a crash of
  * ours, found by our successor in our journal (the instance lock names one
- * runtime dir). An entry for a target we hold too is dropped: ours is the
- * older, and its original the one to put back. Both must be recovered.
- * Returns how many were taken over (>= 0), or -errno with nothing moved.
+ * runtime dir). For a target we hold too, ours keeps its original and
+ * takes their later value as the one in force. Both must be recovered.
+ * Returns how many entries were added (>= 0), or -errno with ours as they
+ * were (their journal untouched; ours may hold them too, if its rewrite
+ * failed only after it landed: restored twice, the second finds the
+ * original).
  */
 int applier_adopt(struct applier *a, struct applier *from);
 /* What the last applier_recover() found and did (zeroes before it ran). */

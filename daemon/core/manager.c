@@ -1055,13 +1055,16 @@ static int setup_applier(struct manager *m) {
         struct applier *old;
         int r;
 
-        /* a crashed run's journal is restored before READY=1 */
-        sd_notifyf(false, "STATUS=recovering\nEXTEND_TIMEOUT_USEC=%" PRIu64, (uint64_t) MANAGER_RESTORE_MAX_USEC);
         r = applier_new(m->runtime_dir, &apply_ops_system, &m->sys, &m->applier);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "cannot open the journal in %s", m->runtime_dir);
         applier_set_event_handler(m->applier, on_applier_event, m);
+        /* a crashed run's journals are restored before READY=1, each of
+         * them perhaps waiting on systemd: the start's timeout extended
+         * before each */
+        sd_notifyf(false, "STATUS=recovering\nEXTEND_TIMEOUT_USEC=%" PRIu64, (uint64_t) MANAGER_RESTORE_MAX_USEC);
         old = recover_previous(m);
+        sd_notifyf(false, "EXTEND_TIMEOUT_USEC=%" PRIu64, (uint64_t) MANAGER_RESTORE_MAX_USEC);
         r = applier_recover(m->applier);
         if (r == -EPROTONOSUPPORT || r == -EBADMSG)
                 /* Moved aside, a fresh journal started: nothing was touched. */
