@@ -896,13 +896,53 @@ static void test_replay_failure_kept(void) {
         test_clean_dir(dir);
 }
 
+/* An applier on d whose recovery fails its one entry's restore (kept). */
+static struct applier *recovered_failing(struct fake *f, const char *d) {
+        struct applier *a;
+
+        f->fail_set = -EIO;
+        ASSERT_OK(applier_new(d, &recorder_ops, f, &a));
+        ASSERT_EQ(applier_recover(a), 0);
+        ASSERT_EQ(applier_get_recover_report(a)->failed, 1);
+        return a;
+}
+
+static void expect_journal_entries(const struct applier *a, size_t n) {
+        struct journal_contents c = {};
+
+        ASSERT_OK(journal_read(applier_journal_path(a), &c));
+        ASSERT_EQ(c.n_entries, n);
+        for (size_t i = 0; i < c.n_entries; i++)
+                ASSERT_TRUE(c.entries[i].applied);
+        journal_contents_clear(&c);
+}
+
+/* Adopted into a (its journal holds n), out of old's, restored on a's stop. */
+static void expect_adopted(struct fake *f, struct applier *a, struct applier *old, int adopted, size_t n,
+                           char *prev) {
+        ASSERT_EQ(applier_adopt(a, old), adopted);
+        ASSERT_EQ(applier_adopt(a, old), 0);       /* nothing left there */
+        ASSERT_EQ(n_managed(a), n);
+        expect_journal_entries(old, 0);
+        expect_journal_entries(a, n);
+        applier_free(old);
+        ASSERT_STREQ(mask_of(f, 0), "0");
+
+        f->fail_set = 0;                           /* our stop puts it back */
+        ASSERT_EQ(applier_restore_all(a), (int) n);
+        ASSERT_STREQ(mask_of(f, 0), "0-3");
+        applier_free(a);
+        test_clean_dir(dir);
+        test_clean_dir(prev);
+        ASSERT_OK(rmdir(prev));
+}
+
 /* What a predecessor's recovery (its own runtime dir) could not restore is
  * taken over: into our journal and out of its, and restored on our stop. */
 static void test_adopt(void) {
         struct fake f;
         struct applier *a, *old;
         struct action x;
-        struct journal_contents c = {};
         char prev[] = "/tmp/test-apply-prev.XXXXXX";
 
         ASSERT_TRUE(mkdtemp(prev) != NULL);
@@ -913,32 +953,10 @@ static void test_adopt(void) {
         ASSERT_EQ(applier_apply(old, &x, 1, false), APPLY_CHANGED);
         applier_free(old);                         /* it crashed */
 
-        f.fail_set = -EIO;                         /* and its pin cannot be undone at our start */
-        ASSERT_OK(applier_new(prev, &recorder_ops, &f, &old));
-        ASSERT_EQ(applier_recover(old), 0);
-        ASSERT_EQ(applier_get_recover_report(old)->failed, 1);
+        old = recovered_failing(&f, prev);         /* and its pin cannot be undone at our start */
         a = new_recovered(&f, NULL);
         ASSERT_EQ(n_managed(a), 0);
-        ASSERT_EQ(applier_adopt(a, old), 1);
-        ASSERT_EQ(n_managed(a), 1);
-        ASSERT_EQ(applier_adopt(a, old), 0);       /* nothing left there */
-        ASSERT_OK(journal_read(applier_journal_path(old), &c));
-        ASSERT_EQ(c.n_entries, 0);
-        journal_contents_clear(&c);
-        applier_free(old);
-        ASSERT_OK(journal_read(applier_journal_path(a), &c));
-        ASSERT_EQ(c.n_entries, 1);
-        ASSERT_TRUE(c.entries[0].applied);
-        journal_contents_clear(&c);
-        ASSERT_STREQ(mask_of(&f, 0), "0");
-
-        f.fail_set = 0;                            /* our stop puts it back */
-        ASSERT_EQ(applier_restore_all(a), 1);
-        ASSERT_STREQ(mask_of(&f, 0), "0-3");
-        applier_free(a);
-        test_clean_dir(dir);
-        test_clean_dir(prev);
-        ASSERT_OK(rmdir(prev));
+        expect_adopted(&f, a, old, 1, 1, prev);
 }
 
 /* copy file from to path to (small files: a journal) */
@@ -964,7 +982,6 @@ static void test_adopt_same(void) {
         struct fake f;
         struct applier *a, *old;
         struct action x;
-        struct journal_contents c = {};
         char prev[] = "/tmp/test-apply-prev.XXXXXX", from[600], to[600];
 
         ASSERT_TRUE(mkdtemp(prev) != NULL);
@@ -977,26 +994,9 @@ static void test_adopt_same(void) {
         snprintf(to, sizeof(to), "%s/" JOURNAL_FILE, prev);
         copy_file(from, to);
 
-        f.fail_set = -EIO;
-        ASSERT_OK(applier_new(prev, &recorder_ops, &f, &old));
-        ASSERT_EQ(applier_recover(old), 0);
-        ASSERT_EQ(applier_get_recover_report(old)->failed, 1);
-        a = new_recovered(&f, NULL);
-        ASSERT_EQ(applier_get_recover_report(a)->failed, 1);
-        ASSERT_EQ(applier_adopt(a, old), 0);       /* the same change: nothing added */
-        ASSERT_EQ(n_managed(a), 1);
-        ASSERT_OK(journal_read(applier_journal_path(old), &c));
-        ASSERT_EQ(c.n_entries, 0);
-        journal_contents_clear(&c);
-        applier_free(old);
-
-        f.fail_set = 0;
-        ASSERT_EQ(applier_restore_all(a), 1);
-        ASSERT_STREQ(mask_of(&f, 0), "0-3");
-        applier_free(a);
-        test_clean_dir(dir);
-        test_clean_dir(prev);
-        ASSERT_OK(rmdir(prev));
+        old = recovered_failing(&f, prev);
+        a = recovered_failing(&f, dir);
+        expect_adopted(&f, a, old, 0, 1, prev);    /* the same change: nothing added */
 }
 
 static void test_replay_bad_journal(void) {
