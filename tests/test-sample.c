@@ -1505,9 +1505,40 @@ out:
         topology_free(topo);
 }
 
+/*
+ * util_read_record_at(), the sampler's reader: one read gives a whole
+ * one-record file, a file the buffer cannot hold is -E2BIG, and a /proc
+ * seq_file of one record (status: 1.5 kB) reads the same as with
+ * util_read_file_at()'s read to the end.
+ */
+static void test_read_record(void) {
+        char path[] = "/tmp/test-sample-record.XXXXXX", big[6000], back[8192], small[100], a[16384], b[16384];
+        int fd;
+
+        memset(big, 'x', sizeof(big) - 1);
+        big[sizeof(big) - 1] = '\n';
+        fd = mkstemp(path);
+        ASSERT_TRUE(fd >= 0);
+        ASSERT_EQ(write(fd, big, sizeof(big)), (ssize_t) sizeof(big));
+        close(fd);
+        ASSERT_EQ(util_read_record_at("/", path, back, sizeof(back)), (ssize_t) sizeof(big));
+        ASSERT_TRUE(memcmp(back, big, sizeof(big)) == 0 && back[sizeof(big)] == '\0');
+        ASSERT_EQ(util_read_record_at("/", path, small, sizeof(small)), -E2BIG);
+        ASSERT_EQ(util_read_record_at("/", path, back, sizeof(big)), -E2BIG);   /* one byte short */
+        ASSERT_OK(unlink(path));
+
+        /* whole: the last line is there, as in the read to the end */
+        ASSERT_TRUE(util_read_record_at("/", "/proc/self/status", a, sizeof(a)) > 1000);
+        ASSERT_TRUE(util_read_file_at("/", "/proc/self/status", b, sizeof(b)) > 1000);
+        ASSERT_TRUE(strstr(a, "\nnonvoluntary_ctxt_switches:") != NULL);
+        ASSERT_TRUE(strstr(b, "\nnonvoluntary_ctxt_switches:") != NULL);
+        ASSERT_TRUE(strncmp(a, b, (size_t) (strchr(a, '\n') - a)) == 0);   /* Name: */
+}
+
 int main(void) {
         atexit(cleanup);
         atexit(kill_children);
+        test_read_record();
         test_parse_stat();
         test_parse_status();
         test_parse_cpus();

@@ -60,7 +60,7 @@ ssize_t util_read_fd_into(int fd, char *buf, size_t size) {
         return (ssize_t) have;
 }
 
-ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t size) {
+static ssize_t read_file_at(const char *root, const char *path, char *buf, size_t size, bool one_record) {
         _cleanup_close_ int fd = -1;
         ssize_t have;
         char c;
@@ -70,11 +70,25 @@ ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t 
         fd = util_open_at(root, path, O_RDONLY);
         if (fd < 0)
                 return fd;
-        have = util_read_fd_into(fd, buf, size);
+        if (one_record) {
+                have = read_retry(fd, buf, size - 1);
+                if (have < 0)
+                        return have;
+                buf[have] = '\0';
+        } else
+                have = util_read_fd_into(fd, buf, size);
         /* Full buffer: is there more? */
         if (have == (ssize_t) size - 1 && read(fd, &c, 1) > 0)
                 return -E2BIG;
         return have;
+}
+
+ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t size) {
+        return read_file_at(root, path, buf, size, false);
+}
+
+ssize_t util_read_record_at(const char *root, const char *path, char *buf, size_t size) {
+        return read_file_at(root, path, buf, size, true);
 }
 
 int util_read_fd(int fd, size_t max, char **ret, size_t *ret_size) {

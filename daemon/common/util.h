@@ -92,6 +92,18 @@ int util_open_at(const char *root, const char *path, int flags);
  */
 ssize_t util_read_file_at(const char *root, const char *path, char *buf, size_t size);
 
+/*
+ * The same for a file the kernel makes whole at each read (a seq_file of
+ * one record: /proc/PID/{stat,status,io,sched,schedstat}, /proc/loadavg,
+ * /proc/pressure/cpu) or a small local file: one read returns all of it
+ * when it fits, so the read that would only say "end of file" is not
+ * made. It was a quarter of the daemon's syscalls beside 2,000 threads
+ * that each wake every 50 ms (each one's stat and status every pass).
+ * Not for a file of many records (cgroup.procs, /proc/schedstat,
+ * mountinfo): a seq_file hands those out a page at a time.
+ */
+ssize_t util_read_record_at(const char *root, const char *path, char *buf, size_t size);
+
 /* Read an fd to its end into a malloc'ed, NUL-terminated string; -E2BIG past max bytes. */
 int util_read_fd(int fd, size_t max, char **ret, size_t *ret_size);
 /* Read fd into buf until EOF or size - 1 bytes, NUL-terminated; the length. */
