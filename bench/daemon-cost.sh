@@ -4,6 +4,9 @@
 # daemon-cost.sh: the whole daemon's steady-state CPU and RSS with many idle
 # threads (target: at most 0.5 % of one CPU and 16 MiB with 10,000 idle
 # threads at the default 1 s interval), for one or more builds side by side.
+# With --active K the first K of them wake every --wake-ms (idlethreads'
+# options): threads that run are read every pass, so this is the cost of a
+# host with many busy threads (a JVM's pools, a Go runtime's timers).
 #
 # Scenario 7 of run.sh measures a freshly started daemon (3 s settle); this
 # measures the state an operator sees after a minute: big idle processes
@@ -12,8 +15,9 @@
 # time against the same idle-thread process, and medians are reported, so
 # a shared, noisy machine hits every build alike.
 #
-#   bench/daemon-cost.sh [--threads N] [--settle S] [--window S]
-#                        [--repeats N] [--config-dir DIR] BUILDDIR...
+#   bench/daemon-cost.sh [--threads N] [--active K] [--wake-ms MS]
+#                        [--settle S] [--window S] [--repeats N]
+#                        [--config-dir DIR] BUILDDIR...
 #
 # BUILDDIR is a build tree with affinityd (and tests/workloads/idlethreads in
 # the first one). Output: one line per run, then per build the median CPU %
@@ -21,11 +25,13 @@
 # RSS, and the ratio to the first build.
 set -euo pipefail
 
-THREADS=10000 SETTLE=40 WINDOW=30 REPEATS=5 CONFIG_DIR=
+THREADS=10000 ACTIVE=0 WAKE_MS=10 SETTLE=40 WINDOW=30 REPEATS=5 CONFIG_DIR=''
 usage() { sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//; /^set -e/d'; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
         case $1 in
         --threads) THREADS=$2; shift ;;
+        --active) ACTIVE=$2; shift ;;
+        --wake-ms) WAKE_MS=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
         --window) WINDOW=$2; shift ;;
         --repeats) REPEATS=$2; shift ;;
@@ -77,12 +83,12 @@ forks() { awk '/^processes/ { print $2 }' /proc/stat; }
 busy_idle() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 now_ns() { date +%s%N; }
 
-"$IDLE" --threads "$THREADS" --pid-file "$WORK/idle.pid" >"$WORK/idle.out" 2>&1 &
+"$IDLE" --threads "$THREADS" --active "$ACTIVE" --wake-ms "$WAKE_MS" --pid-file "$WORK/idle.pid" >"$WORK/idle.out" 2>&1 &
 IPID=$!
 for _ in $(seq 100); do [[ -s $WORK/idle.pid ]] && break; sleep 0.1; done
 [[ -s $WORK/idle.pid ]] || { echo "daemon-cost.sh: idlethreads did not start" >&2; exit 1; }
 
-echo "threads=$THREADS settle=${SETTLE}s window=${WINDOW}s repeats=$REPEATS builds=${#BUILDS[@]} config=$CONFIG_DIR"
+echo "threads=$THREADS active=$ACTIVE wake-ms=$WAKE_MS settle=${SETTLE}s window=${WINDOW}s repeats=$REPEATS builds=${#BUILDS[@]} config=$CONFIG_DIR"
 declare -A CPU RSS
 for r in $(seq "$REPEATS"); do
         for i in "${!BUILDS[@]}"; do
