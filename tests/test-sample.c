@@ -1527,7 +1527,7 @@ static void test_read_record(void) {
         ASSERT_EQ(util_read_record_at("/", path, back, sizeof(big)), -E2BIG);   /* one byte short */
         ASSERT_OK(unlink(path));
 
-        /* whole: the last line is there, as in the read to the end */
+        /* whole: past its switch counts (near its end), as in the read to the end */
         ASSERT_TRUE(util_read_record_at("/", "/proc/self/status", a, sizeof(a)) > 1000);
         ASSERT_TRUE(util_read_file_at("/", "/proc/self/status", b, sizeof(b)) > 1000);
         ASSERT_TRUE(strstr(a, "\nnonvoluntary_ctxt_switches:") != NULL);
