@@ -1078,7 +1078,7 @@ int applier_recover(struct applier *a) {
  * is in force (the two chained, O -> ours -> theirs, restore to O). Not
  * when theirs is not known to be in force (no APPLIED), or is the same
  * change (both journals hold it after a kill between the two rewrites).
- * True when a is ours.
+ * True when the target is one of ours: theirs is then no entry of its own.
  */
 static bool adopt_into_ours(struct applier *a, size_t n, const struct entry *theirs) {
         for (size_t k = 0; k < n; k++) {
@@ -1104,10 +1104,12 @@ int applier_adopt(struct applier *a, struct applier *from) {
                 return -ESTALE;
         if (from->n_entries == 0)
                 return 0;
-        if (n0 > 0 && !(saved = malloc(n0 * sizeof(*saved))))
-                return -ENOMEM;
-        if (n0 > 0)
+        if (n0 > 0) {   /* ours as they were, for a failed rewrite */
+                saved = malloc(n0 * sizeof(*saved));
+                if (!saved)
+                        return -ENOMEM;
                 memcpy(saved, a->entries, n0 * sizeof(*saved));
+        }
         /* theirs are newer than ours (they ran last), so pushed after ours:
          * restored first; two of theirs for one target stay a chain */
         for (size_t i = 0; r >= 0 && i < from->n_entries; i++) {

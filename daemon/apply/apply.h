@@ -202,6 +202,9 @@ struct applier_recover_report {
  */
 int applier_recover(struct applier *a);
 
+/* What the last applier_recover() found and did (zeroes before it ran). */
+const struct applier_recover_report *applier_get_recover_report(struct applier *a);
+
 /*
  * Take over what another applier still holds after its recovery (a
  * predecessor's journal, in the runtime dir it ran with): its entries
@@ -216,8 +219,6 @@ int applier_recover(struct applier *a);
  * original).
  */
 int applier_adopt(struct applier *a, struct applier *from);
-/* What the last applier_recover() found and did (zeroes before it ran). */
-const struct applier_recover_report *applier_get_recover_report(struct applier *a);
 
 /* ---- changing things ---- */
 

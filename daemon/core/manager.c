@@ -1044,13 +1044,13 @@ static void setup_levers(struct manager *m) {
         m->sys = (struct apply_system) { .root = m->root, .levers = m->levers };
 }
 
-/* The applier and its journal: a journal left by a crash (ours, or the
- * previous instance's elsewhere) is put back before anything new. */
 /* How long a restore may take: one wait for systemd's reload (90 s,
  * levers-cgroup.c) and the rest of the restores. More than a start's or a
  * stop's timeout, and a restore cut short by SIGKILL leaves changes in force. */
 #define MANAGER_RESTORE_MAX_USEC (120 * USEC_PER_SEC)
 
+/* The applier and its journal: a journal left by a crash (ours, or the
+ * previous instance's elsewhere) is put back before anything new. */
 static int setup_applier(struct manager *m) {
         struct applier *old;
         int r;

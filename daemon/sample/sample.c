@@ -434,8 +434,8 @@ void sampler_set_topology(struct sampler *s, const struct topology *topo) {
 
 /* ---- reading helpers ------------------------------------------------- */
 
-/* Read a small /proc file into s->buf. Returns length or -errno. */
-/* Every caller's file is one record (util_read_record_at()). */
+/* Read a small /proc file into s->buf. Returns length or -errno. Every
+ * caller's file is a seq_file of one record (util_read_record_at()). */
 static ssize_t read_small(struct sampler *s, const char *rel) {
         ssize_t n = util_read_record_at(s->root, rel, s->buf, sizeof(s->buf));
 
