@@ -10,8 +10,11 @@
  *  - a child born before pass 1 is read as before (rates at pass 2 over
  *    the whole window);
  *  - a child first seen 15 ms old, switching often but under 100 times
- *    yet, has a rate of bytes at the next pass.
+ *    yet, has a rate of bytes at the next pass;
+ *  - a child switching often on well under 1 % of a CPU has rates of
+ *    switches and bytes at every pass.
  */
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,17 +42,23 @@ static pid_t spinner(void) {
         return pid;
 }
 
-/* A child that writes a byte and sleeps 200 us, over and over: a few
- * thousand switches a second, under 100 in its first 15 ms. */
-static pid_t chatter(void) {
+/* A child that writes a byte and sleeps nap_us, over and over, on the CPU
+ * it starts on: at 200 us a few thousand switches a second, under 100 in
+ * its first 15 ms; at 2 ms about 500 a second. */
+static pid_t chatter(long nap_us) {
         pid_t pid = fork();
 
         ASSERT_TRUE(pid >= 0);
         if (pid == 0) {
                 FILE *null = fopen("/dev/null", "w");
-                struct timespec ts = { .tv_nsec = 200 * 1000 };
+                struct timespec ts = { .tv_nsec = nap_us * 1000 };
+                cpu_set_t one;
+                int cpu = sched_getcpu();
 
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                CPU_ZERO(&one);
+                CPU_SET(cpu < 0 ? 0 : cpu, &one);
+                (void) sched_setaffinity(0, sizeof(one), &one);
                 setvbuf(null, NULL, _IONBF, 0);
                 for (;;) {
                         (void) !fwrite("x", 1, 1, null);
@@ -95,6 +104,78 @@ static void nap_ms(unsigned ms) {
         struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
         while (nanosleep(&ts, &ts) < 0)
                 ;
+}
+
+/*
+ * A thread first seen 15 ms old, switching a few thousand times a second
+ * but under 100 times yet: its io is read at once, and the next pass has
+ * its rate of bytes (its young rates being none, that pass would not ask
+ * for its io otherwise). The spinners are gone first, and it is seen once
+ * it has switched a few times: beside them and stress-ng on 2 CPUs it had
+ * not run in its first 15 ms (a CI rehearsal), and a thread that never ran
+ * is no chatter.
+ */
+static void chatter_first_sight(struct sampler *s) {
+        struct snapshot *snap = NULL;
+        const struct task *t;
+        pid_t chat = chatter(200);
+        uint64_t t_fork = util_now_usec();
+
+        nap_ms(15);
+        for (int i = 0; i < 500 && switches_of(chat) < 3; i++)
+                nap_ms(1);
+        fprintf(stderr, "chatter: %lu switches at %llu ms old\n", switches_of(chat),
+                (unsigned long long) (util_now_usec() - t_fork) / 1000);
+        ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));
+        t = snapshot_find_task(snap, chat);
+        ASSERT_TRUE(t && !t->have_rates);
+        nap_ms(300);
+        ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));
+        t = snapshot_find_task(snap, chat);
+        ASSERT_TRUE(t);
+        fprintf(stderr, "chatter: have_io_rate %d, %.0f bytes/s, %.0f switches/s\n", t->have_io_rate,
+                t->io_bytes_per_s, t->nvcsw_per_s + t->nivcsw_per_s);
+        ASSERT_TRUE(t->have_io_rate && t->io_bytes_per_s > 0);
+        reap(chat);
+}
+
+/*
+ * A thread that switches 500 times a second on well under 1 % of a CPU,
+ * on one CPU: its stat's ticks rarely move between two passes and its CPU
+ * never does. It has rates of switches and bytes at every pass; a sampler
+ * that took the stat's word that it had not run read 0 switches a second
+ * and no bytes (a CI host, where the chatter above ran that cheaply). The
+ * sampler can tell only by the thread's run time in ns, read every pass
+ * where the process clock gates it: without them (a /proc of another PID
+ * namespace, a kernel without schedstat) this case says so and is not run.
+ */
+static void chatter_quiet(struct sampler *s) {
+        struct snapshot *snap = NULL;
+        struct sampler_stats st;
+        const struct task *t;
+        pid_t chat;
+
+        sampler_get_stats(s, &st);
+        if (!streq(st.gate, "clock") || !st.task_schedstat) {
+                fprintf(stderr, "quiet chatter: not run: gate %s, task schedstat %s\n", st.gate,
+                        st.task_schedstat ? "yes" : "no");
+                return;
+        }
+        chat = chatter(2000);
+        nap_ms(300);
+        ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));   /* first sight */
+        ASSERT_TRUE(snapshot_find_task(snap, chat));
+        for (int pass = 0; pass < 6; pass++) {
+                nap_ms(250);
+                ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));
+                t = snapshot_find_task(snap, chat);
+                ASSERT_TRUE(t);
+                fprintf(stderr, "quiet chatter: %.0f switches/s, have_io_rate %d, %.0f bytes/s\n",
+                        t->nvcsw_per_s + t->nivcsw_per_s, t->have_io_rate, t->io_bytes_per_s);
+                ASSERT_TRUE(t->have_rates && t->nvcsw_per_s + t->nivcsw_per_s > 0);
+                ASSERT_TRUE(t->have_io_rate && t->io_bytes_per_s > 0);
+        }
+        reap(chat);
 }
 
 int main(void) {
@@ -157,36 +238,8 @@ int main(void) {
         reap(born);
         reap(baby);
 
-        /* A thread first seen 15 ms old, switching a few thousand times a
-         * second but under 100 times yet: its io is read at once, and the
-         * next pass has its rate of bytes (its young rates being none, that
-         * pass would not ask for its io otherwise). The spinners are gone
-         * first, and it is seen once it has switched a few times: beside
-         * them and stress-ng on 2 CPUs it had not run in its first 15 ms
-         * (a CI rehearsal), and a thread that never ran is no chatter. */
-        {
-                pid_t chat = chatter();
-                uint64_t t3, t4, t_fork = util_now_usec();
-
-                nap_ms(15);
-                for (int i = 0; i < 500 && switches_of(chat) < 3; i++)
-                        nap_ms(1);
-                fprintf(stderr, "chatter: %lu switches at %llu ms old\n", switches_of(chat),
-                        (unsigned long long) (util_now_usec() - t_fork) / 1000);
-                t3 = util_now_usec();
-                ASSERT_OK(sampler_sample(s, t3, &snap));
-                t = snapshot_find_task(snap, chat);
-                ASSERT_TRUE(t && !t->have_rates);
-                nap_ms(300);
-                t4 = util_now_usec();
-                ASSERT_OK(sampler_sample(s, t4, &snap));
-                t = snapshot_find_task(snap, chat);
-                ASSERT_TRUE(t);
-                fprintf(stderr, "chatter: have_io_rate %d, %.0f bytes/s, %.0f switches/s\n", t->have_io_rate,
-                        t->io_bytes_per_s, t->nvcsw_per_s + t->nivcsw_per_s);
-                ASSERT_TRUE(t->have_io_rate && t->io_bytes_per_s > 0);
-                reap(chat);
-        }
+        chatter_first_sight(s);
+        chatter_quiet(s);
 
         sampler_free(s);
         topology_free(topo);

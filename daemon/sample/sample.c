@@ -1001,13 +1001,25 @@ static bool thread_slot(struct sampler *s, struct proc_rec *p, pid_t tid, struct
         return true;
 }
 
-/* Which of status, schedstat and sched this pass reads. */
-static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p, const struct task *t,
-                              const struct thread_priv *q, struct thread_sample *ts) {
+/*
+ * Whether a thread seen before ran since its last read, by its stat: its
+ * ticks, its CPU, or running now. A thread that runs a little at a time
+ * can look idle by all three: a pipe peer that switches 3,000 times a
+ * second on 1 % of a CPU stays on its CPU and adds a 10 ms tick about once
+ * a second. Where its schedstat is read as well (every pass of a process
+ * gated by its clock), its count of runs tells a chatty one:
+ * thread_ran_by_clock().
+ */
+static bool thread_ran_by_stat(const struct task *t, const struct thread_sample *ts) {
         const struct stat_fields *f = &ts->f;
 
-        ts->ran = !ts->fresh && (f->utime + f->stime != t->utime_ticks + t->stime_ticks ||
-                                 f->processor != t->last_cpu || f->state == 'R');
+        return !ts->fresh && (f->utime + f->stime != t->utime_ticks + t->stime_ticks ||
+                              f->processor != t->last_cpu || f->state == 'R');
+}
+
+/* Which of status, schedstat, sched and io this pass reads, for ts->ran. */
+static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p, const struct task *t,
+                              const struct thread_priv *q, struct thread_sample *ts) {
         ts->need_status = ts->fresh || ts->ran || s->pass >= q->next_status_pass;
         /* MODE_ACCOUNT needs every read thread's run time to judge the cold ones. */
         ts->need_schedstat = s->cap_task_schedstat &&
@@ -1015,7 +1027,7 @@ static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p,
                               s->pass >= q->next_expensive_pass);
         ts->need_sched = s->cap_task_sched && (ts->fresh || ts->ran || s->pass >= q->next_expensive_pass);
         /* with status, so both rates cover one window; a thread seen for the
-         * first time is asked once its status is read (thread_read_files()),
+         * first time is asked once its status is read (thread_read_status()),
          * and one with no rates yet (too young at its first pass) whose io
          * was read then is asked again, for its first rate of bytes */
         ts->need_io = s->cap_task_io && ts->need_status && !ts->fresh &&
@@ -1051,33 +1063,75 @@ static bool fresh_needs_io(const struct sampler *s, const struct thread_sample *
                             MAX((double) age / (double) USEC_PER_SEC, 1.0 / (double) s->clk_tck);
 }
 
-/* Read what thread_plan_reads() chose. False: the thread is gone (counted). */
-static bool thread_read_files(struct sampler *s, pid_t pid, pid_t tid, const struct task *t,
-                              struct thread_priv *q, struct thread_sample *ts, uint64_t now) {
+/*
+ * Its stat said it did not run, but it came onto a CPU at least
+ * SAMPLE_IO_SWITCHES_MIN_PER_S times a second since its last read
+ * (schedstat's count of runs): a chatty thread, read as one that ran
+ * (status, io, sched). Else, on a fast host, a pipe peer on 1 % of a CPU
+ * had its switches read every status_every_passes only, read 0 switches a
+ * second at the passes between, and had no rate of bytes for its pair to
+ * be judged by (a CI host where tests/test-sample-born.c's chatter
+ * switched 3,000 times a second). Not for any run at all: 1,000 threads
+ * that each wake 10 times a second were then all read in full every pass,
+ * 3.9 % of a CPU against 1.3 %. Nor for kernel threads, which nothing acts
+ * on. Only against counts read at its last read: ones read passes ago (the
+ * periodic expensive read) would spread the runs over the wrong window.
+ */
+static void thread_ran_by_clock(const struct sampler *s, const struct proc_rec *p, const struct task *t,
+                                const struct thread_priv *q, struct thread_sample *ts, uint64_t now) {
+        double runs_per_s;
+
+        if (ts->fresh || ts->ran || (ts->f.flags & SAMPLE_PF_KTHREAD) || !ts->got_schedstat || !t->have_schedstat ||
+            q->schedstat_upto != q->stat_upto || now <= q->schedstat_upto || ts->slices < t->slices)
+                return;
+        runs_per_s = (double) (ts->slices - t->slices) * (double) USEC_PER_SEC / (double) (now - q->schedstat_upto);
+        if (runs_per_s < SAMPLE_IO_SWITCHES_MIN_PER_S)
+                return;
+        ts->ran = true;
+        thread_plan_reads(s, p, t, q, ts);
+}
+
+/* Its status, and whether that asks for its io. False: the thread is gone (counted). */
+static bool thread_read_status(struct sampler *s, pid_t pid, pid_t tid, struct thread_priv *q,
+                               struct thread_sample *ts) {
         char rel[96];
         ssize_t n;
 
-        if (ts->need_status) {
-                snprintf(rel, sizeof(rel), "/proc/%d/task/%d/status", (int) pid, (int) tid);
-                n = read_small(s, rel);
-                s->stats.status_reads++;
-                if (n < 0) {
-                        /* status exists on every kernel: ENOENT means the thread is gone */
-                        q->failed_pass = s->pass;
-                        if (sample_gone((int) n))
-                                s->stats.threads_vanished++;
-                        return false;
-                }
-                ts->got_status = sample_parse_status(s->buf, &ts->st) >= 0;
-                ts->need_io = ts->need_io || fresh_needs_io(s, ts);
+        snprintf(rel, sizeof(rel), "/proc/%d/task/%d/status", (int) pid, (int) tid);
+        n = read_small(s, rel);
+        s->stats.status_reads++;
+        if (n < 0) {
+                /* status exists on every kernel: ENOENT means the thread is gone */
+                q->failed_pass = s->pass;
+                if (sample_gone((int) n))
+                        s->stats.threads_vanished++;
+                return false;
         }
+        ts->got_status = sample_parse_status(s->buf, &ts->st) >= 0;
+        ts->need_io = ts->need_io || fresh_needs_io(s, ts);
+        return true;
+}
+
+/* Read what thread_plan_reads() chose. False: the thread is gone (counted). */
+static bool thread_read_files(struct sampler *s, const struct proc_rec *p, pid_t tid, const struct task *t,
+                              struct thread_priv *q, struct thread_sample *ts, uint64_t now) {
+        pid_t pid = p->info.pid;
+        bool status_read = ts->need_status;
+        ssize_t n;
+
+        /* status first: it is there on every kernel, so a thread without it is gone */
+        if (status_read && !thread_read_status(s, pid, tid, q, ts))
+                return false;
         if (ts->need_schedstat) {
                 n = read_expensive(s, pid, tid, "schedstat", &s->cap_task_schedstat);
                 if (n < 0)
                         goto vanished;
                 ts->got_schedstat = n > 0 &&
                                     sample_parse_schedstat(s->buf, &ts->run_ns, &ts->wait_ns, &ts->slices) >= 0;
+                thread_ran_by_clock(s, p, t, q, ts, now);
         }
+        if (ts->need_status && !status_read && !thread_read_status(s, pid, tid, q, ts))
+                return false;
         if (ts->need_sched && ts->ran && s->pass < q->next_expensive_pass &&
             !busy_enough_for_sched(s, t, q, &ts->f, ts->got_schedstat, ts->run_ns, now))
                 ts->need_sched = false;
@@ -1249,8 +1303,9 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
                 return 0;
         t = &s->tasks[i];
         q = &s->priv[i];
+        ts.ran = thread_ran_by_stat(t, &ts);
         thread_plan_reads(s, p, t, q, &ts);
-        if (!thread_read_files(s, p->info.pid, tid, t, q, &ts, now))
+        if (!thread_read_files(s, p, tid, t, q, &ts, now))
                 return 0;
 
         /* Everything read: update the record. */
@@ -1816,8 +1871,13 @@ static bool want_read(struct sampler *s, uint32_t i) {
         if (p->mode == MODE_TRUSTED)
                 return false;   /* the leader's stat was not read this pass */
         if (t->id.tid == p->info.pid)
-                /* The leader's stat is already here: read on if it shows activity. */
-                return p->leader.utime + p->leader.stime != t->utime_ticks + t->stime_ticks ||
+                /* The leader's stat is already here: read on if it shows
+                 * activity. Alone in its process, it ran: its clock moved
+                 * (a thread on 1 % of a CPU may add no tick in a pass, and
+                 * its delta is under the accounting's noise floor). Not a
+                 * kernel thread: nothing acts on one that runs that little. */
+                return (p->leader.num_threads == 1 && !(p->leader.flags & SAMPLE_PF_KTHREAD)) ||
+                       p->leader.utime + p->leader.stime != t->utime_ticks + t->stime_ticks ||
                        p->leader.processor != t->last_cpu || p->leader.state == 'R';
         return false;
 }
