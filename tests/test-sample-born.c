@@ -145,9 +145,10 @@ static void chatter_first_sight(struct sampler *s) {
  * never does. It has rates of switches and bytes at every pass; a sampler
  * that took the stat's word that it had not run read 0 switches a second
  * and no bytes (a CI host, where the chatter above ran that cheaply). The
- * sampler can tell only by the thread's run time in ns, read every pass
- * where the process clock gates it: without them (a /proc of another PID
- * namespace, a kernel without schedstat) this case says so and is not run.
+ * sampler can tell only by the thread's count of runs (schedstat), read
+ * every pass where the process clock gates it: without them (a /proc of
+ * another PID namespace, a kernel without schedstat) this case says so and
+ * is not run.
  */
 static void chatter_quiet(struct sampler *s) {
         struct snapshot *snap = NULL;

@@ -163,6 +163,7 @@ struct thread_priv {
         uint64_t last_ran_pass;
         uint64_t active_pass;         /* already put in this pass's active list */
         uint64_t stat_upto, status_upto, schedstat_upto, sched_upto, io_upto;
+        uint64_t runs_upto;           /* when its count of runs (schedstat) was read; no carry moves it */
         uint64_t next_status_pass, next_expensive_pass;
         int16_t cpu_hist[CPUS_SEEN_WINDOWS];
         uint8_t cpu_hist_pos;
@@ -1065,30 +1066,33 @@ static bool fresh_needs_io(const struct sampler *s, const struct thread_sample *
 
 /*
  * Its stat said it did not run, but it came onto a CPU at least
- * SAMPLE_IO_SWITCHES_MIN_PER_S times a second since its last read
- * (schedstat's count of runs): a chatty thread, read as one that ran
- * (status, io, sched). Else, on a fast host, a pipe peer on 1 % of a CPU
+ * SAMPLE_IO_SWITCHES_MIN_PER_S times a second since its count of runs
+ * (schedstat) was last read: a chatty thread, read as one that ran, its
+ * status and io with it. Else, on a fast host, a pipe peer on 1 % of a CPU
  * had its switches read every status_every_passes only, read 0 switches a
  * second at the passes between, and had no rate of bytes for its pair to
  * be judged by (a CI host where tests/test-sample-born.c's chatter
  * switched 3,000 times a second). Not for any run at all: 1,000 threads
  * that each wake 10 times a second were then all read in full every pass,
  * 3.9 % of a CPU against 1.3 %. Nor for kernel threads, which nothing acts
- * on. Only against counts read at its last read: ones read passes ago (the
- * periodic expensive read) would spread the runs over the wrong window.
+ * on. The window is runs_upto's, which a carry does not move: a pool
+ * thread carried for ten passes at 10 runs a second would otherwise read
+ * as 100 a second.
  */
 static void thread_ran_by_clock(const struct sampler *s, const struct proc_rec *p, const struct task *t,
                                 const struct thread_priv *q, struct thread_sample *ts, uint64_t now) {
         double runs_per_s;
 
         if (ts->fresh || ts->ran || (ts->f.flags & SAMPLE_PF_KTHREAD) || !ts->got_schedstat || !t->have_schedstat ||
-            q->schedstat_upto != q->stat_upto || now <= q->schedstat_upto || ts->slices < t->slices)
+            !q->runs_upto || now <= q->runs_upto || ts->slices < t->slices)
                 return;
-        runs_per_s = (double) (ts->slices - t->slices) * (double) USEC_PER_SEC / (double) (now - q->schedstat_upto);
+        runs_per_s = (double) (ts->slices - t->slices) * (double) USEC_PER_SEC / (double) (now - q->runs_upto);
         if (runs_per_s < SAMPLE_IO_SWITCHES_MIN_PER_S)
                 return;
         ts->ran = true;
         thread_plan_reads(s, p, t, q, ts);
+        /* the io threshold is met by its runs: its switch rate as last seen may be 0 */
+        ts->need_io = s->cap_task_io && ts->need_status;
 }
 
 /* Its status, and whether that asks for its io. False: the thread is gone (counted). */
@@ -1241,7 +1245,7 @@ static void counters_keep(const struct sampler *s, struct proc_rec *p, pid_t tid
                 t->wait_ns = ts->wait_ns;
                 t->slices = ts->slices;
                 t->have_schedstat = true;
-                q->schedstat_upto = now;
+                q->schedstat_upto = q->runs_upto = now;
         } else
                 p->explained_partial = true;
         if (ts->got_sched) {
@@ -1872,10 +1876,11 @@ static bool want_read(struct sampler *s, uint32_t i) {
                 return false;   /* the leader's stat was not read this pass */
         if (t->id.tid == p->info.pid)
                 /* The leader's stat is already here: read on if it shows
-                 * activity. Alone in its process, it ran: its clock moved
-                 * (a thread on 1 % of a CPU may add no tick in a pass, and
-                 * its delta is under the accounting's noise floor). Not a
-                 * kernel thread: nothing acts on one that runs that little. */
+                 * activity. Alone in its process, it is what moved the
+                 * process clock (a thread on 1 % of a CPU may add no tick
+                 * in a pass, and its delta is under the accounting's noise
+                 * floor). Not a kernel thread: nothing acts on one that
+                 * runs that little. */
                 return (p->leader.num_threads == 1 && !(p->leader.flags & SAMPLE_PF_KTHREAD)) ||
                        p->leader.utime + p->leader.stime != t->utime_ticks + t->stime_ticks ||
                        p->leader.processor != t->last_cpu || p->leader.state == 'R';
