@@ -1003,19 +1003,17 @@ static bool thread_slot(struct sampler *s, struct proc_rec *p, pid_t tid, struct
 }
 
 /*
- * Whether a thread seen before ran since its last read, by its stat: its
- * ticks, its CPU, or running now. A thread that runs a little at a time
- * can look idle by all three: a pipe peer that switches 3,000 times a
- * second on 1 % of a CPU stays on its CPU and adds a 10 ms tick about once
- * a second. Where its schedstat is read as well (every pass of a process
- * gated by its clock), its count of runs tells a chatty one:
+ * Whether the thread ran since its record was read, by a stat of it read
+ * now: its ticks, its CPU, or running now. A thread that runs a little at
+ * a time can look idle by all three: a pipe peer that switches 3,000 times
+ * a second on 1 % of a CPU stays on its CPU and adds a 10 ms tick about
+ * once a second. Where its schedstat is read as well (every pass of a
+ * process gated by its clock), its count of runs tells a chatty one:
  * thread_ran_by_clock().
  */
-static bool thread_ran_by_stat(const struct task *t, const struct thread_sample *ts) {
-        const struct stat_fields *f = &ts->f;
-
-        return !ts->fresh && (f->utime + f->stime != t->utime_ticks + t->stime_ticks ||
-                              f->processor != t->last_cpu || f->state == 'R');
+static bool stat_shows_run(const struct task *t, const struct stat_fields *f) {
+        return f->utime + f->stime != t->utime_ticks + t->stime_ticks || f->processor != t->last_cpu ||
+               f->state == 'R';
 }
 
 /* Which of status, schedstat, sched and io this pass reads, for ts->ran. */
@@ -1307,7 +1305,7 @@ static int thread_read(struct sampler *s, struct proc_rec *p, pid_t tid, const s
                 return 0;
         t = &s->tasks[i];
         q = &s->priv[i];
-        ts.ran = thread_ran_by_stat(t, &ts);
+        ts.ran = !ts.fresh && stat_shows_run(t, &ts.f);
         thread_plan_reads(s, p, t, q, &ts);
         if (!thread_read_files(s, p, tid, t, q, &ts, now))
                 return 0;
@@ -1882,8 +1880,7 @@ static bool want_read(struct sampler *s, uint32_t i) {
                  * floor). Not a kernel thread: nothing acts on one that
                  * runs that little. */
                 return (p->leader.num_threads == 1 && !(p->leader.flags & SAMPLE_PF_KTHREAD)) ||
-                       p->leader.utime + p->leader.stime != t->utime_ticks + t->stime_ticks ||
-                       p->leader.processor != t->last_cpu || p->leader.state == 'R';
+                       stat_shows_run(t, &p->leader);
         return false;
 }
 
