@@ -1183,6 +1183,16 @@ static pid_t spawn_pool(void) {
         return p;
 }
 
+/* The pool's pipes and tid page, before another pool is spawned. */
+static void pool_close(void) {
+        for (int k = 0; k < POOL; k++) {
+                close(pool_fds[k][0]);
+                close(pool_fds[k][1]);
+        }
+        munmap(pool_tids, POOL * sizeof(*pool_tids));
+        pool_tids = NULL;
+}
+
 static void test_live_accounting(void) {
         struct topology *topo;
         struct sampler *s;
@@ -1268,6 +1278,49 @@ static void test_live_accounting(void) {
         sampler_free(s);
         topology_free(topo);
         kill_children();
+        pool_close();
+}
+
+/*
+ * Every cold thread of the pool starts spinning at once: each runs far more
+ * than the accounting's noise floor, so the search must read all of them in
+ * the one pass after the start. It used to take the list's head at each
+ * step: a thread it had just found, moved to the head as recently active,
+ * was taken again and the step spent, so a pass covered about half the
+ * pool and the rest was found a pass late.
+ */
+static void test_live_search_all(void) {
+        struct topology *topo;
+        struct sampler *s;
+        struct snapshot *snap;
+        pid_t pool = spawn_pool();
+        unsigned read_now = 0;
+
+        children[1] = pool;
+        ASSERT_OK(topology_load("/", &topo));
+        ASSERT_OK(sampler_new("/", topo, 0, &s));
+        for (int i = 0; i < 3; i++) {
+                ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
+                usleep(50 * 1000);
+        }
+        for (int k = 0; k < POOL; k++)
+                ASSERT_EQ(write(pool_fds[k][1], "go", 1), 1);
+        /* 40 spinners on this machine's CPUs for 400 ms: each well over the
+         * 5 ms floor on 2 CPUs 40 % busy with something else (~10 ms) */
+        usleep(400 * 1000);
+        ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
+        for (int k = 0; k < POOL; k++) {
+                const struct task *t = find(snap, __atomic_load_n(&pool_tids[k], __ATOMIC_ACQUIRE));
+
+                ASSERT_TRUE(t);
+                read_now += t->have_rates && t->window_usec > 0;
+        }
+        fprintf(stderr, "search: %u of %d spinners read in the pass after they started\n", read_now, POOL);
+        ASSERT_EQ(read_now, (unsigned) POOL);
+        sampler_free(s);
+        topology_free(topo);
+        kill_children();
+        pool_close();
 }
 
 /*
@@ -1558,6 +1611,7 @@ int main(void) {
         test_max_threads();
         cleanup();
         test_live_accounting();
+        test_live_search_all();
         test_live_kthreads();
         test_live_io();
         return test_live();

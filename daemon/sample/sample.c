@@ -1966,20 +1966,24 @@ static unsigned account(struct sampler *s, uint64_t window_usec) {
                 }
                 p->explained_checks = 0;
                 searched++;
+                /* One walk of the list, next saved first: a thread read that
+                 * ran goes to the head (thread_read()) and one searched to the
+                 * end, and neither is taken again. Taking the head at each
+                 * step took a thread just found again and spent the step. */
                 n = p->n_threads;
-                for (unsigned j = 0; j < n; j++) {
-                        uint32_t i = p->first;
+                for (uint32_t i = p->first, next; i != NO_SLOT && n > 0; i = next, n--) {
                         struct thread_priv *q = &s->priv[i];
                         pid_t tid;
 
+                        next = q->next;
                         if (!p->explained_partial && p->gate_delta <= p->explained_ns + threshold)
                                 break;
                         if (s->search_budget == 0)
                                 break;
-                        list_del(s, i);
-                        list_add_tail(s, p, i);
                         if (q->seen_pass == s->pass || q->failed_pass == s->pass || q->generation != p->generation)
                                 continue;
+                        list_del(s, i);
+                        list_add_tail(s, p, i);
                         tid = s->tasks[i].id.tid;
                         s->search_budget--;
                         (void) thread_read(s, p, tid, tid == p->info.pid ? &p->leader : NULL, s->now_usec);
