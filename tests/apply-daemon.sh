@@ -2,6 +2,8 @@
 # Integration: the daemon undoes what it did.
 #  1. a test policy pins a hog; SIGTERM → the original mask is back and the
 #     journal holds only its header;
+#  1b. pinned again; a reload that disables the policy releases the pin at
+#     once, and the daemon goes on;
 #  2. pinned again; kill -9 → the mask stays pinned; the next start (with
 #     no policies at all) restores it from the journal before answering;
 #  2b. pinned again; kill -9; a start that a broken configuration stops
@@ -135,6 +137,22 @@ stop_daemon
 [ "$(allowed_of "$HOG")" = "$ORIG" ] || fail "SIGTERM: mask is $(allowed_of "$HOG"), want $ORIG"
 [ "$(wc -l < "$RUNDIR/journal")" -eq 1 ] || fail "SIGTERM: journal not compacted to its header"
 echo "ok 1: SIGTERM restored $ORIG"
+
+# 1b. a reload that disables the policy releases its pin before it answers,
+# and the daemon goes on
+pin_hog
+policy=$cfg/policies.d/50-test-hog.policy
+sed -i 's/^\[Policy\]$/[Policy]\nEnabled=no/' "$policy"
+ctl reload >/dev/null || fail "affctl reload with the hog policy disabled failed"
+# released before the reload answers, not at a later pass
+if [ "$(allowed_of "$HOG")" != "$ORIG" ] || listed; then
+        fail "reload disabled the policy: the hog is on $(allowed_of "$HOG") when the reload answers, want $ORIG and no pin listed"
+fi
+grep -q "is gone" "$RUNDIR/daemon.log" || fail "the daemon log does not say the pin's policy is gone"
+kill -0 "$DAEMON_PID" || fail "the daemon did not survive the reload"
+stop_daemon
+sed -i '/^Enabled=no$/d' "$policy"
+echo "ok 1b: a reload that disabled the policy released its pin ($ORIG)"
 
 # 2. kill -9, restart restores
 pin_hog
