@@ -6,7 +6,11 @@
 # threads at the default 1 s interval), for one or more builds side by side.
 # With --active K the first K of them wake every --wake-ms (idlethreads'
 # options): threads that run are read every pass, so this is the cost of a
-# host with many busy threads (a JVM's pools, a Go runtime's timers).
+# host with many busy threads (a JVM's pools, a Go runtime's timers). With
+# --processes P there are P such processes, each with its own N threads: a
+# host of many multi-threaded services whose helper threads run now and
+# then while their first thread sleeps (the daemon reads each active
+# process's first thread, so this is what that costs).
 #
 # Scenario 7 of run.sh measures a freshly started daemon (3 s settle); this
 # measures the state an operator sees after a minute: big idle processes
@@ -15,7 +19,7 @@
 # time against the same idle-thread process, and medians are reported, so
 # a shared, noisy machine hits every build alike.
 #
-#   bench/daemon-cost.sh [--threads N] [--active K] [--wake-ms MS]
+#   bench/daemon-cost.sh [--threads N] [--active K] [--wake-ms MS] [--processes P]
 #                        [--settle S] [--window S] [--repeats N]
 #                        [--config-dir DIR] BUILDDIR...
 #
@@ -25,13 +29,14 @@
 # RSS, and the ratio to the first build.
 set -euo pipefail
 
-THREADS=10000 ACTIVE=0 WAKE_MS=10 SETTLE=40 WINDOW=30 REPEATS=5 CONFIG_DIR=''
+THREADS=10000 ACTIVE=0 WAKE_MS=10 PROCESSES=1 SETTLE=40 WINDOW=30 REPEATS=5 CONFIG_DIR=''
 usage() { sed -n '2,/^set -e/p' "$0" | sed 's/^# \{0,1\}//; /^set -e/d'; exit "${1:-0}"; }
 while [[ $# -gt 0 ]]; do
         case $1 in
         --threads) THREADS=$2; shift ;;
         --active) ACTIVE=$2; shift ;;
         --wake-ms) WAKE_MS=$2; shift ;;
+        --processes) PROCESSES=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
         --window) WINDOW=$2; shift ;;
         --repeats) REPEATS=$2; shift ;;
@@ -53,10 +58,11 @@ IDLE=${BUILDS[0]}/tests/workloads/idlethreads
 [[ -x $IDLE ]] || { echo "daemon-cost.sh: $IDLE not found (make check builds it)" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/affd-cost.XXXXXX)
-IPID= DPID=
+IPIDS=() DPID=
 cleanup() {
+        local p
         [[ -n $DPID ]] && kill -TERM "$DPID" 2>/dev/null && wait "$DPID" 2>/dev/null
-        [[ -n $IPID ]] && kill -TERM "$IPID" 2>/dev/null && wait "$IPID" 2>/dev/null
+        for p in "${IPIDS[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
         rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -83,12 +89,17 @@ forks() { awk '/^processes/ { print $2 }' /proc/stat; }
 busy_idle() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $5 + $6 }' /proc/stat; }
 now_ns() { date +%s%N; }
 
-"$IDLE" --threads "$THREADS" --active "$ACTIVE" --wake-ms "$WAKE_MS" --pid-file "$WORK/idle.pid" >"$WORK/idle.out" 2>&1 &
-IPID=$!
-for _ in $(seq 100); do [[ -s $WORK/idle.pid ]] && break; sleep 0.1; done
-[[ -s $WORK/idle.pid ]] || { echo "daemon-cost.sh: idlethreads did not start" >&2; exit 1; }
+for k in $(seq "$PROCESSES"); do
+        "$IDLE" --threads "$THREADS" --active "$ACTIVE" --wake-ms "$WAKE_MS" --pid-file "$WORK/idle-$k.pid" \
+                >"$WORK/idle-$k.out" 2>&1 &
+        IPIDS+=("$!")
+done
+for k in $(seq "$PROCESSES"); do
+        for _ in $(seq 100); do [[ -s $WORK/idle-$k.pid ]] && break; sleep 0.1; done
+        [[ -s $WORK/idle-$k.pid ]] || { echo "daemon-cost.sh: idlethreads $k did not start" >&2; exit 1; }
+done
 
-echo "threads=$THREADS active=$ACTIVE wake-ms=$WAKE_MS settle=${SETTLE}s window=${WINDOW}s repeats=$REPEATS builds=${#BUILDS[@]} config=$CONFIG_DIR"
+echo "processes=$PROCESSES threads=$THREADS active=$ACTIVE wake-ms=$WAKE_MS settle=${SETTLE}s window=${WINDOW}s repeats=$REPEATS builds=${#BUILDS[@]} config=$CONFIG_DIR"
 declare -A CPU RSS
 for r in $(seq "$REPEATS"); do
         for i in "${!BUILDS[@]}"; do

@@ -14,6 +14,7 @@
  *  - a child switching often on well under 1 % of a CPU has rates of
  *    switches and bytes at every pass.
  */
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,10 +43,26 @@ static pid_t spinner(void) {
         return pid;
 }
 
+static void nap_ms(unsigned ms) {
+        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
+        while (nanosleep(&ts, &ts) < 0)
+                ;
+}
+
+static void *idle_thread(void *arg) {
+        (void) arg;
+        for (;;)
+                pause();
+        return NULL;
+}
+
 /* A child that writes a byte and sleeps nap_us, over and over, on the CPU
  * it starts on: at 200 us a few thousand switches a second, under 100 in
- * its first 15 ms; at 2 ms about 500 a second. */
-static pid_t chatter(long nap_us) {
+ * its first 15 ms; at 2 ms about 500 a second. With idle: a second thread
+ * that never runs, so that the chatter (the process's first thread) is not
+ * alone in its process, as an event loop's thread is not beside its
+ * helpers (Redis's, Node's). */
+static pid_t chatter(long nap_us, bool idle, unsigned start_ms) {
         pid_t pid = fork();
 
         ASSERT_TRUE(pid >= 0);
@@ -54,8 +71,12 @@ static pid_t chatter(long nap_us) {
                 struct timespec ts = { .tv_nsec = nap_us * 1000 };
                 cpu_set_t one;
                 int cpu = sched_getcpu();
+                pthread_t helper;
 
                 (void) prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (idle && pthread_create(&helper, NULL, idle_thread, NULL) != 0)
+                        _exit(1);
+                nap_ms(start_ms);
                 CPU_ZERO(&one);
                 CPU_SET(cpu < 0 ? 0 : cpu, &one);
                 (void) sched_setaffinity(0, sizeof(one), &one);
@@ -100,12 +121,6 @@ static unsigned long switches_of(pid_t pid) {
         return v + iv;
 }
 
-static void nap_ms(unsigned ms) {
-        struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long) (ms % 1000) * 1000000L };
-        while (nanosleep(&ts, &ts) < 0)
-                ;
-}
-
 /*
  * A thread first seen 15 ms old, switching a few thousand times a second
  * but under 100 times yet: its io is read at once, and the next pass has
@@ -118,7 +133,7 @@ static void nap_ms(unsigned ms) {
 static void chatter_first_sight(struct sampler *s) {
         struct snapshot *snap = NULL;
         const struct task *t;
-        pid_t chat = chatter(200);
+        pid_t chat = chatter(200, false, 0);
         uint64_t t_fork = util_now_usec();
 
         nap_ms(15);
@@ -149,30 +164,61 @@ static void chatter_first_sight(struct sampler *s) {
  * every pass where the process clock gates it: without them (a /proc of
  * another PID namespace, a kernel without schedstat) this case says so and
  * is not run.
+ *
+ * With idle: the chatter is the first thread of a process with another,
+ * and starts only once the sampler has seen it idle for 4 passes (cold,
+ * as an event loop with no client yet). Alone in its process it would be
+ * read for its clock; here the clock could be its helper's, and it is
+ * found as a pair's thread is: by the wake-up edges that name it, handed
+ * to the sampler after each pass from its start on (the daemon hands it
+ * the wake sampler's). From its third pass on it must have its rates.
+ * Before, it was read only once its stat showed a tick, at 0.4 % of a CPU
+ * every second or so here, every few seconds on a host with cheaper
+ * system calls.
  */
-static void chatter_quiet(struct sampler *s) {
+static void chatter_quiet(struct sampler *s, bool idle) {
+        const char *what = idle ? "quiet chatter beside an idle thread" : "quiet chatter";
+        /* the chatter starts 1,500 ms after its fork, and the passes are
+         * 250 ms apart from 300 ms: those from 2,300 ms on, the third after
+         * its start and later, must have its rates. The first read of it
+         * (at 1,800 ms) may count its runs since it was last read, its idle
+         * second included, and find too few; the second counts them over
+         * one pass and reads its io; the third has a rate of bytes. */
+        const unsigned start_ms = idle ? 1500 : 0, lag_passes = idle ? 7 : 0;
         struct snapshot *snap = NULL;
         struct sampler_stats st;
         const struct task *t;
+        uint64_t t_fork;
         pid_t chat;
 
         sampler_get_stats(s, &st);
         if (!streq(st.gate, "clock") || !st.task_schedstat) {
-                fprintf(stderr, "quiet chatter: not run: gate %s, task schedstat %s\n", st.gate,
+                fprintf(stderr, "%s: not run: gate %s, task schedstat %s\n", what, st.gate,
                         st.task_schedstat ? "yes" : "no");
                 return;
         }
-        chat = chatter(2000);
+        chat = chatter(2000, idle, start_ms);
+        t_fork = util_now_usec();
         nap_ms(300);
         ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));   /* first sight */
         ASSERT_TRUE(snapshot_find_task(snap, chat));
-        for (int pass = 0; pass < 6; pass++) {
+        for (unsigned pass = 0; pass < lag_passes + 6; pass++) {
                 nap_ms(250);
                 ASSERT_OK(sampler_sample(s, util_now_usec(), &snap));
                 t = snapshot_find_task(snap, chat);
                 ASSERT_TRUE(t);
-                fprintf(stderr, "quiet chatter: %.0f switches/s, have_io_rate %d, %.0f bytes/s\n",
-                        t->nvcsw_per_s + t->nivcsw_per_s, t->have_io_rate, t->io_bytes_per_s);
+                fprintf(stderr, "%s: %.0f switches/s, have_io_rate %d, %.0f bytes/s%s\n", what,
+                        t->nvcsw_per_s + t->nivcsw_per_s, t->have_io_rate, t->io_bytes_per_s,
+                        pass < lag_passes ? " (not judged)" : "");
+                if (idle && util_now_usec() - t_fork >= start_ms * USEC_PER_MSEC) {
+                        /* what the wake sampler sees of it once it chats: its
+                         * wake-ups of a partner (the test, here) */
+                        struct wake_edge e = { .waker_tid = chat, .wakee_tid = getpid(), .wakeups_per_s = 480 };
+
+                        sampler_want_threads(s, &e, 1, 100);
+                }
+                if (pass < lag_passes)
+                        continue;
                 ASSERT_TRUE(t->have_rates && t->nvcsw_per_s + t->nivcsw_per_s > 0);
                 ASSERT_TRUE(t->have_io_rate && t->io_bytes_per_s > 0);
         }
@@ -240,7 +286,8 @@ int main(void) {
         reap(baby);
 
         chatter_first_sight(s);
-        chatter_quiet(s);
+        chatter_quiet(s, false);
+        chatter_quiet(s, true);
 
         sampler_free(s);
         topology_free(topo);

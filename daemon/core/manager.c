@@ -478,6 +478,9 @@ static int pass_sample(struct manager *m, uint64_t t0) {
                 wake_sampler_set_tasks(m->wake, m->snap->tasks, m->snap->n_tasks);
                 (void) wake_sampler_edges(m->wake, t0, &m->snap->edges, &m->snap->n_edges);
                 m->snap->wake_source = wake_sampler_source(m->wake);
+                /* the pairs' threads: read at the next passes, however little they run */
+                sampler_want_threads(m->sampler, m->snap->edges, m->snap->n_edges,
+                                     detect_pair_rate_floor(m->config));
         } else
                 m->snap->wake_source = m->wake_status;
         log_coexist(m, &m->snap->coexist);

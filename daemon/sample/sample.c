@@ -161,9 +161,10 @@ struct thread_priv {
         uint64_t carried_pass;
         uint64_t remove_pass;
         uint64_t last_ran_pass;
+        uint64_t wanted_pass;         /* named by a wake-up edge then (sampler_want_threads()) */
         uint64_t active_pass;         /* already put in this pass's active list */
         uint64_t stat_upto, status_upto, schedstat_upto, sched_upto, io_upto;
-        uint64_t runs_upto;           /* when its count of runs (schedstat) was read; no carry moves it */
+        uint64_t runs_upto;           /* its count of runs (schedstat) known up to: no thread carry moves it */
         uint64_t next_status_pass, next_expensive_pass;
         int16_t cpu_hist[CPUS_SEEN_WINDOWS];
         uint8_t cpu_hist_pos;
@@ -780,6 +781,11 @@ static bool thread_is_hot(const struct sampler *s, const struct thread_priv *q) 
         return q->last_ran_pass && q->last_ran_pass + s->opt.hot_passes > s->pass;
 }
 
+/* Named by a wake-up edge lately (sampler_want_threads()). */
+static bool thread_is_wanted(const struct sampler *s, const struct thread_priv *q) {
+        return q->wanted_pass && q->wanted_pass + s->opt.hot_passes > s->pass;
+}
+
 static uint64_t effective_upto(const struct proc_rec *p, uint64_t upto) {
         return upto && upto >= p->active_usec ? MAX(upto, p->known_usec) : upto;
 }
@@ -792,6 +798,10 @@ static void materialize(struct sampler *s, struct proc_rec *p) {
                 q->status_upto = effective_upto(p, q->status_upto);
                 q->schedstat_upto = effective_upto(p, q->schedstat_upto);
                 q->sched_upto = effective_upto(p, q->sched_upto);
+                /* its count of runs too: the process clock stood still, so no
+                 * thread came onto a CPU (a thread carried while its process
+                 * ran is another matter: thread_ran_by_clock()) */
+                q->runs_upto = effective_upto(p, q->runs_upto);
         }
 }
 
@@ -1073,9 +1083,11 @@ static bool fresh_needs_io(const struct sampler *s, const struct thread_sample *
  * switched 3,000 times a second). Not for any run at all: 1,000 threads
  * that each wake 10 times a second were then all read in full every pass,
  * 3.9 % of a CPU against 1.3 %. Nor for kernel threads, which nothing acts
- * on. The window is runs_upto's, which a carry does not move: a pool
- * thread carried for ten passes at 10 runs a second would otherwise read
- * as 100 a second.
+ * on. The window is runs_upto's, which a thread's carry does not move: a
+ * pool thread carried for ten passes at 10 runs a second would otherwise
+ * read as 100 a second. Its process's idle checks do (materialize()): a
+ * thread that starts chatting after idle seconds is counted from the last
+ * of them, not diluted over them.
  */
 static void thread_ran_by_clock(const struct sampler *s, const struct proc_rec *p, const struct task *t,
                                 const struct thread_priv *q, struct thread_sample *ts, uint64_t now) {
@@ -1868,7 +1880,7 @@ static bool want_read(struct sampler *s, uint32_t i) {
         const struct proc_rec *p = q->proc;
         const struct task *t = &s->tasks[i];
 
-        if (p->mode == MODE_FULL || thread_is_hot(s, q))
+        if (p->mode == MODE_FULL || thread_is_hot(s, q) || thread_is_wanted(s, q))
                 return true;
         if (p->mode == MODE_TRUSTED)
                 return false;   /* the leader's stat was not read this pass */
@@ -2160,6 +2172,27 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
 
         *ret_snapshot = &s->snap;
         return 0;
+}
+
+/* ---- wake-up hints ---------------------------------------------------- */
+
+void sampler_want_threads(struct sampler *s, const struct wake_edge *edges, size_t n, double min_per_s) {
+        if (!s || !edges)
+                return;
+        for (size_t i = 0; i < n; i++) {
+                pid_t tid[2] = { edges[i].waker_tid, edges[i].wakee_tid };
+
+                if (!(edges[i].wakeups_per_s >= min_per_s))
+                        continue;
+                for (int k = 0; k < 2; k++) {
+                        uint32_t slot;
+
+                        /* a thread not known yet is read at first sight anyway;
+                         * a kernel thread is no pair's member (detect-pair.c) */
+                        if (sample_table_get(&s->tids, tid[k], &slot) && !task_is_kthread(&s->tasks[slot]))
+                                s->priv[slot].wanted_pass = s->pass;
+                }
+        }
 }
 
 /* ---- connector hints -------------------------------------------------- */

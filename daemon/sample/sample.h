@@ -218,6 +218,19 @@ void sampler_note_lost(struct sampler *s);
  */
 void sampler_set_process_events(struct sampler *s, bool on);
 
+/*
+ * The threads of this pass's wake-up edges of at least min_per_s (either
+ * end): read at the next passes (hot_passes of them) whatever their stat
+ * says, so that a pair's members have their switch and io rates even on
+ * little CPU. A server thread at a few hundred requests a second on a host
+ * with cheap system calls may add no tick in a pass, and its time is under
+ * the accounting's noise floor: cold, it read 0 switches a second and no
+ * bytes, and its pair was judged by its partner alone. Once read, its own
+ * count of runs keeps it read while it switches that often. Only marks
+ * state for the next passes.
+ */
+void sampler_want_threads(struct sampler *s, const struct wake_edge *edges, size_t n, double min_per_s);
+
 void sampler_get_stats(const struct sampler *s, struct sampler_stats *ret);
 
 /* The stats as one JSON object (affctl status: "sampler"). */
