@@ -48,6 +48,12 @@ Hysteresis=2
 Cooldown=5s
 INI
 cp "$top_srcdir/policies/policies.d/50-pingpong.policy" "$cfg/policies.d/"
+# Placement is checked on every host: where the start-up calibration reads
+# co-location as buying nothing (two SMT siblings, say), the shipped policy
+# leaves pairs to the kernel, rightly (test-plan-pair's no-gain case), and
+# there would be nothing to check. The rate check below has its own
+# premise, the gain measured by hand.
+printf '\n[Action]\nIgnoreCalibration=yes\n' >>"$cfg/policies.d/50-pingpong.policy"
 for p in 10-exclude-kernel 10-exclude-self; do
         [ -f "$top_srcdir/policies/policies.d/$p.policy" ] && cp "$top_srcdir/policies/policies.d/$p.policy" "$cfg/policies.d/"
 done
@@ -396,7 +402,8 @@ if [ "$rc" -eq 0 ]; then
                 [ "$(allowed_of "$A2")" = 0 ] || fail "A2's pin was let go when the anchor was freed: $(allowed_of "$A2")"
                 [ "$(allowed_of "$A1")" = 0 ]
         }
-        wait_for 3 joined || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU 0 in 3 s: $(allowed_of "$A1")"; }
+        # 12 passes: the detector finds the pair again first (a slow host, ASan)
+        wait_for 6 joined || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU 0 in 6 s: $(allowed_of "$A1")"; }
         pairs_json | jq -e --argjson a "$A1" '[.pairs[] | select((.tid_a == $a or .tid_b == $a) and (.why | test("joined")))] | length >= 1' >/dev/null ||
                 { pairs_json >&2; fail "affctl pairs does not say the freed member joined"; }
         echo "# anchor let go: $A1 joined CPU 0 beside $A2"
