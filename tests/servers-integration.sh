@@ -275,6 +275,8 @@ check_client() {
                         # the host's calibration reads co-location as buying
                         # nothing (two SMT siblings, say): right, and said
                         if [ "$(pair_field "$spid" "$cpid" .state)" = "left alone: no gain on this host" ]; then
+                                [ "$(allowed_of "$ST")" = "$ORIG" ] && [ "$(allowed_of "$CT")" = "$ORIG" ] ||
+                                        fail "$name: 'left alone: no gain on this host', yet its masks are $(allowed_of "$ST") / $(allowed_of "$CT")"
                                 echo "# premise not met: $name: $(pair_field "$spid" "$cpid" .why); the pair is left to the kernel here"
                                 ST= CT= COLOC_MS= UNDONE_MS=
                                 return 0

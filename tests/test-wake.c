@@ -756,17 +756,34 @@ static double pair_wakeups_per_s(const struct pingpong *pp, struct wake_sampler 
 }
 
 /*
- * Whether this machine lets this process count sched:sched_waking on a CPU,
- * asked of the kernel itself and not of the sampler under test: the
- * tracepoint's id from tracefs (either mount), and a perf_event_open() of
- * it. *why says what is missing.
+ * Whether this machine lets this process sample sched:sched_waking on a
+ * CPU as the sampler does (every wake-up, with its raw record, on the
+ * monotonic clock: sampling raw tracepoint records wants more rights than
+ * counting them), asked of the kernel itself and not of the sampler under
+ * test: the tracepoint's id from tracefs (either mount), and a
+ * perf_event_open() of it on the first CPU this process may use. *why says
+ * what is missing.
  */
 static bool perf_waking_possible(char *why, size_t why_size) {
         static const char *const ids[] = { "/sys/kernel/tracing/events/sched/sched_waking/id",
                                            "/sys/kernel/debug/tracing/events/sched/sched_waking/id" };
-        struct perf_event_attr attr = { .type = PERF_TYPE_TRACEPOINT, .size = sizeof(attr), .disabled = 1 };
+        struct perf_event_attr attr = {
+                .type = PERF_TYPE_TRACEPOINT,
+                .size = sizeof(attr),
+                .sample_period = 1,
+                .sample_type = PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_RAW,
+                .use_clockid = 1,
+                .clockid = CLOCK_MONOTONIC,
+                .disabled = 1,
+        };
+        cpu_set_t mine;
+        int cpu = 0;
         char buf[32];
         long fd;
+
+        if (sched_getaffinity(0, sizeof(mine), &mine) == 0)
+                while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &mine))
+                        cpu++;
 
         for (size_t i = 0; i < ELEMENTSOF(ids) && !attr.config; i++)
                 if (util_read_file_at(NULL, ids[i], buf, sizeof(buf)) > 0)
@@ -775,9 +792,9 @@ static bool perf_waking_possible(char *why, size_t why_size) {
                 snprintf(why, why_size, "no sched_waking id in tracefs (not mounted, or not readable)");
                 return false;
         }
-        fd = syscall(SYS_perf_event_open, &attr, -1, 0, -1, PERF_FLAG_FD_CLOEXEC);
+        fd = syscall(SYS_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (fd < 0) {
-                snprintf(why, why_size, "perf_event_open(sched_waking, CPU 0): %s", strerror(errno));
+                snprintf(why, why_size, "perf_event_open(sched_waking, CPU %d): %s", cpu, strerror(errno));
                 return false;
         }
         close((int) fd);
@@ -791,7 +808,7 @@ static int perf_missing(const char *what, const struct wake_status *st) {
 
         if (perf_waking_possible(why, sizeof(why))) {
                 fprintf(stderr, "%s: the sampler says perf is not available (%s, %s), yet this process opened "
-                        "sched:sched_waking on CPU 0 itself\n", what, st->perf_error, st->source);
+                        "sched:sched_waking for sampling itself\n", what, st->perf_error, st->source);
                 ASSERT_TRUE(st->perf);
         }
         fprintf(stderr, "SKIP %s: perf not available: %s (the sampler: %s)\n", what, why, st->perf_error);

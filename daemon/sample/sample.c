@@ -798,10 +798,13 @@ static void materialize(struct sampler *s, struct proc_rec *p) {
                 q->status_upto = effective_upto(p, q->status_upto);
                 q->schedstat_upto = effective_upto(p, q->schedstat_upto);
                 q->sched_upto = effective_upto(p, q->sched_upto);
-                /* its count of runs too: the process clock stood still, so no
-                 * thread came onto a CPU (a thread carried while its process
-                 * ran is another matter: thread_ran_by_clock()) */
-                q->runs_upto = effective_upto(p, q->runs_upto);
+                /* its count of runs too where the process clock stood still:
+                 * then no thread came onto a CPU (a thread carried while its
+                 * process ran is another matter: thread_ran_by_clock()). Not
+                 * where the gate is the stat's ticks, which a thread may
+                 * switch thousands of times without adding. */
+                if (s->gate == SAMPLER_GATE_CLOCK)
+                        q->runs_upto = effective_upto(p, q->runs_upto);
         }
 }
 
@@ -2177,7 +2180,8 @@ int sampler_sample(struct sampler *s, uint64_t now_usec, struct snapshot **ret_s
 /* ---- wake-up hints ---------------------------------------------------- */
 
 void sampler_want_threads(struct sampler *s, const struct wake_edge *edges, size_t n, double min_per_s) {
-        if (!s || !edges)
+        /* no floor (no pair policy enabled): nothing would use the reads */
+        if (!s || !edges || min_per_s < 0)
                 return;
         for (size_t i = 0; i < n; i++) {
                 pid_t tid[2] = { edges[i].waker_tid, edges[i].wakee_tid };
@@ -2189,8 +2193,13 @@ void sampler_want_threads(struct sampler *s, const struct wake_edge *edges, size
 
                         /* a thread not known yet is read at first sight anyway;
                          * a kernel thread is no pair's member (detect-pair.c) */
-                        if (sample_table_get(&s->tids, tid[k], &slot) && !task_is_kthread(&s->tasks[slot]))
-                                s->priv[slot].wanted_pass = s->pass;
+                        if (!sample_table_get(&s->tids, tid[k], &slot) || task_is_kthread(&s->tasks[slot]))
+                                continue;
+                        s->priv[slot].wanted_pass = s->pass;
+                        /* a big process backed off as idle is checked at the
+                         * next pass: it is not idle */
+                        if (s->priv[slot].proc)
+                                s->priv[slot].proc->next_check_pass = 0;
                 }
         }
 }

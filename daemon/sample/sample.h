@@ -220,8 +220,10 @@ void sampler_set_process_events(struct sampler *s, bool on);
 
 /*
  * The threads of this pass's wake-up edges of at least min_per_s (either
- * end): read at the next passes (hot_passes of them) whatever their stat
- * says, so that a pair's members have their switch and io rates even on
+ * end; none if min_per_s < 0): read at the passes that follow, as long as
+ * a thread that ran is (hot_passes), whatever their stat says, where their
+ * process is active; a big process backed off as idle is checked at the
+ * next pass. So a pair's members have their switch and io rates even on
  * little CPU. A server thread at a few hundred requests a second on a host
  * with cheap system calls may add no tick in a pass, and its time is under
  * the accounting's noise floor: cold, it read 0 switches a second and no
