@@ -9,8 +9,8 @@
 # host with many busy threads (a JVM's pools, a Go runtime's timers). With
 # --processes P there are P such processes, each with its own N threads: a
 # host of many multi-threaded services whose helper threads run now and
-# then while their first thread sleeps (the daemon reads each active
-# process's first thread, so this is what that costs).
+# then while their first thread sleeps (each such process is active at
+# every pass, so this is what the daemon's per-process work costs).
 #
 # Scenario 7 of run.sh measures a freshly started daemon (3 s settle); this
 # measures the state an operator sees after a minute: big idle processes

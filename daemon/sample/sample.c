@@ -777,13 +777,18 @@ static void remove_doomed(struct sampler *s) {
         s->n_doomed = 0;
 }
 
+/* A mark made at pass (0: never) still holds: within hot_passes of it. */
+static bool within_hot_passes(const struct sampler *s, uint64_t pass) {
+        return pass && pass + s->opt.hot_passes > s->pass;
+}
+
 static bool thread_is_hot(const struct sampler *s, const struct thread_priv *q) {
-        return q->last_ran_pass && q->last_ran_pass + s->opt.hot_passes > s->pass;
+        return within_hot_passes(s, q->last_ran_pass);
 }
 
 /* Named by a wake-up edge lately (sampler_want_threads()). */
 static bool thread_is_wanted(const struct sampler *s, const struct thread_priv *q) {
-        return q->wanted_pass && q->wanted_pass + s->opt.hot_passes > s->pass;
+        return within_hot_passes(s, q->wanted_pass);
 }
 
 static uint64_t effective_upto(const struct proc_rec *p, uint64_t upto) {
