@@ -12,10 +12,11 @@
 #                       watching alone costs the stream
 #   stream stock-again  stock once more: the spread of two runs of one
 #                       kind under this load, the yardstick for the others
-#   pingpong stock      tests/workloads/pingpong --cpus 0,1: started split,
+#   pingpong stock      tests/workloads/pingpong --cpus A,B (the first two
+#                       CPUs allowed): started split,
 #                       masks reset, the kernel places it from there
 #   pingpong affinityd  the same beside a fresh daemon
-#   pingpong hand       pingpong --pin 0: both on one CPU, by hand
+#   pingpong hand       pingpong --pin A: both on one CPU, by hand
 #   ... other           with --other BINARY: that build's daemon as well
 #
 # The stream is a pair the daemon must not hurt: both sides are busy and
@@ -56,7 +57,8 @@ ST=$B/tests/workloads/stream PP=$B/tests/workloads/pingpong
 [[ -x $ST && -x $PP && -x $B/affinityd ]] ||
         { echo "pairs-load: build $B/affinityd, $ST and $PP first (make; make tests/workloads/stream tests/workloads/pingpong)" >&2; exit 2; }
 command -v stress-ng >/dev/null || { echo "pairs-load: needs stress-ng (apt-get install stress-ng)" >&2; exit 2; }
-[[ $(nproc) -ge 2 ]] || { echo "pairs-load: needs 2 CPUs" >&2; exit 2; }
+. "$SRCDIR/tests/cpus.sh"   # CPU_A, CPU_B: the first two this script may use
+have_two_cpus || { echo "pairs-load: needs 2 CPUs" >&2; exit 2; }
 [[ -z $OTHER || -x $OTHER ]] || { echo "pairs-load: --other $OTHER is not an executable" >&2; exit 2; }
 read -r -a WLS <<<"${WORKLOADS//,/ }"
 for w in "${WLS[@]}"; do
@@ -74,8 +76,8 @@ trap '[[ -s $OUT/dpid ]] && kill "$(cat "$OUT/dpid")" 2>/dev/null; [[ -n $LPID ]
 workload_cmd() {
         case $1 in
         stream) echo "$ST --work-us 20 --jitter 50 --duration $DURATION" ;;
-        pingpong) if [[ $2 == hand ]]; then echo "$PP --pin 0 --duration $DURATION"
-                  else echo "$PP --cpus 0,1 --duration $DURATION"; fi ;;
+        pingpong) if [[ $2 == hand ]]; then echo "$PP --pin $CPU_A --duration $DURATION"
+                  else echo "$PP --cpus $CPU_A,$CPU_B --duration $DURATION"; fi ;;
         esac
 }
 

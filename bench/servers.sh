@@ -95,6 +95,10 @@
 # sockperf for the loopback rows, iperf3, linux-perf for hackbench,
 # stress-ng for sng-*) are installed with apt-get when run as root.
 #
+# --load PCT: production machines are never quiet. stress-ng --cpu NCPU
+# --cpu-load PCT runs on every CPU for the whole benchmark, every variant
+# beside the same load (stress-ng is installed when missing).
+#
 # For affinityd the figure covers the whole run from the client's start,
 # so the time until the pair is co-located counts against it; that time is
 # reported too (from the client's start to the daemon's "co-locate" log
@@ -115,6 +119,7 @@ RESULTS_DIR=
 REPEATS=3
 DURATION=12
 SETTLE=0
+LOAD=
 WORKLOADS=mdb-ps-1,mdb-ro-1,mdb-ps-4,mdb-ro-4,mdb-churn,redis-1,redis-50,redis-hub,pg-1,pg-4,pg-8,mc-1,nginx-1,sockperf-1,proxy-1
 VARIANTS=stock,affinityd,hand
 # set per variant by one_run() (other, dryrun-other), never by the caller's environment
@@ -124,7 +129,7 @@ usage() {
         sed -n '3,/^# Each server/p' "$SELF" | sed '$d; s/^# \{0,1\}//'
         cat <<EOF
 
-Usage: bench/servers.sh [--repeats N] [--duration SEC] [--settle SEC] [--workloads LIST]
+Usage: bench/servers.sh [--repeats N] [--duration SEC] [--settle SEC] [--load PCT] [--workloads LIST]
                         [--variants LIST] [--srcdir DIR] [--builddir DIR]
                         [--results-dir DIR] [--summarize RUNS.CSV]
 Defaults: --repeats $REPEATS --duration $DURATION --workloads $WORKLOADS
@@ -276,6 +281,7 @@ while [[ $# -gt 0 ]]; do
         --repeats) REPEATS=$2; shift ;;
         --duration) DURATION=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
+        --load) LOAD=$2; shift ;;
         --workloads) WORKLOADS=$2; shift ;;
         --variants) VARIANTS=$2; shift ;;
         --srcdir) SRCDIR=$2; shift ;;
@@ -301,8 +307,12 @@ RESULTS_DIR=${RESULTS_DIR:-$BUILDDIR/bench/results}
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 LOGS=$RESULTS_DIR/logs/servers-$STAMP
 mkdir -p "$LOGS" || exit 1
+. "$SRCDIR/tests/cpus.sh"
 NCPU=$(nproc)
-ALLCPUS=0-$((NCPU - 1))
+# the CPUs this script may use (stock's mask, hand's CPU, grouped's CPUs):
+# its own allowed set, which a cpuset may leave without CPU 0
+ALLCPUS=$(allowed_cpu_list)
+mapfile -t CPU_IDS < <(cpu_list_expand "$ALLCPUS")
 
 die() { echo "servers.sh: $*" >&2; exit 1; }
 
@@ -314,7 +324,7 @@ mapfile -t need < <(servers_missing_packages)
 [[ ,$WORKLOADS, == *,pg-* ]] && need+=($(postgres_missing_package))
 [[ ,$WORKLOADS, =~ ,(mc|nginx|sockperf|proxy)- ]] && need+=($(loopback_missing_packages))
 [[ ,$WORKLOADS, == *,iperf-* ]] && ! command -v iperf3 >/dev/null && need+=(iperf3)
-[[ ,$WORKLOADS, == *,sng-* ]] && ! command -v stress-ng >/dev/null && need+=(stress-ng)
+[[ ,$WORKLOADS, == *,sng-* || -n $LOAD ]] && ! command -v stress-ng >/dev/null && need+=(stress-ng)
 command -v gnuplot >/dev/null || need+=(gnuplot-nox)   # the chart
 # perf: hackbench's runs, and the grouped variant's wake-ups
 [[ ,$WORKLOADS, == *,hackbench,* || ,$VARIANTS, == *,grouped,* ]] && ! command -v perf >/dev/null && need+=(linux-perf)
@@ -338,6 +348,7 @@ cleanup() {
         [[ -n $DAEMON_PID ]] && kill "$DAEMON_PID" 2>/dev/null && wait "$DAEMON_PID" 2>/dev/null
         [[ -n ${WATCH_PID:-} ]] && wait "$WATCH_PID" 2>/dev/null
         [[ -n ${GROUP_PID:-} ]] && kill "$GROUP_PID" 2>/dev/null && wait "$GROUP_PID" 2>/dev/null
+        [[ -n ${LOAD_PID:-} ]] && kill "$LOAD_PID" 2>/dev/null && wait "$LOAD_PID" 2>/dev/null
         servers_stop
         rm -rf "$WORK"
         [[ $MOUNTED_TRACEFS == 1 ]] && umount /sys/kernel/tracing 2>/dev/null
@@ -404,9 +415,9 @@ group_by_hand() {
         for c in $(printf '%s\n' "${!members[@]}" | sort -n); do
                 local pinned=
                 for p in "$c" ${members[$c]}; do
-                        taskset -p -c $((i % NCPU)) "$p" >/dev/null 2>&1 && pinned+=" $p"
+                        taskset -p -c "${CPU_IDS[i % NCPU]}" "$p" >/dev/null 2>&1 && pinned+=" $p"
                 done
-                echo "$((i % NCPU))$pinned"
+                echo "${CPU_IDS[i % NCPU]}$pinned"
                 i=$((i + 1))
         done
         rm -f "$data" "$srv"
@@ -631,7 +642,7 @@ AWK
                 if [[ $w == redis-* ]]; then
                         $pre "$RATE_CLIENT" --unix "$RDS_SOCK" --rate "$n" --duration "$DURATION" 'GET k' >"$log" 2>&1
                 elif [[ -n $pre ]]; then
-                        $pre "$PINGPONG" --pin 0 --rate "$n" --duration "$DURATION" >"$log" 2>&1
+                        $pre "$PINGPONG" --pin "${CPU_IDS[0]}" --rate "$n" --duration "$DURATION" >"$log" 2>&1
                 else
                         "$PINGPONG" --rate "$n" --duration "$DURATION" >"$log" 2>&1
                 fi
@@ -651,7 +662,7 @@ one_run() {
         [[ $v == *@* ]] && DAEMON_NICE=${v#*@}
         case ${v%%@*} in
         stock|stock-again|grouped) pin_server "$w" "$ALLCPUS" ;;
-        hand) pin_server "$w" 0; pre="taskset -c 0" ;;
+        hand) pin_server "$w" "${CPU_IDS[0]}"; pre="taskset -c ${CPU_IDS[0]}" ;;
         affinityd|noperf|other|dryrun|dryrun-noperf|dryrun-other)
                 daemon=1
                 pin_server "$w" "$ALLCPUS"
@@ -720,7 +731,12 @@ if [[ " ${WL[*]}" == *" proxy-"* ]]; then nginx_proxy_start "$WORK" "$LOGS" || d
 if [[ " ${WL[*]}" == *" sockperf-"* ]]; then sockperf_start "$WORK" "$LOGS" || die "the sockperf server did not start"; fi
 if [[ " ${WL[*]}" == *" iperf-"* ]]; then iperf3_start "$WORK" "$LOGS" || die "the iperf3 server did not start"; fi
 
-echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)"
+if [[ -n $LOAD ]]; then
+        [[ $LOAD =~ ^[0-9]+$ && $LOAD -ge 1 && $LOAD -le 100 ]] || die "--load $LOAD: a percentage, 1-100"
+        stress-ng --cpu "$NCPU" --cpu-load "$LOAD" --timeout 0 --quiet &
+        LOAD_PID=$!
+fi
+echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)${LOAD:+, beside stress-ng --cpu $NCPU --cpu-load $LOAD}"
 echo "# $("$AFFINITYD" --version 2>/dev/null | head -1)"
 for ((r = 1; r <= REPEATS; r++)); do
         for w in "${WL[@]}"; do

@@ -6,7 +6,7 @@
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
-[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+two_cpus
 . "$top_srcdir/ctl/affctl.bash"
 export PATH="$top_builddir:$PATH"   # the completion asks the affctl it finds
 PINGPONG=$top_builddir/tests/workloads/pingpong
@@ -39,7 +39,7 @@ has $$ "$(complete_line affctl explain "")" || fail "explain does not offer this
 [ -z "$(complete_line affctl explain 1 "")" ] || fail "explain offers a second argument"
 
 # revert: --all and the PIDs with a change in force. The pair is held
-# split (pingpong --hold: CPU 0 and CPU 1) and the shipped pair policy,
+# split (pingpong --hold: CPU_A and CPU_B) and the shipped pair policy,
 # replaced by name, may change narrowed masks: released, a loaded
 # machine's kernel often merged the pair by itself, and there was nothing
 # to change (a skip in CI under stress-ng). IgnoreCalibration=yes: on a
@@ -50,7 +50,7 @@ cp "$top_srcdir"/policies/policies.d/*.policy "$cfg/policies.d/"
 { cat "$top_srcdir/policies/policies.d/50-pingpong.policy"; printf '\n[Action]\nAllowNarrowed=yes\nIgnoreCalibration=yes\n'; } \
 	>"$cfg/policies.d/50-pingpong.policy"
 start_daemon "$cfg"
-"$PINGPONG" --cpus 0,1 --hold --duration 60 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+"$PINGPONG" --cpus "$CPU_A,$CPU_B" --hold --duration 60 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
 CHILDREN+=("$!")
 wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
 { read -r P1; read -r P2; } <"$work/pp.pids"

@@ -81,8 +81,8 @@ wait_for 10 has_policies 3 || fail "SIGHUP did not reload: $(policies) policies,
 # into the daemon's death).
 PP=$top_builddir/tests/workloads/pingpong
 [ -x "$PP" ] || fail "tests/workloads/pingpong not built"
-if [ "$(nproc)" -ge 2 ]; then
-        "$PP" --cpus 0,1 --duration 60 --pid-file "$cfg/pp.pids" >/dev/null 2>&1 &
+if have_two_cpus; then
+        "$PP" --cpus "$CPU_A,$CPU_B" --duration 60 --pid-file "$cfg/pp.pids" >/dev/null 2>&1 &
         PP_PID=$!
         trap 'kill "$PP_PID" 2>/dev/null || true; cleanup; rm -rf "$CLEAN_CFG"' EXIT
         pp_findings() { ctl explain --json "$PP_PID" | jq -r '.threads[].findings[]'; }

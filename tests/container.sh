@@ -23,7 +23,7 @@
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
-[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+two_cpus
 require_cmd podman
 PINGPONG=$top_builddir/tests/workloads/pingpong
 NAME=affd-ctest-$$
@@ -90,7 +90,7 @@ fi
 # The pod's /etc/affinityd, from the manifest's ConfigMap.
 /usr/bin/python3 "$top_srcdir/tests/deploy-manifest.py" "$top_srcdir" --config "$work/etc" ||
 	fail "cannot write the ConfigMap's files"
-# The pair is held split (pingpong --hold: CPU 0 and CPU 1), and the pair
+# The pair is held split (pingpong --hold: CPU_A and CPU_B), and the pair
 # policy (the shipped one, replaced by name from /etc/affinityd) may change
 # narrowed masks: released, a host's kernel may merge the pair by itself
 # before the daemon looks, and then there is nothing to co-locate. Nor is
@@ -130,7 +130,7 @@ run_container() {
 clog() { echo "--- podman logs $1, last 30 lines:"; podman logs "$1" 2>&1 | tail -30; }
 hctl() { "$AFFCTL" --runtime-dir "$work/run" "$@"; }
 
-"$PINGPONG" --cpus 0,1 --hold --duration 300 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+"$PINGPONG" --cpus "$CPU_A,$CPU_B" --hold --duration 300 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
 CHILDREN+=("$!")
 wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
 { read -r P1; read -r P2; } <"$work/pp.pids"

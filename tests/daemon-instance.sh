@@ -12,7 +12,7 @@
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
-[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+two_cpus
 PINGPONG=$top_builddir/tests/workloads/pingpong
 [ -x "$PINGPONG" ] || fail "tests/workloads/pingpong not built"
 
@@ -48,7 +48,7 @@ set -e
 echo "ok 1: a second instance refused: ${out##*err]: }"
 
 # 2. a pair co-located, then kill -9 and a successor elsewhere
-"$PINGPONG" --cpus 0,1 --duration 60 --report-interval 250 --pid-file "$work/pp.pids" >"$work/pp.out" 2>&1 &
+"$PINGPONG" --cpus "$CPU_A,$CPU_B" --duration 60 --report-interval 250 --pid-file "$work/pp.pids" >"$work/pp.out" 2>&1 &
 CHILDREN+=("$!")
 wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
 { read -r P1; read -r P2; } <"$work/pp.pids"
@@ -80,7 +80,7 @@ for try in 1 2 3; do
                 break
         fi
         echo "# try $try: not co-located in 10 s ($why); split again"
-        taskset -p -c 0 "$P1" >/dev/null; taskset -p -c 1 "$P2" >/dev/null
+        taskset -p -c "$CPU_A" "$P1" >/dev/null; taskset -p -c "$CPU_B" "$P2" >/dev/null
         sleep 0.3
         taskset -p -c "$ORIG" "$P1" >/dev/null; taskset -p -c "$ORIG" "$P2" >/dev/null
 done

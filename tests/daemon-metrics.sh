@@ -9,7 +9,7 @@
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
-[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+two_cpus
 /usr/bin/python3 -c 'import prometheus_client' 2>/dev/null || skip "needs python3-prometheus-client (Debian package)"
 PINGPONG=$top_builddir/tests/workloads/pingpong
 work=$(mktemp -d /tmp/affd-metrics.XXXXXX)
@@ -45,7 +45,7 @@ sed -i '/^\[Daemon\]/a EffectTolerance=100%' "$cfg/affinityd.conf"
 # (5 s) or Cooldown=, whichever is longer, and its final verdict shown.
 # The shipped 30 s would leave nothing within this test's wait for a gain.
 sed -i '/^\[Daemon\]/a Cooldown=2s' "$cfg/affinityd.conf"
-# The pair is held split (pingpong --hold: CPU 0 and CPU 1) and the pair
+# The pair is held split (pingpong --hold: CPU_A and CPU_B) and the pair
 # policy may change narrowed masks, so it is split whatever the load: a
 # loaded machine's kernel otherwise keeps a released pair together, and
 # there is no change for the metrics to count. Co-located on one of the
@@ -61,7 +61,7 @@ start_daemon "$cfg"
 prom=$work/textfile/affinityd.prom
 wait_for 10 test -s "$prom" || fail "no metrics file at $prom"
 
-"$PINGPONG" --cpus 0,1 --hold --duration 60 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+"$PINGPONG" --cpus "$CPU_A,$CPU_B" --hold --duration 60 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
 CHILDREN+=("$!")
 wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
 metrics_say() { ctl metrics >"$work/m.txt" && parse "$work/m.txt" "$@" >/dev/null 2>&1; }

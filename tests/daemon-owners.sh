@@ -6,22 +6,23 @@
 # the root process pinned; the same ping-pong with both ends that user's
 # is co-located (so the pair was seen, and the first case is the rule, not
 # a miss); and nobody (65534), a system identity like www-data, pairs with
-# root's. All are held split (CPU 0 / the last CPU) and the pair policy may
-# change narrowed masks (AllowNarrowed=yes), so a loaded machine's kernel
-# cannot keep a released pair together and leave the rule nothing to do.
+# root's. All are held split (the first / the last CPU allowed) and the
+# pair policy may change narrowed masks (AllowNarrowed=yes), so a loaded
+# machine's kernel cannot keep a released pair together and leave the rule
+# nothing to do.
 # Needs root, setpriv (util-linux) and 2+ CPUs.
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
 require_cmd setpriv
 USER_UID=59999
-[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+two_cpus
 work=$(mktemp -d /tmp/affd-owners.XXXXXX)
 chmod 755 "$work"
 cp "$top_srcdir/tests/fifo-pingpong.py" "$work/"
 trap 'cleanup; rm -rf "$work"' EXIT
 scope_enter   # the daemon under test changes this test's processes only
-LAST=$(( $(nproc) - 1 ))
+
 mkdir "$work/cfg"
 cp -r "$top_srcdir/policies/." "$work/cfg/"
 # IgnoreCalibration=yes: a host whose start-up calibration reads
@@ -43,9 +44,9 @@ pingpong() {
         local d=$work/$1
         mkdir "$d" && chmod 777 "$d"
         mkfifo -m 666 "$d/a" "$d/b"
-        $(as "$2") taskset -c 0 /usr/bin/python3 "$work/fifo-pingpong.py" echo "$d/a" "$d/b" &
+        $(as "$2") taskset -c "$CPU_A" /usr/bin/python3 "$work/fifo-pingpong.py" echo "$d/a" "$d/b" &
         ECHO=$!; CHILDREN+=("$ECHO")
-        $(as "$3") taskset -c "$LAST" /usr/bin/python3 "$work/fifo-pingpong.py" client "$d/b" "$d/a" &
+        $(as "$3") taskset -c "$CPU_LAST" /usr/bin/python3 "$work/fifo-pingpong.py" client "$d/b" "$d/a" &
         CLIENT=$!; CHILDREN+=("$CLIENT")
         wait_for 5 uid_is "$ECHO" "$2" || fail "$1: echo end did not start as uid $2"
         wait_for 5 uid_is "$CLIENT" "$3" || fail "$1: client end did not start as uid $3"
@@ -72,7 +73,7 @@ pingpong cross 0 "$USER_UID"
 deadline=$(( $(date +%s) + 10 ))
 while [ "$(date +%s)" -lt "$deadline" ]; do
         [ "$(allowed_of "$ECHO")" = 0 ] || { ctl actions; fail "root's echo loop $ECHO was moved to $(allowed_of "$ECHO") for uid $USER_UID's client"; }
-        [ "$(allowed_of "$CLIENT")" = "$LAST" ] || fail "uid $USER_UID's client was moved for a pair with root's task: $(allowed_of "$CLIENT")"
+        [ "$(allowed_of "$CLIENT")" = "$CPU_LAST" ] || fail "uid $USER_UID's client was moved for a pair with root's task: $(allowed_of "$CLIENT")"
         sleep 0.2
 done
 # its key, task:TID:START (the PID alone may be part of another number)

@@ -16,7 +16,7 @@
 set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
-[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+two_cpus
 require_cmd jq
 
 work=$(mktemp -d /tmp/affd-dryrun.XXXXXX)
@@ -35,7 +35,7 @@ SRC=$(ctl status --json | jq -r '.capabilities.wake_source // "?"')
 wake_source_checked "$SRC"
 [[ $SRC == perf* ]] || skip "the settled stride is the perf sampler's, and perf cannot open sched:sched_waking here: $SRC"
 
-"$top_builddir/tests/workloads/pingpong" --cpus 0,1 --hold --duration 120 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+"$top_builddir/tests/workloads/pingpong" --cpus "$CPU_A,$CPU_B" --hold --duration 120 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
 CHILDREN+=("$!")
 wait_for 10 test -s "$work/pp.pids" || fail "pingpong did not start"
 { read -r P1; read -r P2; } <"$work/pp.pids"

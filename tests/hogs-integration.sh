@@ -16,10 +16,10 @@ HOG=$top_builddir/tests/workloads/hog
 DUTY=$top_builddir/tests/workloads/duty
 [ -x "$HOG" ] && [ -x "$DUTY" ] || skip "workloads not built (make tests/workloads/hog tests/workloads/duty)"
 
-ncpu=$(nproc)
-[ "$ncpu" -ge 2 ] || skip "needs at least 2 CPUs"
-# The scenarios are written for two usable CPUs: restrict everything we start to CPUs 0-1.
-CPUS=0-1
+two_cpus
+# The scenarios are written for two usable CPUs: restrict everything we
+# start to the first two this test may use.
+CPUS=$CPU_A,$CPU_B
 command -v taskset >/dev/null || skip "needs taskset"
 
 work=$(mktemp -d /tmp/affd-hogs.XXXXXX)
@@ -55,7 +55,7 @@ Migrations=0.1/s
 Window=10s
 
 [Action]
-# the hogs run under taskset -c 0-1, which is "narrowed" on a machine with more CPUs
+# the hogs run on two CPUs (taskset), which is "narrowed" on a machine with more CPUs
 AllowNarrowed=yes
 INI
 
@@ -153,7 +153,7 @@ daemon_freeze
 for round in $(seq 20); do
         for h in "$a" "$b"; do
                 [ "$(allowed_of "$h")" = "$orig_mask" ] || continue
-                taskset -pc "$(( $(cpu_of "$h") == 0 ? 1 : 0 ))" "$h" >/dev/null
+                taskset -pc "$(( $(cpu_of "$h") == CPU_A ? CPU_B : CPU_A ))" "$h" >/dev/null
                 taskset -pc "$orig_mask" "$h" >/dev/null
         done
 done

@@ -116,8 +116,12 @@ start_daemon() {
                 scope=(--config-dir "$RUNDIR/scope-conf")
         fi
         # SIGPIPE at its default, as a container's or a shell's start leaves it
-        # (systemd ignores it for a service; make or CI may hand it down ignored)
-        env --default-signal=PIPE "$AFFINITYD" --runtime-dir "$RUNDIR" --config-dir "$cfg" "${scope[@]}" "$@" \
+        # (systemd ignores it for a service; make or CI may hand it down ignored).
+        # SIGTERM when the test's shell dies, by a SIGKILL too (a harness's
+        # timeout, an operator's kill -9), which no trap of the test can catch:
+        # the daemon restores what it changed and exits, instead of going on
+        # changing the machine's tasks and holding its lock from the next test.
+        env --default-signal=PIPE setpriv --pdeathsig TERM -- "$AFFINITYD" --runtime-dir "$RUNDIR" --config-dir "$cfg" "${scope[@]}" "$@" \
                 >"$RUNDIR/daemon.log" 2>&1 &
         DAEMON_PID=$!
         wait_for 20 "$AFFCTL" --runtime-dir "$RUNDIR" status >/dev/null 2>&1 ||
@@ -172,6 +176,11 @@ cpu_pct_over() {
 
 # Cpus_allowed_list of a thread
 allowed_of() { awk '/^Cpus_allowed_list/ {print $2}' "/proc/$1/status"; }
+
+# CPU_A, CPU_B, CPU_LAST: the first two and the last CPU this test may use
+# (have_two_cpus, tests/cpus.sh); two_cpus: those, or a skip.
+. "$top_srcdir/tests/cpus.sh"
+two_cpus() { have_two_cpus || skip "needs at least 2 CPUs (allowed here: $(allowed_of $$))"; }
 
 CHILDREN=()
 cleanup() {

@@ -34,7 +34,7 @@ set -euo pipefail
 . "$top_srcdir/tests/lib.sh"
 require_root
 require_cmd jq
-[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+two_cpus
 PINGPONG=$top_builddir/tests/workloads/pingpong
 STREAM=$top_builddir/tests/workloads/stream
 
@@ -120,7 +120,7 @@ judge_undo() {
 start_pingpong() {   # start_pingpong NAME → P1 P2 PPOUT
         PPOUT=$work/$1.out
         rm -f "$work/$1.pids"
-        "$PINGPONG" --cpus 0,1 --duration 60 --report-interval 250 --pid-file "$work/$1.pids" >"$PPOUT" 2>&1 &
+        "$PINGPONG" --cpus "$CPU_A,$CPU_B" --duration 60 --report-interval 250 --pid-file "$work/$1.pids" >"$PPOUT" 2>&1 &
         PP=$!; CHILDREN+=("$PP")
         wait_for 10 test -s "$work/$1.pids" || fail "pingpong did not start"
         { read -r P1; read -r P2; } < "$work/$1.pids"
@@ -187,14 +187,14 @@ hand_rate() {   # hand_rate NAME ARGS... → the run's round trips/s
         "$PINGPONG" "${@:2}" --duration 2 >"$work/$1.out" 2>&1 || fail "pingpong $* failed"
         awk '/^rate=/ { sub("rate=", "", $1); print $1 + 0 }' "$work/$1.out"
 }
-# On one CPU both on CPU 0 and on CPU 1: the daemon may choose either, and
+# On one CPU both on CPU_A and on CPU_B: the daemon may choose either, and
 # one vCPU can be the slower of a host's (a distcheck in CI: 68.5k on CPU 0
 # by hand, 49.9k co-located by the daemon on CPU 1, where its own effect
 # check read -11 % and undid it).
 HAND_TOGETHER=() HAND_SPLIT=()
 for i in 1 2 3; do
-        HAND_TOGETHER+=("$(hand_rate "hand-one-$i" --pin 0)" "$(hand_rate "hand-one1-$i" --pin 1)")
-        HAND_SPLIT+=("$(hand_rate "hand-split-$i" --cpus 0,1 --hold)")
+        HAND_TOGETHER+=("$(hand_rate "hand-one-$i" --pin "$CPU_A")" "$(hand_rate "hand-one1-$i" --pin "$CPU_B")")
+        HAND_SPLIT+=("$(hand_rate "hand-split-$i" --cpus "$CPU_A,$CPU_B" --hold)")
 done
 # medians: a split run here read 42k and 58k back to back (CI rehearsal)
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
@@ -225,7 +225,7 @@ rate_not_risen() {
         kill -STOP "$P1" "$P2" 2>/dev/null || true
         for i in 1 2 3; do
                 one+=("$(hand_rate "again-one-$i" --pin "$cpu")")
-                two+=("$(hand_rate "again-split-$i" --cpus 0,1 --hold)")
+                two+=("$(hand_rate "again-split-$i" --cpus "$CPU_A,$CPU_B" --hold)")
         done
         kill -CONT "$P1" "$P2" 2>/dev/null || true
         lo=$(printf '%s\n' "${one[@]}" | sort -n | head -1)
@@ -324,13 +324,13 @@ fi
 
 # 1b. a pair a user split on purpose (taskset-style narrowed masks) is respected
 rm -f "$work/held.pids"
-"$PINGPONG" --cpus 0,1 --hold --duration 30 --pid-file "$work/held.pids" >"$work/held.out" 2>&1 &
+"$PINGPONG" --cpus "$CPU_A,$CPU_B" --hold --duration 30 --pid-file "$work/held.pids" >"$work/held.out" 2>&1 &
 PP=$!; CHILDREN+=("$PP")
 wait_for 10 test -s "$work/held.pids" || fail "held pingpong did not start"
 { read -r H1; read -r H2; } < "$work/held.pids"
 until_t=$(( $(date +%s) + 4 ))    # 8 intervals: well past Hysteresis=2
 while [ "$(date +%s)" -lt "$until_t" ]; do
-        [ "$(allowed_of "$H1")" = 0 ] && [ "$(allowed_of "$H2")" = 1 ] ||
+        [ "$(allowed_of "$H1")" = "$CPU_A" ] && [ "$(allowed_of "$H2")" = "$CPU_B" ] ||
                 fail "a user's narrowed masks were changed: $(allowed_of "$H1") / $(allowed_of "$H2")"
         sleep 0.2
 done
@@ -345,9 +345,9 @@ stop_pingpong
 # The pin is held until the effect check's verdict, and an undo is judged
 # by the pair's own rate (judge_undo): then the case is tried again, up to
 # 3 times.
-anchored() { [ "$(allowed_of "$A2")" = 0 ]; }
+anchored() { [ "$(allowed_of "$A2")" = "$CPU_A" ]; }
 anchor_untouched() {
-        [ "$(allowed_of "$A1")" = 0 ] || fail "the anchor's mask was changed: $(allowed_of "$A1")"
+        [ "$(allowed_of "$A1")" = "$CPU_A" ] || fail "the anchor's mask was changed: $(allowed_of "$A1")"
         anchored
 }
 # A2's pin kept by the effect check, or let go (judged after)
@@ -359,16 +359,16 @@ verdict_or_let_go() { ! anchor_untouched || grep -qE "effect check: task:$A2:[0-
 anchor_try() {
         local state a_out=$work/$1.out a_free a_pin
         rm -f "$work/$1.pids"
-        "$PINGPONG" --cpus 0,1 --hold --duration 30 --report-interval 250 --pid-file "$work/$1.pids" >"$a_out" 2>&1 &
+        "$PINGPONG" --cpus "$CPU_A,$CPU_B" --hold --duration 30 --report-interval 250 --pid-file "$work/$1.pids" >"$a_out" 2>&1 &
         PP=$!; CHILDREN+=("$PP")
         wait_for 10 test -s "$work/$1.pids" || fail "anchor pingpong did not start"
         { read -r A1; read -r A2; } < "$work/$1.pids"
-        taskset -pc "$ORIG" "$A2" >/dev/null || fail "cannot free $A2"   # A1 stays on CPU 0
+        taskset -pc "$ORIG" "$A2" >/dev/null || fail "cannot free $A2"   # A1 stays on CPU_A
         a_free=$(last_t "$a_out")
         if ! wait_for 15 anchor_untouched; then
                 [ "$(split_run_s "$a_out")" = 0.00 ] && return 2
                 pairs_json >&2 || true
-                fail "a pair anchored on CPU 0 stayed split: $(allowed_of "$A1") / $(allowed_of "$A2") (state '$(pair_state "$A1" "$A2")')"
+                fail "a pair anchored on CPU $CPU_A stayed split: $(allowed_of "$A1") / $(allowed_of "$A2") (state '$(pair_state "$A1" "$A2")')"
         fi
         a_pin=$(last_t "$a_out")
         state=$(pair_state "$A1" "$A2")
@@ -384,7 +384,7 @@ anchor_try() {
                 [ "$UNDO_JUDGED" = 1 ] && return 3
                 return 4
         fi
-        echo "# anchored pair: $A2 moved to the anchor's CPU 0 and kept, $A1 left as set"
+        echo "# anchored pair: $A2 moved to the anchor's CPU $CPU_A and kept, $A1 left as set"
         return 0
 }
 for try in 1 2 3; do
@@ -399,14 +399,14 @@ if [ "$rc" -eq 0 ]; then
         # Cooldown=)
         taskset -pc "$ORIG" "$A1" >/dev/null || fail "cannot free $A1"
         joined() {
-                [ "$(allowed_of "$A2")" = 0 ] || fail "A2's pin was let go when the anchor was freed: $(allowed_of "$A2")"
-                [ "$(allowed_of "$A1")" = 0 ]
+                [ "$(allowed_of "$A2")" = "$CPU_A" ] || fail "A2's pin was let go when the anchor was freed: $(allowed_of "$A2")"
+                [ "$(allowed_of "$A1")" = "$CPU_A" ]
         }
         # 12 passes: the detector finds the pair again first (a slow host, ASan)
-        wait_for 6 joined || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU 0 in 6 s: $(allowed_of "$A1")"; }
+        wait_for 6 joined || { pairs_json >&2 || true; fail "the freed anchor $A1 did not join CPU $CPU_A in 6 s: $(allowed_of "$A1")"; }
         pairs_json | jq -e --argjson a "$A1" '[.pairs[] | select((.tid_a == $a or .tid_b == $a) and (.why | test("joined")))] | length >= 1' >/dev/null ||
                 { pairs_json >&2; fail "affctl pairs does not say the freed member joined"; }
-        echo "# anchor let go: $A1 joined CPU 0 beside $A2"
+        echo "# anchor let go: $A1 joined CPU $CPU_A beside $A2"
 elif [ "$rc" -eq 2 ]; then
         NOT_CHECKED="${NOT_CHECKED:+$NOT_CHECKED; }co-location around an anchor (the kernel kept the pair together)"
 elif [ "$rc" -eq 3 ] || [ "$rc" -eq 4 ]; then
@@ -491,15 +491,15 @@ one_cpu_all() {   # the threads all allowed on exactly one, the same, CPU
 }
 
 # 1e. a chain: a client, a proxy and the proxy's backend (FIFOs, three
-# python processes), started split (the proxy on CPU 1, the others on 0):
+# python processes), started split (the proxy on CPU_B, the others on CPU_A):
 # the stronger pair is co-located and the third joins it, all on one CPU
 CH=$work/chain
 mkdir "$CH" && mkfifo "$CH/c2p" "$CH/p2c" "$CH/p2b" "$CH/b2p"
-taskset -c 0 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" echo "$CH/p2b" "$CH/b2p" &
+taskset -c "$CPU_A" /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" echo "$CH/p2b" "$CH/b2p" &
 C3=$!; CHILDREN+=("$C3")
-taskset -c 1 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" proxy "$CH/c2p" "$CH/p2c" "$CH/b2p" "$CH/p2b" &
+taskset -c "$CPU_B" /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" proxy "$CH/c2p" "$CH/p2c" "$CH/b2p" "$CH/p2b" &
 C2=$!; CHILDREN+=("$C2")
-FIFO_PINGPONG_REPORT=0.25 taskset -c 0 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" client "$CH/p2c" "$CH/c2p" \
+FIFO_PINGPONG_REPORT=0.25 taskset -c "$CPU_A" /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" client "$CH/p2c" "$CH/c2p" \
         >"$CH/client.out" &
 C1=$!; CHILDREN+=("$C1")
 wait_for 5 running "$C1" && wait_for 5 running "$C2" && wait_for 5 running "$C3" || fail "the chain did not start"
@@ -515,17 +515,17 @@ kill "$C1" "$C2" "$C3" "$MASKS" 2>/dev/null || true
 
 # 1g. a fan: one client alternating between two threads of one echo
 # process (a pgbench thread and its two backends), started split (the
-# client on CPU 0, the echo threads on 1): the detector finds a fan, and
+# client on CPU_A, the echo threads on CPU_B): the detector finds a fan, and
 # all three go to one CPU in one pass, never the client with one of them
 # alone: the masks, looked at every 0.1 s, never show the client held
 # with one echo thread and the other elsewhere twice in a row.
 FN=$work/fan
 mkdir "$FN" && mkfifo "$FN/c2s1" "$FN/s2c1" "$FN/c2s2" "$FN/s2c2"
-taskset -c 1 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" echo2 "$FN/c2s1" "$FN/s2c1" "$FN/c2s2" "$FN/s2c2" &
+taskset -c "$CPU_B" /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" echo2 "$FN/c2s1" "$FN/s2c1" "$FN/c2s2" "$FN/s2c2" &
 F2=$!; CHILDREN+=("$F2")
 # a later start than the echo process's, by a clock tick or more: the client by start times
 sleep 0.05
-FIFO_PINGPONG_REPORT=0.25 taskset -c 0 /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" fan "$FN/s2c1" "$FN/c2s1" \
+FIFO_PINGPONG_REPORT=0.25 taskset -c "$CPU_A" /usr/bin/python3 "$top_srcdir/tests/fifo-pingpong.py" fan "$FN/s2c1" "$FN/c2s1" \
         "$FN/s2c2" "$FN/c2s2" >"$FN/client.out" &
 F1=$!; CHILDREN+=("$F1")
 wait_for 5 running "$F1" && wait_for 5 running "$F2" || fail "the fan did not start"
@@ -552,7 +552,7 @@ kill "$F1" "$F2" "$MASKS" 2>/dev/null || true
 
 # 2. a stream pair (both sides busy) is left alone, or undone by the effect check
 rm -f "$work/st.pids"
-"$STREAM" --cpus 0,1 --duration 30 --work-us 20 --jitter 50 --report-interval 250 --pid-file "$work/st.pids" >"$work/st.out" 2>&1 &
+"$STREAM" --cpus "$CPU_A,$CPU_B" --duration 30 --work-us 20 --jitter 50 --report-interval 250 --pid-file "$work/st.pids" >"$work/st.out" 2>&1 &
 ST=$!; CHILDREN+=("$ST")
 wait_for 10 test -s "$work/st.pids" || fail "stream did not start"
 { read -r S1; read -r S2; } < "$work/st.pids"

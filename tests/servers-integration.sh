@@ -2,7 +2,7 @@
 # Integration: real servers nobody here wrote, against the real daemon
 # with the shipped policies.
 #  1. MariaDB with one sysbench client (oltp_point_select), started split
-#     (server on CPU 0, client on CPU 1, then both let go to every CPU: the
+#     (server on the first CPU allowed, client on the last, then both let go to every CPU: the
 #     kernel's split, not a user's taskset): the client thread and the
 #     connection thread serving it are co-located by the daemon within
 #     three of its passes that read the pair split (or, where the kernel
@@ -33,7 +33,7 @@ set -euo pipefail
 . "$top_srcdir/tests/servers-lib.sh"
 require_root
 require_cmd jq
-[ "$(nproc)" -ge 2 ] || skip "needs at least 2 CPUs"
+two_cpus
 missing=$(servers_missing_packages | tr '\n' ' ')
 [ -z "$missing" ] || skip "needs the Debian packages: $missing"
 if ! mountpoint -q /sys/kernel/tracing; then
@@ -46,7 +46,7 @@ scope_enter   # the daemon under test changes this test's processes only
 mariadb_start "$work" "$work" || fail "MariaDB did not start"
 redis_start "$work" "$work" || fail "Redis did not start"
 ORIG=$(allowed_of $$)
-LAST=$(( $(nproc) - 1 ))
+
 
 start_daemon "$top_srcdir/policies" --interval 1000
 ctl status --json | jq -e '.capabilities.wake_source | test("perf")' >/dev/null ||
@@ -412,7 +412,7 @@ check_response() {
 # releases the pair.
 
 # start_split CMD...: the client on the last CPU, every thread of the server
-# on CPU 0, both let go to all CPUs at once after 0.3 s; sets CLIENT_PID.
+# on the first (CPU_A), both let go to all CPUs at once after 0.3 s; sets CLIENT_PID.
 # The daemon still holds the server thread for its next client: it is taken
 # back first (affctl revert), so that the split is not a change under the
 # daemon's feet. Nothing is held before the first client: then revert
@@ -421,8 +421,8 @@ start_split() {
         local spid=$1; shift
         ctl revert "$spid" >/dev/null 2>&1 || true
         daemon_freeze
-        taskset -a -p -c 0 "$spid" >/dev/null
-        taskset -c "$LAST" "$@" >"$work/client.log" 2>&1 &
+        taskset -a -p -c "$CPU_A" "$spid" >/dev/null
+        taskset -c "$CPU_LAST" "$@" >"$work/client.log" 2>&1 &
         CLIENT_PID=$!
         sleep 0.3
         taskset -a -p -c "$ORIG" "$CLIENT_PID" >/dev/null
@@ -441,8 +441,8 @@ resplit() {
                 daemon_thaw
                 return 1
         fi
-        taskset -a -p -c 0 "$1" >/dev/null
-        taskset -a -p -c "$LAST" "$2" >/dev/null
+        taskset -a -p -c "$CPU_A" "$1" >/dev/null
+        taskset -a -p -c "$CPU_LAST" "$2" >/dev/null
         sleep 0.3
         taskset -a -p -c "$ORIG" "$2" >/dev/null
         taskset -a -p -c "$ORIG" "$1" >/dev/null

@@ -1,0 +1,26 @@
+# The CPUs a shell may use (sourced by the tests, the benchmarks and
+# .ci/run). A script that starts its work on CPUs of its own choosing takes
+# them from its own allowed set, not as 0, 1, ... up to nproc: a
+# container's or a CI runner's cpuset may leave those out (nproc counts the
+# set, it does not say which CPUs are in it), and then every taskset to
+# them fails.
+
+# cpu_list_expand LIST: the CPUs of a kernel CPU list ("0-3,8"), one a line.
+cpu_list_expand() {
+        local part parts
+        IFS=, read -ra parts <<<"$1"
+        for part in "${parts[@]}"; do
+                if [[ $part == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
+        done
+}
+# allowed_cpu_list: this shell's Cpus_allowed_list ("0-3,8").
+allowed_cpu_list() { awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$$/status"; }
+# have_two_cpus: sets CPU_A and CPU_B, the first two CPUs this shell may
+# run on, and CPU_LAST, the last; false where fewer than two are allowed.
+have_two_cpus() {
+        local cpus
+        mapfile -t cpus < <(cpu_list_expand "$(allowed_cpu_list)")
+        [ "${#cpus[@]}" -ge 2 ] || return 1
+        # shellcheck disable=SC2034 # set for the caller
+        CPU_A=${cpus[0]} CPU_B=${cpus[1]} CPU_LAST=${cpus[-1]}
+}
