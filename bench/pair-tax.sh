@@ -3,7 +3,7 @@
 #
 # bench/pair-tax.sh: what a running daemon costs a co-located ping-pong pair
 # in steady state (target: affinityd must stay within 0.95x of hand-pinned).
-# A pipe ping-pong pinned to CPU 0 with taskset semantics (--pin 0: someone
+# A pipe ping-pong pinned to a CPU with taskset semantics (--pin: someone
 # else's pin, which the daemon respects and only watches) runs DURATION
 # seconds REPEATS times in each of three modes, interleaved:
 #
@@ -13,7 +13,7 @@
 #   no-perf   the daemon with --no-perf (sampling, no tracepoint)
 #
 # The daemon is started 3 s before each run, in its own runtime directory.
-# With --hog a CPU hog pinned to CPU 1 runs through each run (scenario 3's
+# With --hog a CPU hog pinned to another CPU runs through each run (scenario 3's
 # machine: both CPUs busy, so the daemon's own work lands on the pair's CPU
 # about half of the time).
 #
@@ -38,6 +38,8 @@ REPEATS=${1:-7}
 DURATION=${2:-5}
 B=${BUILDDIR:-.}
 SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
+. "$SRCDIR/tests/cpus.sh"   # CPU_A, CPU_B: the first two this script may use
+have_two_cpus || { echo "pair-tax: needs 2 CPUs" >&2; exit 2; }
 PP=$B/tests/workloads/pingpong
 [[ -x $PP && -x $B/affinityd ]] || { echo "pair-tax: build $B/affinityd and $PP first" >&2; exit 2; }
 OUT=$(mktemp -d)
@@ -47,11 +49,11 @@ trap '[[ -n $DPID ]] && kill "$DPID" 2>/dev/null; rm -rf "$OUT"' EXIT
 rate() {
         local hpid='' r
         if [[ $HOG == 1 ]]; then
-                "$B/tests/workloads/hog" --procs 1 --cpus 1 --duration "$((DURATION + 1))" >/dev/null 2>&1 &
+                "$B/tests/workloads/hog" --procs 1 --cpus "$CPU_B" --duration "$((DURATION + 1))" >/dev/null 2>&1 &
                 hpid=$!
                 sleep 0.2
         fi
-        r=$("$PP" --pin 0 --duration "$DURATION" 2>/dev/null | tail -n1 | grep -o '^rate=[0-9.]*' | cut -d= -f2)
+        r=$("$PP" --pin "$CPU_A" --duration "$DURATION" 2>/dev/null | tail -n1 | grep -o '^rate=[0-9.]*' | cut -d= -f2)
         [[ -n $hpid ]] && { kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null; }
         echo "$r"
 }

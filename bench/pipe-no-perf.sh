@@ -7,7 +7,7 @@
 #
 #   stock     no daemon, no affinity: where the kernel puts it (LOOPS/10:
 #             split, it runs ~7x slower; ops/s is a rate either way)
-#   hand      taskset -c 0: both on one CPU, by hand
+#   hand      taskset -c A (the first CPU allowed): both on one CPU, by hand
 #   no-perf   affinityd --no-perf with the shipped policies, started fresh
 #             (and answering affctl status) before the benchmark starts:
 #             the fallback wake-up source, split judged from the members'
@@ -24,6 +24,8 @@ REPEATS=${1:-5}
 LOOPS=${2:-2000000}
 B=${BUILDDIR:-.}
 SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
+. "$SRCDIR/tests/cpus.sh"   # CPU_A: the first CPU this script may use
+have_two_cpus || { echo "pipe-no-perf: needs 2 CPUs" >&2; exit 2; }
 command -v perf >/dev/null || { echo "pipe-no-perf: needs perf (linux-perf)" >&2; exit 2; }
 [[ -x $B/affinityd && -x $B/affctl ]] || { echo "pipe-no-perf: build $B/affinityd and $B/affctl first" >&2; exit 2; }
 OUT=$(mktemp -d)
@@ -35,7 +37,7 @@ ops() { awk '/ops\/sec/ { print $1 }'; }
 run() {
         case $1 in
         stock) perf bench sched pipe -l "$((LOOPS / 10))" | ops ;;
-        hand) taskset -c 0 perf bench sched pipe -l "$LOOPS" | ops ;;
+        hand) taskset -c "$CPU_A" perf bench sched pipe -l "$LOOPS" | ops ;;
         no-perf)
                 rm -rf "$OUT/rd"; mkdir -p "$OUT/rd"
                 "$B/affinityd" --runtime-dir "$OUT/rd" --config-dir "$SRCDIR/policies" --no-perf >"$OUT/log" 2>&1 &

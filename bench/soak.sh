@@ -31,6 +31,8 @@ while [[ $# -gt 0 ]]; do
 done
 B=$(cd "${1:?usage: soak.sh [--kills N] BUILDDIR}" && pwd)
 SRC=$(cd "$(dirname "$0")/.." && pwd)
+. "$SRC/tests/cpus.sh"   # CPU_A, CPU_B: the first two this script may use
+have_two_cpus || { echo "soak: needs 2 CPUs" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "soak.sh: needs root" >&2; exit 1; }
 work=$(mktemp -d /tmp/affd-soak.XXXXXX)
 chmod 755 "$work"
@@ -81,7 +83,7 @@ want() { [ -z "$ONLY" ] || [ "$ONLY" = "$1" ]; }
 
 # ---- 1. crash loop
 if want crash; then
-"$B/tests/workloads/pingpong" --cpus 0,1 --duration 0 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
+"$B/tests/workloads/pingpong" --cpus "$CPU_A,$CPU_B" --duration 0 --pid-file "$work/pp.pids" >/dev/null 2>&1 &
 PIDS+=($!)
 "$B/tests/workloads/hog" -n 1 -d 0 -p "$work/hog.pids" >/dev/null 2>&1 &
 PIDS+=($!)

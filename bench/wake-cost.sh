@@ -31,7 +31,10 @@ TW=$B/tests/test-wake
 OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
-rate() { "$PP" --pin 0 --duration "$DURATION" 2>/dev/null | tail -n1 | grep -o '^rate=[0-9.]*' | cut -d= -f2; }
+# the pair on the first CPU this script may use (tests/cpus.sh)
+. "$(cd "$(dirname "$0")/.." && pwd)/tests/cpus.sh"
+CPU_A=$(cpu_list_expand "$(allowed_cpu_list)" | head -n1)
+rate() { "$PP" --pin "$CPU_A" --duration "$DURATION" 2>/dev/null | tail -n1 | grep -o '^rate=[0-9.]*' | cut -d= -f2; }
 with_sampler() {  # MODE-ARGS...: run the sampler around one ping-pong run
         local pid r
         "$TW" --bench "$(awk -v d="$DURATION" 'BEGIN { print d + 1 }')" "$@" >"$OUT/tw.out" 2>&1 &
