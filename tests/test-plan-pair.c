@@ -975,13 +975,26 @@ static void test_policy_and_budget(void) {
         world_done(&w);
 
         /* released for a second look: held off PLAN_SECOND_LOOK_USEC, then
-         * placed again, its actions marked so (the check's verdict is final) */
+         * placed again, its actions marked so (the check's verdict is
+         * final). Placed first, as the look always follows a placement:
+         * the cool-down that placement armed (Cooldown=, 30 s here) ends
+         * with the look, and does not hold the pair split for 25 s more. */
         world_init(&w, tasks, ELEMENTSOF(tasks));
         ASSERT_OK(findings_add(&w.findings, &f));
-        /* one member marked: the verdict is the pair's, both actions final */
-        ASSERT_OK(plan_state_second_look(w.state, &tasks[0].id, w.now + PLAN_SECOND_LOOK_USEC,
-                                         "effect check: released for a second look"));
-        ASSERT_TRUE(plan_state_looked_again(w.state, &tasks[0].id));
+        interval(&w);
+        expect_colocated(&w, 700, 701);
+        ASSERT_TRUE(target(&w, 700, 701)->cooldown_until_usec > w.now + 2 * PLAN_SECOND_LOOK_USEC);
+        interval(&w);
+        interval(&w);
+        {
+                /* the manager's undo of the SET: both members released */
+                struct action set = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                                      .task = tasks[0].id, .partner = tasks[1].id };
+
+                ASSERT_OK(plan_state_second_look(w.state, &set, w.now + PLAN_SECOND_LOOK_USEC,
+                                                 "effect check: released for a second look"));
+        }
+        ASSERT_TRUE(plan_state_looked_again(w.state, &tasks[0].id) && plan_state_looked_again(w.state, &tasks[1].id));
         ASSERT_TRUE(!plan_state_looked_again(w.state, &(struct task_id) { .pid = 702, .tid = 702, .start_time = 5702 }));
         for (uint64_t until = w.now + PLAN_SECOND_LOOK_USEC; w.now < until;) {
                 interval(&w);

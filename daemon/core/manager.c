@@ -169,13 +169,10 @@ static void effect_verdict(const struct action *a, const struct effect_result *r
         }
         /* a gain kept earlier for this thread is no longer in force */
         effect_gain_forget(&m->effects, &a->task);
-        if (res->second_look) {
+        if (res->second_look)
                 /* the verdict is the pair's: both members have had their look */
-                (void) plan_state_second_look(m->plan, &a->task, util_now_usec() + PLAN_SECOND_LOOK_USEC, undo.reason);
-                if (a->partner.tid)
-                        (void) plan_state_second_look(m->plan, &a->partner, util_now_usec() + PLAN_SECOND_LOOK_USEC,
-                                                      undo.reason);
-        } else
+                (void) plan_state_second_look(m->plan, a, util_now_usec() + PLAN_SECOND_LOOK_USEC, undo.reason);
+        else
                 (void) plan_state_block(m->plan, plan_undo_key(a, key, sizeof(key)),
                                         util_now_usec() + m->config->daemon.retry_after_usec, undo.reason);
 }

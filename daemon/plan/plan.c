@@ -171,15 +171,24 @@ static struct plan_target_state *task_state_get(struct plan_state *s, const stru
         return t;
 }
 
-int plan_state_second_look(struct plan_state *s, const struct task_id *id, uint64_t until_usec, const char *why) {
+int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_t until_usec, const char *why) {
+        const struct task_id *ids[2] = { &a->task, a->partner.tid ? &a->partner : NULL };
+        struct plan_target_state *pair;
+        char key[64];
         int r = 0;
-        struct plan_target_state *t = task_state_get(s, id, &r);
 
-        if (!t)
-                return r;
-        t->looked_again = true;
-        t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
-        snprintf(t->why, sizeof(t->why), "%s", why ?: "released for a second look");
+        for (size_t i = 0; i < ELEMENTSOF(ids) && ids[i]; i++) {
+                struct plan_target_state *t = task_state_get(s, ids[i], &r);
+
+                if (!t)
+                        return r;
+                t->looked_again = true;
+                t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
+                snprintf(t->why, sizeof(t->why), "%s", why ?: "released for a second look");
+        }
+        pair = ids[1] && pair_key(ids[0], ids[1], key, sizeof(key)) ? plan_state_find(s, key) : NULL;
+        if (pair && pair->cooldown_until_usec > until_usec)
+                pair->cooldown_until_usec = until_usec;
         return 0;
 }
 
