@@ -926,6 +926,7 @@ static void test_half_pair_released(void) {
 static void test_policy_and_budget(void) {
         struct task tasks[] = { mktask(700, 0.5, 0), mktask(701, 0.5, 1) };
         struct world w;
+        int cpu;
 
         /* Action=report: watched, never touched */
         pair_policy.action = ACTION_REPORT;
@@ -982,17 +983,25 @@ static void test_policy_and_budget(void) {
         world_init(&w, tasks, ELEMENTSOF(tasks));
         ASSERT_OK(findings_add(&w.findings, &f));
         interval(&w);
-        expect_colocated(&w, 700, 701);
+        cpu = expect_colocated(&w, 700, 701);
         ASSERT_TRUE(target(&w, 700, 701)->cooldown_until_usec > w.now + 2 * PLAN_SECOND_LOOK_USEC);
-        interval(&w);
-        interval(&w);
+        /* applied and held while its verdict waits */
+        w.managed[0] = mkmanaged(&tasks[0], &tasks[1], cpu);
+        w.managed[1] = mkmanaged(&tasks[1], &tasks[0], cpu);
+        w.n_managed = 2;
+        for (int i = 0; i < 2; i++) {
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+                ASSERT_STREQ(target(&w, 700, 701)->state, "co-located");
+        }
         {
-                /* the manager's undo of the SET: both members released */
+                /* the manager's undo of both SETs, in one pass */
                 struct action set = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
                                       .task = tasks[0].id, .partner = tasks[1].id };
 
                 ASSERT_OK(plan_state_second_look(w.state, &set, w.now + PLAN_SECOND_LOOK_USEC,
                                                  "effect check: released for a second look"));
+                w.n_managed = 0;
         }
         ASSERT_TRUE(plan_state_looked_again(w.state, &tasks[0].id) && plan_state_looked_again(w.state, &tasks[1].id));
         ASSERT_TRUE(!plan_state_looked_again(w.state, &(struct task_id) { .pid = 702, .tid = 702, .start_time = 5702 }));
@@ -1197,6 +1206,60 @@ static int expect_fan_placed(const struct world *w) {
         }
         ASSERT_EQ(sum, 870 + 871 + 872);
         return cpumask_next(&w->out.items[0].mask, 0);
+}
+
+/*
+ * A fan's link (872 with its hub 870) released for a second look: the
+ * fan's other pair is let go with it (never half a fan), and the whole
+ * fan is placed again when the look ends, 5 s on, not when the cool-down
+ * of the other pair's release would (Cooldown=, 30 s here): the hub's
+ * look ends that one too.
+ */
+static void test_fan_second_look(void) {
+        struct task tasks[] = { mktask(870, 0.3, 0), mktask(871, 0.3, 1), mktask(872, 0.25, 2) };
+        struct action set = { .type = ACT_AFFINITY, .verb = VERB_SET, .kind = DETECT_PAIR,
+                              .task = tasks[2].id, .partner = tasks[0].id };
+        struct world w;
+        uint64_t until;
+        int cpu;
+
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        fan_findings(&w, tasks, 1.0, 1.0);
+        interval(&w);
+        cpu = expect_fan_placed(&w);
+        hold_three(&w, tasks, 0, cpu);
+        fan_findings(&w, tasks, 0.0, 0.0);
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+
+        /* the manager undoes 872's SET for a look; the planner lets 870 and 871 go */
+        until = w.now + PLAN_SECOND_LOOK_USEC;
+        ASSERT_OK(plan_state_second_look(w.state, &set, until, "effect check: released for a second look"));
+        w.n_managed = 2;
+        tasks[2].allowed = ALL4, tasks[2].last_cpu = 3;
+        fan_findings(&w, tasks, 0.0, 1.0);
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 2);
+        ASSERT_TRUE(w.out.items[0].verb == VERB_RELEASE && w.out.items[1].verb == VERB_RELEASE);
+
+        /* split again by the kernel: held off for the look only */
+        w.n_managed = 0;
+        tasks[0].allowed = tasks[1].allowed = ALL4;
+        tasks[0].last_cpu = 0, tasks[1].last_cpu = 1;
+        fan_findings(&w, tasks, 1.0, 1.0);
+        while (w.now < until) {
+                memset(w.claim, 0, sizeof(w.claim));
+                interval(&w);
+                ASSERT_EQ(w.out.n, 0);
+        }
+        memset(w.claim, 0, sizeof(w.claim));
+        interval(&w);
+        expect_fan_placed(&w);
+        for (size_t i = 0; i < 3; i++)
+                ASSERT_TRUE(w.out.items[i].looked_again);
+        world_done(&w);
 }
 
 /*
@@ -2122,6 +2185,7 @@ int main(void) {
         test_feeder_direction();
         test_fan_no_chain();
         test_fan_whole();
+        test_fan_second_look();
         test_same_cpu_again();
         test_two_fans();
         test_fan_partner_taken();

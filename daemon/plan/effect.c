@@ -441,14 +441,14 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
  * together, was co-located then and kept at "bytes/s -1 %"; unplaced it
  * runs 22-25k once the kernel spreads it. Such a keep becomes a release
  * for a second look (the manager holds the pair off for
- * PLAN_SECOND_LOOK_USEC, and the Cooldown= of its placement, 30 s by
- * default, holds it longer): placed again, it is judged against a
- * "before" of the windows where the kernel put it meanwhile, and that
- * verdict is final (action.looked_again). A closed loop that co-location
- * helps moves clearly more, and keeps. A client at a fixed rate moves as
- * many bytes anywhere, and gets its look too: the kernel's placement
- * until the cool-down ends, once, then the verdict by its answers; a
- * stream kept on one CPU lost 10 % for good. Against the "before" itself,
+ * PLAN_SECOND_LOOK_USEC, 5 s, which ends the cool-down of its placement
+ * too): placed again, it is judged against a "before" of the windows
+ * where the kernel put it meanwhile, and that verdict is final
+ * (action.looked_again). A closed loop that co-location helps moves
+ * clearly more, and keeps. A client at a fixed rate moves as many bytes
+ * anywhere, and gets its look too: the kernel's placement for the look,
+ * once, then the verdict by its answers; a stream kept on one CPU lost
+ * 10 % for good. Against the "before" itself,
  * not the mean of the windows before as bytes_fell() holds them to: that
  * mean only ever lies below it.
  *

@@ -949,8 +949,17 @@ static int release(struct pair_plan *pp, struct pair_item *it, enum pair_state s
         it->st->seen = 0;
         it->st->placed_usec = 0;
         it->st->fan_hub = (struct task_id) {};
-        /* no co-location right after a release: that is how flapping starts */
+        /* no co-location right after a release: that is how flapping starts;
+         * but a member in its second look (a fan's hub, a chain's shared
+         * member, released with the pair the effect check looks at again)
+         * ends the hold with the look, as that pair's does */
         plan_cooldown_arm(pp->ctx, it->st);
+        for (int k = 0; k < 2; k++) {
+                uint64_t look = plan_state_look_until(pp->ctx->state, &it->id[k], pp->ctx->in->now_usec);
+
+                if (look && look < it->st->cooldown_until_usec)
+                        it->st->cooldown_until_usec = look;
+        }
         plan_set_pair_state(it->st, state, "%s", reason);
         return 0;
 }

@@ -192,6 +192,16 @@ int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_
         return 0;
 }
 
+uint64_t plan_state_look_until(const struct plan_state *s, const struct task_id *id, uint64_t now_usec) {
+        const struct plan_target_state *t;
+        char key[128];
+
+        if (!s || !id || !task_key(id, key, sizeof(key)))
+                return 0;
+        t = plan_state_find(s, key);
+        return t && t->looked_again && t->no_retry_until_usec > now_usec ? t->no_retry_until_usec : 0;
+}
+
 bool plan_state_looked_again(const struct plan_state *s, const struct task_id *id) {
         const struct plan_target_state *t;
         char key[128];

@@ -165,8 +165,10 @@ const char *plan_undo_key(const struct action *a, char *buf, size_t size);
 /*
  * The effect check kept a pair by bytes that showed no clear gain, on a
  * "before" that may be of the pair's first second only
- * (effect_result.second_look): the pair's members (a->task, a->partner)
- * were released, and are not placed again before until_usec
+ * (effect_result.second_look): the pair's members (a->task, a->partner;
+ * the manager undoes each one's change as its verdict comes, in the same
+ * pass, for they are judged on the same figures) are not placed again
+ * before until_usec
  * (PLAN_SECOND_LOOK_USEC from now), so that the next "before", the mean of
  * the windows where the kernel puts the pair, is of the kernel's placement
  * now, over several windows. Marks both as looked at again: the next
@@ -175,7 +177,8 @@ const char *plan_undo_key(const struct action *a, char *buf, size_t size);
  * second a stream's rate is steady within a few percent over four windows.
  *
  * The look is the pair's hold, and the cool-down its placement armed ends
- * with it. Cooldown= is there against flapping, and a look is one release
+ * with it; so does the one of a pair that shares a member and is released
+ * for it (a fan's other pair, a chain's link: plan_state_look_until()). Cooldown= is there against flapping, and a look is one release
  * and one placement, whose verdict is final. Held the cool-down's 30 s
  * instead, Redis at 2,000 requests/s beside stress-ng, released for its
  * look 3 s after it was co-located, ran split for the rest of a 10 s run:
@@ -186,6 +189,8 @@ const char *plan_undo_key(const struct action *a, char *buf, size_t size);
 int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_t until_usec, const char *why);
 /* Was thread id released for a second look already? */
 bool plan_state_looked_again(const struct plan_state *s, const struct task_id *id);
+/* When the second look of thread id ends, if it is in one now; else 0. */
+uint64_t plan_state_look_until(const struct plan_state *s, const struct task_id *id, uint64_t now_usec);
 
 /*
  * Someone else changed the affinity affinityd set on thread id (the
