@@ -31,7 +31,7 @@
 #              worker) -> the nginx-1 server: a chain of three (requests/s)
 # Loads that are no pair to co-locate, where the daemon must cost nothing
 # (not in the default list; the target is >= 0.98x stock, and hand, all on
-# CPU 0, is no reference for them):
+# one CPU, is no reference for them):
 #   redis-p16  Redis + redis-benchmark GET, 1 connection, 16 requests in
 #              flight (-P 16): a pipelined client (requests/s)
 #   iperf-stream  iperf3, one TCP stream over 127.0.0.1 (Mbit/s received)
@@ -55,8 +55,9 @@
 #   stock      no daemon; the server's threads may run anywhere
 #   affinityd  a fresh daemon per run, the shipped policies, 1 s interval,
 #              started --settle seconds (default 0) before the client
-#   hand       server and client all on CPU 0 (taskset), what a careful
-#              human does for a single client
+#   hand       server and client all on one CPU (taskset; the first this
+#              script may use), what a careful human does for a single
+#              client
 #   stock-again  (not in the default list) stock once more in each repeat:
 #              stock against itself, the spread any paired ratio of the run
 #              carries before a variant changes anything
@@ -86,6 +87,10 @@
 #              systemd unit runs it, Nice=-5); without @, at the bench's own
 #              nice level
 #
+# --load PCT: production machines are never quiet. stress-ng --cpu NCPU
+# --cpu-load PCT runs on every CPU for the whole benchmark, every variant
+# beside the same load (stress-ng is installed when missing).
+#
 # Each server is a private instance started by this script on a unix
 # socket in a temporary folder (not the system's instance, whose data and
 # state are not touched; the loopback servers, whose clients speak only
@@ -94,10 +99,6 @@
 # postgresql for pg-*, memcached libmemcached-tools nginx-light wrk
 # sockperf for the loopback rows, iperf3, linux-perf for hackbench,
 # stress-ng for sng-*) are installed with apt-get when run as root.
-#
-# --load PCT: production machines are never quiet. stress-ng --cpu NCPU
-# --cpu-load PCT runs on every CPU for the whole benchmark, every variant
-# beside the same load (stress-ng is installed when missing).
 #
 # For affinityd the figure covers the whole run from the client's start,
 # so the time until the pair is co-located counts against it; that time is
@@ -281,7 +282,9 @@ while [[ $# -gt 0 ]]; do
         --repeats) REPEATS=$2; shift ;;
         --duration) DURATION=$2; shift ;;
         --settle) SETTLE=$2; shift ;;
-        --load) LOAD=$2; shift ;;
+        --load) LOAD=$2; shift
+                [[ $LOAD =~ ^[0-9]+$ && $LOAD -ge 1 && $LOAD -le 100 ]] ||
+                        { echo "servers.sh: --load $LOAD: a percentage, 1-100" >&2; exit 2; } ;;
         --workloads) WORKLOADS=$2; shift ;;
         --variants) VARIANTS=$2; shift ;;
         --srcdir) SRCDIR=$2; shift ;;
@@ -415,9 +418,9 @@ group_by_hand() {
         for c in $(printf '%s\n' "${!members[@]}" | sort -n); do
                 local pinned=
                 for p in "$c" ${members[$c]}; do
-                        taskset -p -c "${CPU_IDS[i % NCPU]}" "$p" >/dev/null 2>&1 && pinned+=" $p"
+                        taskset -p -c "${CPU_IDS[i % ${#CPU_IDS[@]}]}" "$p" >/dev/null 2>&1 && pinned+=" $p"
                 done
-                echo "${CPU_IDS[i % NCPU]}$pinned"
+                echo "${CPU_IDS[i % ${#CPU_IDS[@]}]}$pinned"
                 i=$((i + 1))
         done
         rm -f "$data" "$srv"
@@ -732,9 +735,10 @@ if [[ " ${WL[*]}" == *" sockperf-"* ]]; then sockperf_start "$WORK" "$LOGS" || d
 if [[ " ${WL[*]}" == *" iperf-"* ]]; then iperf3_start "$WORK" "$LOGS" || die "the iperf3 server did not start"; fi
 
 if [[ -n $LOAD ]]; then
-        [[ $LOAD =~ ^[0-9]+$ && $LOAD -ge 1 && $LOAD -le 100 ]] || die "--load $LOAD: a percentage, 1-100"
-        stress-ng --cpu "$NCPU" --cpu-load "$LOAD" --timeout 0 --quiet &
+        # stopped with this script however it ends, a kill -9 too
+        setpriv --pdeathsig TERM -- stress-ng --cpu "$NCPU" --cpu-load "$LOAD" --timeout 0 --quiet &
         LOAD_PID=$!
+        sleep 1   # its workers started and spread before the first run
 fi
 echo "# bench/servers.sh: ${REPEATS} repeats x ${DURATION} s, $NCPU CPUs, $(uname -r), $(date -u +%FT%TZ)${LOAD:+, beside stress-ng --cpu $NCPU --cpu-load $LOAD}"
 echo "# $("$AFFINITYD" --version 2>/dev/null | head -1)"

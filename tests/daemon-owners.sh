@@ -72,7 +72,7 @@ kill "$ECHO" "$CLIENT"
 pingpong cross 0 "$USER_UID"
 deadline=$(( $(date +%s) + 10 ))
 while [ "$(date +%s)" -lt "$deadline" ]; do
-        [ "$(allowed_of "$ECHO")" = 0 ] || { ctl actions; fail "root's echo loop $ECHO was moved to $(allowed_of "$ECHO") for uid $USER_UID's client"; }
+        [ "$(allowed_of "$ECHO")" = "$CPU_A" ] || { ctl actions; fail "root's echo loop $ECHO was moved to $(allowed_of "$ECHO") for uid $USER_UID's client"; }
         [ "$(allowed_of "$CLIENT")" = "$CPU_LAST" ] || fail "uid $USER_UID's client was moved for a pair with root's task: $(allowed_of "$CLIENT")"
         sleep 0.2
 done

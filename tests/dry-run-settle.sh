@@ -3,7 +3,7 @@
 # change's cool-down ends, for it never makes it. A repeat is no news: the
 # wake-up bursts thin out as they do once a daemon that acts has made its
 # change, or watching alone would cost a fixed-rate client more than
-# acting does. Here a ping-pong is held split on CPUs 0 and 1 (the pair
+# acting does. Here a ping-pong is held split on two CPUs (the pair
 # policy with AllowNarrowed=yes), with Interval=200ms and Cooldown=1s, so
 # the same "would co-locate" comes back about every second. The test waits
 # for the long stride (a burst in more than 4 passes: 30 passes in a row

@@ -71,7 +71,7 @@ migrations_of() { awk '/^se.nr_migrations/ {print $3}' "/proc/$1/sched"; }
 is_single_cpu() { [[ "$(allowed_of "$1")" =~ ^[0-9]+$ ]]; }
 hogs_json() { ctl hogs --json; }
 
-# start_hogs N NAME: N hog processes on CPUs 0-1 (unpinned within them); PIDs in $work/NAME.pids
+# start_hogs N NAME: N hog processes on $CPUS (unpinned within them); PIDs in $work/NAME.pids
 start_hogs() {
         local n=$1 name=$2
         rm -f "$work/$name.pids"

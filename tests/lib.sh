@@ -121,6 +121,7 @@ start_daemon() {
         # timeout, an operator's kill -9), which no trap of the test can catch:
         # the daemon restores what it changed and exits, instead of going on
         # changing the machine's tasks and holding its lock from the next test.
+        command -v setpriv >/dev/null || fail "needs setpriv (util-linux) to start the daemon under test"
         env --default-signal=PIPE setpriv --pdeathsig TERM -- "$AFFINITYD" --runtime-dir "$RUNDIR" --config-dir "$cfg" "${scope[@]}" "$@" \
                 >"$RUNDIR/daemon.log" 2>&1 &
         DAEMON_PID=$!

@@ -1,6 +1,6 @@
 #!/bin/bash
 # Integration ([wake-affine]): ping-pong pairs against the real daemon.
-#  1. a pipe ping-pong started on CPUs 0 and 1 and then released to all CPUs
+#  1. a pipe ping-pong started on two CPUs and then released to all CPUs
 #     (the kernel's split, not a user's taskset) is co-located within a
 #     deadline, `affctl pairs` says so, and its round-trip rate rises;
 #     1b. a pair a user split on purpose (both masks narrowed) is left as set;
@@ -221,7 +221,7 @@ rate_not_risen() {
         local cpu one=() two=() lo hi g
         # the CPU of the daemon's pin (it may have been undone since)
         cpu=$(grep -o "set affinity task:$P1:[0-9]* → [0-9]*" "$RUNDIR/daemon.log" | tail -1 | awk '{ print $NF }')
-        [[ $cpu =~ ^[0-9]+$ ]] || cpu=0
+        [[ $cpu =~ ^[0-9]+$ ]] || cpu=$CPU_A
         kill -STOP "$P1" "$P2" 2>/dev/null || true
         for i in 1 2 3; do
                 one+=("$(hand_rate "again-one-$i" --pin "$cpu")")
