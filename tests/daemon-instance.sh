@@ -87,7 +87,7 @@ done
 restored() { [ "$(allowed_of "$P1")" = "$ORIG" ] && [ "$(allowed_of "$P2")" = "$ORIG" ]; }
 if [ "$premise" = yes ]; then
         kill -9 "$DAEMON_PID"
-        "$AFFINITYD" --runtime-dir "$R2" --config-dir "$work/none" >"$R2/daemon.log" 2>&1 &
+        setpriv --pdeathsig TERM -- "$AFFINITYD" --runtime-dir "$R2" --config-dir "$work/none" >"$R2/daemon.log" 2>&1 &
         SECOND=$!
         wait_for 20 restored || { cat "$R2/daemon.log"; fail "the successor did not restore the pair: $(allowed_of "$P1") / $(allowed_of "$P2")"; }
         kill -0 "$SECOND" || { cat "$R2/daemon.log"; fail "the successor did not keep running"; }
@@ -121,10 +121,10 @@ Enabled=yes
 [Action]
 Sysctl=kernel.sched_autogroup_enabled=$((1 - orig))
 EOF
-"$AFFINITYD" --runtime-dir "$R3" --config-dir "$work/none" >"$R3/daemon.log" 2>&1 &
+setpriv --pdeathsig TERM -- "$AFFINITYD" --runtime-dir "$R3" --config-dir "$work/none" >"$R3/daemon.log" 2>&1 &
 HOLDER=$!
 wait_for 30 "$AFFCTL" --runtime-dir "$R3" status >/dev/null 2>&1 || { cat "$R3/daemon.log"; fail "the lock's holder did not come up"; }
-"$AFFINITYD" --runtime-dir "$R4" --config-dir "$work/sysctl" >"$R4/daemon.log" 2>&1 &
+setpriv --pdeathsig TERM -- "$AFFINITYD" --runtime-dir "$R4" --config-dir "$work/sysctl" >"$R4/daemon.log" 2>&1 &
 WAITER=$!
 # The daemon itself (not the shell's child before its exec, which blocks
 # SIGTERM for a moment too) with SIGTERM (signal 15: mask 0x4000) blocked:
