@@ -168,18 +168,19 @@ const char *plan_undo_key(const struct action *a, char *buf, size_t size);
  * (effect_result.second_look): the pair's members (a->task, a->partner;
  * the manager undoes each one's change as its verdict comes, in the same
  * pass, for they are judged on the same figures) are not placed again
- * before until_usec
- * (PLAN_SECOND_LOOK_USEC from now), so that the next "before", the mean of
- * the windows where the kernel puts the pair, is of the kernel's placement
- * now, over several windows. Marks both as looked at again: the next
- * verdict on them is final. Five seconds: the windows' mean decays over
- * 3 s, and under background load that comes in slices of up to half a
- * second a stream's rate is steady within a few percent over four windows.
+ * before until_usec (PLAN_SECOND_LOOK_USEC from now), so that the next
+ * "before", the mean of the windows where the kernel puts the pair, is of
+ * the kernel's placement now, over several windows. Marks both as looked
+ * at again: the next verdict on them is final. Five seconds: the windows'
+ * mean decays over 3 s, and under background load that comes in slices of
+ * up to half a second a stream's rate is steady within a few percent over
+ * four windows.
  *
  * The look is the pair's hold, and the cool-down its placement armed ends
  * with it; so does the one of a pair that shares a member and is released
- * for it (a fan's other pair, a chain's link: plan_state_look_until()). Cooldown= is there against flapping, and a look is one release
- * and one placement, whose verdict is final. Held the cool-down's 30 s
+ * for it (a fan's other pair, a chain's link: plan_state_look_until()).
+ * Cooldown= is there against flapping, and a look is one release and one
+ * placement, whose verdict is final. Held the cool-down's 30 s
  * instead, Redis at 2,000 requests/s beside stress-ng, released for its
  * look 3 s after it was co-located, ran split for the rest of a 10 s run:
  * p99 4.1 ms against 2.8 ms with it pinned by hand (a client at a fixed
