@@ -314,8 +314,8 @@ mkdir -p "$LOGS" || exit 1
 NCPU=$(nproc)
 # the CPUs this script may use (stock's mask, hand's CPU, grouped's CPUs):
 # its own allowed set, which a cpuset may leave without CPU 0
-ALLCPUS=$(allowed_cpu_list)
-mapfile -t CPU_IDS < <(cpu_list_expand "$ALLCPUS")
+ALLCPUS=$(allowed_of $$)
+mapfile -t CPU_IDS < <(allowed_cpus)
 
 die() { echo "servers.sh: $*" >&2; exit 1; }
 

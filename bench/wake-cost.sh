@@ -33,7 +33,8 @@ trap 'rm -rf "$OUT"' EXIT
 
 # the pair on the first CPU this script may use (tests/cpus.sh)
 . "$(cd "$(dirname "$0")/.." && pwd)/tests/cpus.sh"
-CPU_A=$(cpu_list_expand "$(allowed_cpu_list)" | head -n1)
+mapfile -t CPU_IDS < <(allowed_cpus)
+CPU_A=${CPU_IDS[0]}
 rate() { "$PP" --pin "$CPU_A" --duration "$DURATION" 2>/dev/null | tail -n1 | grep -o '^rate=[0-9.]*' | cut -d= -f2; }
 with_sampler() {  # MODE-ARGS...: run the sampler around one ping-pong run
         local pid r

@@ -13,13 +13,15 @@ cpu_list_expand() {
                 if [[ $part == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
         done
 }
-# allowed_cpu_list: this shell's Cpus_allowed_list ("0-3,8").
-allowed_cpu_list() { awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$$/status"; }
+# allowed_of TID: the thread's Cpus_allowed_list ("0-3,8").
+allowed_of() { awk '/^Cpus_allowed_list/ {print $2}' "/proc/$1/status"; }
+# allowed_cpus: the CPUs this shell may run on, one a line.
+allowed_cpus() { cpu_list_expand "$(allowed_of $$)"; }
 # have_two_cpus: sets CPU_A and CPU_B, the first two CPUs this shell may
 # run on, and CPU_LAST, the last; false where fewer than two are allowed.
 have_two_cpus() {
         local cpus
-        mapfile -t cpus < <(cpu_list_expand "$(allowed_cpu_list)")
+        mapfile -t cpus < <(allowed_cpus)
         [ "${#cpus[@]}" -ge 2 ] || return 1
         # shellcheck disable=SC2034 # set for the caller
         CPU_A=${cpus[0]} CPU_B=${cpus[1]} CPU_LAST=${cpus[-1]}

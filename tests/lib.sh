@@ -175,11 +175,9 @@ cpu_pct_over() {
         awk -v a="$a" -v b="$b" -v t="$(( t1 - t0 ))" 'BEGIN { printf "%.1f", (t > 0 ? (b - a) * 100 / t : 0) }'
 }
 
-# Cpus_allowed_list of a thread
-allowed_of() { awk '/^Cpus_allowed_list/ {print $2}' "/proc/$1/status"; }
-
-# CPU_A, CPU_B, CPU_LAST: the first two and the last CPU this test may use
-# (have_two_cpus, tests/cpus.sh); two_cpus: those, or a skip.
+# allowed_of TID (a thread's Cpus_allowed_list); CPU_A, CPU_B, CPU_LAST:
+# the first two and the last CPU this test may use (have_two_cpus,
+# tests/cpus.sh); two_cpus: those, or a skip.
 . "$top_srcdir/tests/cpus.sh"
 two_cpus() { have_two_cpus || skip "needs at least 2 CPUs (allowed here: $(allowed_of $$))"; }
 
