@@ -236,7 +236,7 @@ static void test_proxy(void) {
  */
 static void test_proxy_io_bytes(void) {
         struct task st_split_a = { .id = { .tid = 40 }, .have_rates = true, .nvcsw_per_s = 4580,
-                                   .have_io_rate = true, .io_bytes_per_s = 1717738 };
+                                   .have_io_rate = true, .io_bytes_per_s = 1717738, .io_calls_per_s = 50000 };
         struct task st_split_b = st_split_a, st_one_a, st_one_b, pp_a, pp_b, rs_a, rs_b;
         struct effect_state s;
         enum effect_verdict v = EFFECT_PENDING;
@@ -263,7 +263,7 @@ static void test_proxy_io_bytes(void) {
 
         /* a pipe ping-pong: 21k -> 102k bytes/s, kept */
         pp_a = (struct task) { .id = { .tid = 50 }, .have_rates = true, .nvcsw_per_s = 10192, .have_io_rate = true,
-                               .io_bytes_per_s = 21323 };
+                               .io_bytes_per_s = 21323, .io_calls_per_s = 21323 };
         pp_b = pp_a;
         pp_b.id.tid = 51;
         before = effect_proxy_for(DETECT_PAIR, &pp_a, &pp_b);
@@ -287,7 +287,39 @@ static void test_proxy_io_bytes(void) {
          * fewer bytes than switches are not the pair's exchange */
         rs_a.have_io_rate = rs_b.have_io_rate = true;
         rs_a.io_bytes_per_s = rs_b.io_bytes_per_s = 15000;
+        rs_a.io_calls_per_s = rs_b.io_calls_per_s = 20000;   /* a call a switch: the bytes alone say no */
         rs_a.nvcsw_per_s = rs_b.nvcsw_per_s = 20000;
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_OWN);
+        rs_a.io_bytes_per_s = rs_b.io_bytes_per_s = 20000;
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_IO_BYTES);
+        /* pgbench -R 2000 (measured): its log, 98 kB/s through 24 write()s,
+         * and its backend's page reads, 3.7 MB/s through 454 pread()s
+         * falling as its cache warms, at 4,500 switches/s each: more bytes
+         * than switches, yet no exchange; bytes through a call every other
+         * switch are (the pipe ping-pong's and the stream's above) */
+        rs_a.nvcsw_per_s = 4548;
+        rs_b.nvcsw_per_s = 4381;
+        rs_a.io_bytes_per_s = 98304;
+        rs_a.io_calls_per_s = 24;
+        rs_b.io_bytes_per_s = 3719168;
+        rs_b.io_calls_per_s = 454;
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_OWN);
+        rs_a.io_calls_per_s = 2274;
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_OWN);   /* the backend's alone */
+        rs_b.io_calls_per_s = 2191;
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_IO_BYTES);
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &pp_a, &pp_b), EVIDENCE_IO_BYTES);
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &st_one_a, &st_one_b), EVIDENCE_IO_BYTES);
+        /* dd bs=1M into a pipe: 16 switches a call, each a pipe's 64 kB; its
+         * reader a read a wake-up. 8 kB calls that rare (the backend's) are not */
+        rs_a.nvcsw_per_s = 3200;
+        rs_a.io_calls_per_s = 200;
+        rs_a.io_bytes_per_s = 200.0 * 1024 * 1024;
+        rs_b.nvcsw_per_s = 3200;
+        rs_b.io_calls_per_s = 3200;
+        rs_b.io_bytes_per_s = 200.0 * 1024 * 1024;
+        ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_IO_BYTES);
+        rs_a.io_bytes_per_s = 200.0 * 8192;
         ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_OWN);
         /* hogs never use it */
         ASSERT_EQ(effect_basis_for(DETECT_HOG, &st_split_a, NULL), EVIDENCE_OWN);
@@ -309,9 +341,9 @@ static void on_verdict(const struct action *a, const struct effect_result *res, 
 static void test_tracker_gain(void) {
         struct task tasks[2] = {
                 { .id = { .pid = 70, .tid = 70, .start_time = 7 }, .have_rates = true, .have_io_rate = true,
-                  .io_bytes_per_s = 21323, .nvcsw_per_s = 10192 },
+                  .io_bytes_per_s = 21323, .io_calls_per_s = 21323, .nvcsw_per_s = 10192 },
                 { .id = { .pid = 71, .tid = 71, .start_time = 8 }, .have_rates = true, .have_io_rate = true,
-                  .io_bytes_per_s = 21323, .nvcsw_per_s = 10192 },
+                  .io_bytes_per_s = 21323, .io_calls_per_s = 21323, .nvcsw_per_s = 10192 },
         };
         struct snapshot snap = { .tasks = tasks, .n_tasks = 2 };
         struct effect_tracker tr = {};
@@ -501,7 +533,8 @@ struct bytes_pair {
 static void bytes_pair_init(struct bytes_pair *bp, pid_t tid) {
         for (int k = 0; k < 2; k++) {
                 bp->tasks[k] = (struct task) { .id = { .pid = tid + k, .tid = tid + k, .start_time = 7 + k },
-                                               .have_rates = true, .have_io_rate = true, .nvcsw_per_s = 10000 };
+                                               .have_rates = true, .have_io_rate = true, .nvcsw_per_s = 10000,
+                                               .io_calls_per_s = 20000 };
                 bp->edges[k] = (struct wake_edge) { .waker_tid = tid + k, .wakee_tid = tid + 1 - k,
                                                     .wakeups_per_s = 10000, .response_usec = k ? 900 : 60 };
         }

@@ -253,6 +253,7 @@ static void window_moved(struct task *t, double bytes, uint64_t usec, bool born)
         for (int k = 0; k < 2; k++) {
                 t[k].have_io_rate = true;
                 t[k].io_bytes_per_s = bytes;
+                t[k].io_calls_per_s = 2 * (t[k].nvcsw_per_s + t[k].nivcsw_per_s);   /* a read and a write a switch */
                 t[k].window_usec = usec;
                 t[k].rates_since_birth = born;
         }

@@ -395,15 +395,9 @@ static double combined_util(const struct task *a, const struct task *b, unsigned
  */
 #define DETECT_PAIR_STREAM_CALLS_PER_SWITCH 4.0
 
-static double calls_per_switch(const struct task *t) {
-        double sw = t->nvcsw_per_s + t->nivcsw_per_s;
-
-        return t->have_io_rate && t->io_calls_per_s > 0 && sw > 0 ? t->io_calls_per_s / sw : 0;
-}
-
 static bool pipelined(const struct task *a, const struct task *b, unsigned anchored) {
-        return !held_together(a, b, anchored) && calls_per_switch(a) > DETECT_PAIR_STREAM_CALLS_PER_SWITCH &&
-               calls_per_switch(b) > DETECT_PAIR_STREAM_CALLS_PER_SWITCH;
+        return !held_together(a, b, anchored) && task_calls_per_switch(a) > DETECT_PAIR_STREAM_CALLS_PER_SWITCH &&
+               task_calls_per_switch(b) > DETECT_PAIR_STREAM_CALLS_PER_SWITCH;
 }
 
 /*
@@ -546,7 +540,7 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         else if (f.shape == PAIR_STREAM && pipelined(a, b, anchored))
                 snprintf(f.note, sizeof(f.note),
                          "stream: %.1f and %.1f reads and writes a switch > %.0f (%.0f/%.0f wake-ups/s)",
-                         calls_per_switch(a), calls_per_switch(b), DETECT_PAIR_STREAM_CALLS_PER_SWITCH,
+                         task_calls_per_switch(a), task_calls_per_switch(b), DETECT_PAIR_STREAM_CALLS_PER_SWITCH,
                          it->lo_to_hi, it->hi_to_lo);
         else if (f.shape == PAIR_STREAM)
                 snprintf(f.note, sizeof(f.note),

@@ -112,9 +112,10 @@ const char *effect_verdict_to_string(enum effect_verdict v);
  *    the sum of both kinds is;
  *  - run-delay victim: run delay in ms/s (lower is better).
  *
- * A pair whose members move bytes through read()/write() (both have an io
- * rate and it is not 0: pipes, FIFOs, read/write sockets) is judged by
- * those bytes instead (EVIDENCE_IO_BYTES): the work it gets done. A stream
+ * A pair whose members move bytes through read()/write() (each side at
+ * least a byte a switch, through a call every two switches or calls that
+ * block: pipes, FIFOs, read/write sockets; effect.c, moves_its_bytes()) is
+ * judged by those bytes instead (EVIDENCE_IO_BYTES): the work it gets done. A stream
  * (both sides busy, pipelined) taken for a ping-pong on a loaded machine,
  * where its squeezed sides look like one, switches more on one CPU while
  * it moves fewer bytes; by its bytes it is undone. A server that uses

@@ -135,6 +135,18 @@ static inline bool task_is_kthread(const struct task *t) {
         return t->kthread || (t->proc && t->proc->kthread);
 }
 
+/* Its context switches a second, voluntary and not. */
+static inline double task_switches_per_s(const struct task *t) {
+        return t->nvcsw_per_s + t->nivcsw_per_s;
+}
+
+/* Its read()/write() calls (/proc/TID/io syscr + syscw) per switch; 0: not known. */
+static inline double task_calls_per_switch(const struct task *t) {
+        double sw = task_switches_per_s(t);
+
+        return t->have_io_rate && t->io_calls_per_s > 0 && sw > 0 ? t->io_calls_per_s / sw : 0;
+}
+
 struct cpu_sample {
         /* cumulative jiffies from /proc/stat */
         uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
