@@ -5,16 +5,15 @@
 # set, it does not say which CPUs are in it), and then every taskset to
 # them fails.
 
-# cpu_list_expand LIST: the CPUs of a kernel CPU list ("0-3,8"), one a line.
+# cpu_list_expand LIST: the CPUs of a kernel CPU list ("0-3,8"), one a line,
+# written at once by one process: a reader that stops at its match
+# (grep -q) does not fail the pipe under pipefail.
 cpu_list_expand() {
-        local part parts
-        IFS=, read -ra parts <<<"$1"
-        for part in "${parts[@]}"; do
-                if [[ $part == *-* ]]; then seq "${part%-*}" "${part#*-}"; else echo "$part"; fi
-        done
+        awk -v RS='[,\n]' -F- 'NF { e = NF > 1 ? $2 : $1; for (c = $1; c <= e; c++) print c }' <<<"$1"
 }
-# allowed_of TID: the thread's Cpus_allowed_list ("0-3,8").
-allowed_of() { awk '/^Cpus_allowed_list/ {print $2}' "/proc/$1/status"; }
+# allowed_of TID: the thread's Cpus_allowed_list ("0-3,8"); nothing for a
+# thread that has gone (a poll's check then fails by itself, without noise).
+allowed_of() { awk '/^Cpus_allowed_list/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 # allowed_cpus: the CPUs this shell may run on, one a line.
 allowed_cpus() { cpu_list_expand "$(allowed_of $$)"; }
 # have_two_cpus: sets CPU_A and CPU_B, the first two CPUs this shell may

@@ -156,6 +156,7 @@ else
     log "no dpkg-buildpackage (or no git checkout): the debian-package check skips"
 fi
 cp "$HERE/e2e.sh" "$HERE/topo-rules.sh" "$SHARE/e2e/"
+cp "$HERE/../cpus.sh" "$SHARE/"        # topo-rules.sh sources it from ../
 cp -r "$HERE/policies" "$SHARE/e2e/"
 T_INSTALL=$(elapsed "$t")
 log "staged $(find "$SHARE/stage" -type f | wc -l) files in $T_INSTALL s"

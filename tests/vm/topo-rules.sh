@@ -15,10 +15,10 @@ TOPO_SYS_NODE=${TOPO_ROOT:-}/sys/devices/system/node
 
 single_cpu() { [[ $1 =~ ^[0-9]+$ ]]; }
 
-# cpu_list_expand LIST: a kernel CPU list ("0-3,8") one CPU per line.
-cpu_list_expand() {
-    awk -v RS='[,\n]' -F- 'NF { e = NF > 1 ? $2 : $1; for (c = $1; c <= e; c++) print c }' <<< "$1"
-}
+# cpu_list_expand: the tests' own, one directory up (check-vm.sh puts it
+# there in the guest too)
+# shellcheck source=tests/cpus.sh
+. "$(dirname "${BASH_SOURCE[0]}")/../cpus.sh"
 
 # The online CPUs, one per line.
 topo_cpus() { cpu_list_expand "$(cat "$TOPO_SYS_CPU/online")"; }
