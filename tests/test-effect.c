@@ -293,7 +293,7 @@ static void test_proxy_io_bytes(void) {
         rs_a.io_bytes_per_s = rs_b.io_bytes_per_s = 20000;
         ASSERT_EQ(effect_basis_for(DETECT_PAIR, &rs_a, &rs_b), EVIDENCE_IO_BYTES);
         /* pgbench -R 2000 (measured): its log, 98 kB/s through 24 write()s,
-         * and its backend's page reads, 3.7 MB/s through 454 pread()s
+         * and its backend's page reads, 3.7 MB/s through 454 calls,
          * falling as its cache warms, at 4,500 switches/s each: more bytes
          * than switches, yet no exchange; bytes through a call every other
          * switch are (the pipe ping-pong's and the stream's above) */

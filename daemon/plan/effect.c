@@ -108,8 +108,8 @@ size_t effect_samples_get(const struct effect_samples *s, double *ret, size_t si
  * through smaller calls, and they say nothing of its exchange: pgbench -R
  * 2000 writes its per-transaction log, 98 kB/s through 24 write()s a
  * second, and its backend reads the pages its cache does not hold yet,
- * 3.7 MB/s through 454 calls of 8 kB in its first second and 8 kB/s in
- * its twentieth, split or on one CPU, at 4,500 switches/s each. Judged
+ * 3.7 MB/s through 454 calls of 8 kB in the first second and 8 kB/s
+ * twenty seconds on, split or on one CPU, at 4,500 switches/s each. Judged
  * by them, its co-location beside stress-ng was undone at -32 to -84 %
  * in 3 of 9 rounds; by its round trips and answers it was kept in 3 of 3.
  */

@@ -114,12 +114,13 @@ const char *effect_verdict_to_string(enum effect_verdict v);
  *
  * A pair whose members move bytes through read()/write() (each side at
  * least a byte a switch, through a call every two switches or calls that
- * block: pipes, FIFOs, read/write sockets; effect.c, moves_its_bytes()) is
- * judged by those bytes instead (EVIDENCE_IO_BYTES): the work it gets done. A stream
- * (both sides busy, pipelined) taken for a ping-pong on a loaded machine,
- * where its squeezed sides look like one, switches more on one CPU while
- * it moves fewer bytes; by its bytes it is undone. A server that uses
- * recv()/send() moves 0 there and keeps the switches.
+ * block: pipes, FIFOs, read/write sockets; effect.c, moves_its_bytes())
+ * is judged by those bytes instead (EVIDENCE_IO_BYTES): the work it gets
+ * done. A stream (both sides busy, pipelined) taken for a ping-pong on a
+ * loaded machine, where its squeezed sides look like one, switches more
+ * on one CPU while it moves fewer bytes; by its bytes it is undone. A
+ * server that uses recv()/send() moves 0 there (or other bytes, in other
+ * calls) and keeps the switches.
  *
  * A pair's response time (EVIDENCE_RESPONSE, snapshot_pair_response_usec():
  * what its client waits for an answer) is not a proxy of its own: it is
