@@ -131,8 +131,8 @@ static bool exchange_calls(const struct task *t) {
  * change looked -100 %.
  */
 static bool moves_its_bytes(const struct task *t) {
-        return t->have_io_rate && t->io_bytes_per_s > 0 && t->io_bytes_per_s >= task_switches_per_s(t) &&
-               exchange_calls(t);
+        return t->have_io_rate && t->io_bytes_per_s > 0 &&
+               t->io_bytes_per_s >= task_switches_per_s(t) && exchange_calls(t);
 }
 
 enum evidence_basis effect_basis_for(enum detector kind, const struct task *t, const struct task *partner) {
