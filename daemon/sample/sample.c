@@ -1048,7 +1048,7 @@ static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p,
          * and one with no rates yet (too young at its first pass) whose io
          * was read then is asked again, for its first rate of bytes */
         ts->need_io = s->cap_task_io && ts->need_status && !ts->fresh &&
-                      (t->nvcsw_per_s + t->nivcsw_per_s >= SAMPLE_IO_SWITCHES_MIN_PER_S ||
+                      (task_switches_per_s(t) >= SAMPLE_IO_SWITCHES_MIN_PER_S ||
                        (!t->have_rates && q->io_upto));
 }
 
