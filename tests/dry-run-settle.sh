@@ -10,6 +10,10 @@
 # with no news), then for a repeat of the change, and asks that the repeat
 # left the stride long. Where each repeat counted as news, the count
 # started again every ~5 passes and the stride never passed 4.
+# Then someone else moves one side (taskset, as an operator would): a
+# placement no burst has watched, so the bursts come back (one in 4 passes
+# or more often) while the daemon looks at it, with no change of its own
+# to report.
 # Needs root, jq, 2+ CPUs and the perf wake-up source (the stride is its);
 # skips (77) where perf(1) cannot open the tracepoint either, fails where
 # only the daemon cannot.
@@ -54,4 +58,12 @@ wait_for 10 repeated || fail "the change was not reported again within 10 s (Coo
 s=$(stride)
 echo "# the change reported $(woulds) times; after the latest repeat a burst every $s passes"
 [ "$s" -gt 4 ] || fail "a repeat of a change already reported unsettled the dry-run daemon: a burst every $s pass(es)"
-echo "ok: a dry-run daemon's repeated report left its bursts thinned out"
+echo "# a dry-run daemon's repeated report left its bursts thinned out"
+
+# Both sides onto CPU_B by hand: together now, nothing for the daemon to
+# change, so only the moved mask can bring the bursts back.
+taskset -pc "$CPU_B" "$P1" >/dev/null || fail "cannot move $P1"
+unsettled() { [ "$(stride)" -le 4 ]; }
+wait_for 5 unsettled || fail "a busy thread moved by someone else left the bursts thinned out: a burst every $(stride) passes"
+echo "# $P1 moved to CPU $CPU_B by hand: a burst every $(stride) pass(es), reported $(woulds) times in all"
+echo "ok: a repeated report left the bursts thinned out, a moved thread brought them back"

@@ -1069,6 +1069,24 @@ static void test_hot_set(void) {
         t[1].id.start_time = 2;                         /* tid 20 reused by another thread */
         ASSERT_TRUE(wake_hot_changed(&h, t, 3));
         t[1].id.start_time = 1;
+        /* a hot thread's mask changed (an operator's taskset): repinned, a
+         * placement no burst has watched; a quiet thread's: nothing */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_SAME);
+        t[2].allowed = cpumask_of(1);
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_SAME);
+        t[1].allowed = cpumask_of(1);
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_REPINNED);
+        t[1].nvcsw_per_s = 10;                          /* quiet since: moved onto its partner's CPU */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_REPINNED);
+        t[1].nvcsw_per_s = 2800;
+        t[0].nvcsw_per_s = 6500;                        /* a move beside it does not hide it */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_REPINNED);
+        t[0].nvcsw_per_s = 3000;
+        ASSERT_OK(wake_hot_record(&h, t, 3, 250));     /* the next burst saw the new mask */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_SAME);
+        t[2].nvcsw_per_s = 400;                         /* newly busy: a move, not a repin */
+        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_MOVED);
+        t[2].nvcsw_per_s = 100;
         /* small rates: doubling by less than the floor is noise */
         ASSERT_OK(wake_hot_record(&h, (struct task[]) { mktask(40, 40, 260, 0) }, 1, 250));
         ASSERT_TRUE(!wake_hot_changed(&h, (struct task[]) { mktask(40, 40, 500, 0) }, 1));

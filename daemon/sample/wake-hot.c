@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/cpumask.h"
 #include "common/util.h"
 #include "sample/wake-internal.h"
 
@@ -50,6 +51,7 @@ int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks
                                 .tid = tasks[i].id.tid,
                                 .start_time = tasks[i].id.start_time,
                                 .switches_per_s = tasks[i].nvcsw_per_s,
+                                .allowed = tasks[i].allowed,
                         };
         qsort_safe(h->items, h->n, sizeof(*h->items), hot_cmp);
         h->min_per_s = min_per_s;
@@ -150,29 +152,47 @@ static bool together_pair_apart(struct wake_hot *h, const struct task *tasks, si
  * started, stopped or been split by the kernel, which only a burst can
  * tell. Threads that went quiet or exited are not a change: their edges
  * decay at the next burst, and an exit is the plan's to see. Nothing
- * recorded: changed.
+ * recorded: moved.
+ *
+ * A thread hot at the last burst whose CPU mask changed is more: someone
+ * (an operator's taskset, a cpuset, this daemon) made a placement that no
+ * burst has seen, and how the kernel then runs the pair is known only from
+ * watching it for a while. An operator who frees one member of a pinned pair leaves
+ * the kernel to place it, and under load the kernel split such a pair in
+ * stretches of a quarter second, which one burst after the change did not
+ * see and the next, 20 s later at the settled stride, came too late for.
  */
-bool wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tasks) {
+enum wake_hot_change wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tasks) {
+        enum wake_hot_change r = WAKE_HOT_SAME;
+
         if (!h || !h->valid)
-                return true;
+                return WAKE_HOT_MOVED;
         if (together_pair_apart(h, tasks, n_tasks))
-                return true;
+                r = WAKE_HOT_MOVED;
         for (size_t i = 0; i < n_tasks; i++) {
                 const struct task *t = &tasks[i];
                 struct wake_hot_task key = { .tid = t->id.tid, .start_time = t->id.start_time }, *was;
+                bool hot = task_is_hot(t, h->min_per_s);
                 double now, delta;
 
-                if (!task_is_hot(t, h->min_per_s))
-                        continue;
                 was = bsearch_safe(&key, h->items, h->n, sizeof(*h->items), hot_cmp);
-                if (!was)
-                        return true;
+                /* hot then, whatever now: one side of a pair moved onto its
+                 * partner's CPU stops switching voluntarily (the partner it
+                 * wakes preempts it, and it is found runnable) */
+                if (was && !cpumask_equal(&was->allowed, &t->allowed))
+                        return WAKE_HOT_REPINNED;
+                if (!hot)
+                        continue;
+                if (!was) {
+                        r = WAKE_HOT_MOVED;
+                        continue;
+                }
                 now = t->nvcsw_per_s;
                 delta = now > was->switches_per_s ? now - was->switches_per_s : was->switches_per_s - now;
                 if (delta >= h->min_per_s && (now > 2 * was->switches_per_s || 2 * now < was->switches_per_s))
-                        return true;
+                        r = WAKE_HOT_MOVED;
         }
-        return false;
+        return r;
 }
 
 void wake_hot_free(struct wake_hot *h) {

@@ -222,6 +222,7 @@ struct wake_hot_task {
         pid_t tid;
         uint64_t start_time;
         double switches_per_s;   /* voluntary, over the pass before the burst */
+        cpumask_t allowed;       /* its CPU mask at the burst */
 };
 
 struct wake_hot_cpu {
@@ -249,6 +250,11 @@ int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks
  * CPU) at min_per_s or more: the ones the kernel may split between bursts.
  * -ENOMEM: changed until the next record, as above. */
 int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, size_t n_edges, double min_per_s);
-/* True if a burst could see something the last one did not (wake-hot.c). */
-bool wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tasks);
+/* What a burst could see that the last one did not (wake-hot.c); 0: nothing. */
+enum wake_hot_change {
+        WAKE_HOT_SAME = 0,
+        WAKE_HOT_MOVED,          /* a thread newly hot, its rate doubled or halved, a together pair apart */
+        WAKE_HOT_REPINNED,       /* a hot thread's CPU mask changed: a placement nobody has looked at */
+};
+enum wake_hot_change wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tasks);
 void wake_hot_free(struct wake_hot *h);

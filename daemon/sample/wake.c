@@ -233,6 +233,7 @@ struct wake_sampler {
         unsigned stride;           /* a burst before every stride-th call; 1: before each */
         unsigned calls_since_burst; /* calls since the last one a burst fed */
         bool hot_moved;            /* the last call's threads are not those of the last burst */
+        bool hot_repinned;         /* ... and one of them has another CPU mask (wake_hot_changed()) */
         bool tasks_given;          /* wake_sampler_set_tasks() since the last call */
         uint64_t settled_skips;    /* bursts skipped by the stride */
         struct wake_hot hot;       /* the threads that could be in a pair at the last burst */
@@ -1461,6 +1462,10 @@ unsigned wake_sampler_stride_for_share(const struct wake_sampler *ws, double sha
         return MAX(n + (n < calls), 1u);
 }
 
+bool wake_sampler_hot_repinned(const struct wake_sampler *ws) {
+        return ws && ws->hot_repinned;
+}
+
 bool wake_sampler_burst_wanted(const struct wake_sampler *ws) {
         return ws && ws->mode == WAKE_MODE_PERF && ws->burst_usec > 0 && ws->stride > 1 && ws->hot_moved;
 }
@@ -1468,12 +1473,19 @@ bool wake_sampler_burst_wanted(const struct wake_sampler *ws) {
 /*
  * The stride's bookkeeping at each call: a call a burst fed records the busy
  * threads; one without a burst counts towards the stride's turn and looks
- * whether the threads moved since (wake-hot.c).
+ * whether the threads moved since (wake-hot.c). Either says whether a busy
+ * thread got another CPU mask (wake_sampler_hot_repinned()).
  */
 static void stride_note_call(struct wake_sampler *ws, bool fed) {
+        enum wake_hot_change change;
         double hot_min = ws->floor_per_s > 0 ? ws->floor_per_s / HOT_SHARE : 0;
 
         if (fed) {
+                /* the burst sees a new mask too, but the caller must hear of
+                 * it: a burst is also taken for a new process (an operator's
+                 * taskset is one), and the record would hide the change */
+                ws->hot_repinned = ws->tasks_given && ws->hot.valid &&
+                                   wake_hot_changed(&ws->hot, ws->tasks, ws->n_tasks) == WAKE_HOT_REPINNED;
                 ws->calls_since_burst = 0;
                 ws->hot_moved = false;
                 if (ws->tasks_given && hot_min > 0)
@@ -1482,8 +1494,14 @@ static void stride_note_call(struct wake_sampler *ws, bool fed) {
         }
         ws->calls_since_burst = MIN(ws->calls_since_burst + 1, UINT_MAX - 1);
         /* no threads to compare, or no floor to tell busy ones by: no skipping */
-        ws->hot_moved = !ws->tasks_given || hot_min <= 0 || ws->hot.min_per_s != hot_min ||
-                        wake_hot_changed(&ws->hot, ws->tasks, ws->n_tasks);
+        if (!ws->tasks_given || hot_min <= 0 || ws->hot.min_per_s != hot_min) {
+                ws->hot_moved = true;
+                ws->hot_repinned = false;
+                return;
+        }
+        change = wake_hot_changed(&ws->hot, ws->tasks, ws->n_tasks);
+        ws->hot_moved = change != WAKE_HOT_SAME;
+        ws->hot_repinned = change == WAKE_HOT_REPINNED;
 }
 
 int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_edge **ret_edges,

@@ -152,8 +152,9 @@ void wake_sampler_set_floor(struct wake_sampler *ws, double wake_rate_min_per_s)
  * call brought forward (wake_sampler_expect_call()) and before the call
  * after one whose threads (wake_sampler_set_tasks()) were not those of the
  * last burst: a thread newly switching at half the gate's floor or more,
- * one whose switch rate doubled or halved, or a pair the last burst saw
- * together now on two CPUs (wake-hot.c). 1: each call
+ * one whose switch rate doubled or halved, a pair the last burst saw
+ * together now on two CPUs, or a thread busy then with another CPU mask
+ * now (wake-hot.c). 1: each call
  * (the default). Needs a gate floor > 0 (wake_sampler_set_floor()).
  */
 void wake_sampler_set_stride(struct wake_sampler *ws, unsigned every);
@@ -163,6 +164,9 @@ unsigned wake_sampler_stride_for_share(const struct wake_sampler *ws, double sha
 /* The last call's threads moved while the stride skips bursts: the caller
  * may bring its next call forward (wake_sampler_expect_call()) to look sooner. */
 bool wake_sampler_burst_wanted(const struct wake_sampler *ws);
+/* ... and one of them got another CPU mask since the last burst: a
+ * placement no burst has watched, so the caller's placement is not settled. */
+bool wake_sampler_hot_repinned(const struct wake_sampler *ws);
 /* New configuration values (reload). Period 0 keeps, max 0 = unlimited. */
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s);
 /* Online CPUs changed: open/close per-CPU events. topo is not kept. */
