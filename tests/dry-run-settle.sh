@@ -13,7 +13,7 @@
 # Then someone else moves one side (taskset, as an operator would): a
 # placement no burst has watched, so the bursts come back (one in 4 passes
 # or more often) while the daemon looks at it, with no change of its own
-# to report.
+# to report, and they thin out again once they have watched it.
 # Needs root, jq, 2+ CPUs and the perf wake-up source (the stride is its);
 # skips (77) where perf(1) cannot open the tracepoint either, fails where
 # only the daemon cannot.
@@ -61,9 +61,15 @@ echo "# the change reported $(woulds) times; after the latest repeat a burst eve
 echo "# a dry-run daemon's repeated report left its bursts thinned out"
 
 # Both sides onto CPU_B by hand: together now, nothing for the daemon to
-# change, so only the moved mask can bring the bursts back.
+# change, so only the moved mask can bring the bursts back; and once they
+# have watched it, they thin out again (the move is news once).
+targets() { grep -oE "would affinity task:[0-9]+:[0-9]+" "$RUNDIR/daemon.log" | sort -u | tr '\n' ' '; }
+before=$(targets)
 taskset -pc "$CPU_B" "$P1" >/dev/null || fail "cannot move $P1"
 unsettled() { [ "$(stride)" -le 4 ]; }
 wait_for 5 unsettled || fail "a busy thread moved by someone else left the bursts thinned out: a burst every $(stride) passes"
-echo "# $P1 moved to CPU $CPU_B by hand: a burst every $(stride) pass(es), reported $(woulds) times in all"
-echo "ok: a repeated report left the bursts thinned out, a moved thread brought them back"
+echo "# $P1 moved to CPU $CPU_B by hand: a burst every $(stride) pass(es)"
+[ "$(targets)" = "$before" ] || fail "the daemon reported a change of a new target after the move, which unsettles it too: $(targets)"
+wait_for 15 long_stride || fail "the bursts did not thin out again within 15 s of the move: a burst every $(stride) pass(es)"
+echo "# thinned out again: a burst every $(stride) passes"
+echo "ok: a repeated report left the bursts thinned out, a moved thread brought them back for a while"

@@ -136,18 +136,21 @@ split_run_s() {
 }
 
 # The share of a pingpong's round trips split across CPUs, from its 250 ms
-# windows that end after FROM s (a pair held split until FROM, as the
-# anchor's is, is not the kernel's split): split_share FILE FROM
+# windows that start at FROM s or later (a pair held split until FROM, as
+# the anchor's is, is not the kernel's split): each window's split share
+# weighed by its round trips, for a split window holds fewer of them (a
+# ninth where co-location buys 9x). No round trips at all: all split.
+# split_share FILE FROM
 split_share() {
         awk -v from="$2" '/^t=/ { for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
                      if (v["t"] - 0.25 < from) next
-                     s += 1 - v["same_cpu"]; n++ }
-             END { printf "%.3f\n", n ? s / n : 1 }' "$1"
+                     s += (1 - v["same_cpu"]) * v["rate"]; n += v["rate"] }
+             END { printf "%.3f\n", (n > 0 ? s / n : 1) }' "$1"
 }
 # The least split share a pin pays for on a host where co-location buys
 # GAIN (measured by hand, below), by the rule affinityd(8) gives: a share
 # f of split round trips costs 1 + f (GAIN - 1), a pin is worth it from 5 %
-# of that, and a pair split 5 % of the time is split on any host (under
+# of that, and a pair with 5 % of them split is split on any host (under
 # 0.5 % it is the sampler's noise). split_share_pays GAIN
 split_share_pays() {
         awk -v g="$1" 'BEGIN { f = g > 1 ? 0.05 / (g - 1) : 0.05

@@ -1069,24 +1069,40 @@ static void test_hot_set(void) {
         t[1].id.start_time = 2;                         /* tid 20 reused by another thread */
         ASSERT_TRUE(wake_hot_changed(&h, t, 3));
         t[1].id.start_time = 1;
-        /* a hot thread's mask changed (an operator's taskset): repinned, a
-         * placement no burst has watched; a quiet thread's: nothing */
-        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_SAME);
-        t[2].allowed = cpumask_of(1);
-        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_SAME);
-        t[1].allowed = cpumask_of(1);
-        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_REPINNED);
-        t[1].nvcsw_per_s = 10;                          /* quiet since: moved onto its partner's CPU */
-        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_REPINNED);
-        t[1].nvcsw_per_s = 2800;
-        t[0].nvcsw_per_s = 6500;                        /* a move beside it does not hide it */
-        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_REPINNED);
-        t[0].nvcsw_per_s = 3000;
-        ASSERT_OK(wake_hot_record(&h, t, 3, 250));     /* the next burst saw the new mask */
-        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_SAME);
-        t[2].nvcsw_per_s = 400;                         /* newly busy: a move, not a repin */
-        ASSERT_TRUE(wake_hot_changed(&h, t, 3) == WAKE_HOT_MOVED);
-        t[2].nvcsw_per_s = 100;
+        /* a mask changed (an operator's taskset): a thread in a pair at the
+         * last burst is repinned, a placement no burst has watched; one in
+         * no pair, or a quiet one, is nothing */
+        {
+                struct wake_edge e[] = {   /* 10 and 20 a pair, held split */
+                        { .waker_tid = 10, .wakee_tid = 20, .wakeups_per_s = 2800, .have_split = true, .split_fraction = 1 },
+                        { .waker_tid = 20, .wakee_tid = 10, .wakeups_per_s = 2800, .have_split = true, .split_fraction = 1 },
+                };
+                struct task u[4] = { t[0], t[1], t[2], mktask(15, 15, 3000, 0) };
+
+                ASSERT_OK(wake_hot_record(&h, u, 4, 250));
+                ASSERT_OK(wake_hot_record_pairs(&h, e, 2, 250));
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
+                u[2].allowed = cpumask_of(1);                   /* quiet */
+                u[3].allowed = cpumask_of(1);                   /* busy, in no pair */
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
+                u[1].allowed = cpumask_of(1);
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_REPINNED);
+                /* moved onto its partner's CPU: preempted, it switches involuntarily */
+                u[1].nvcsw_per_s = 10, u[1].nivcsw_per_s = 2790;
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_REPINNED);
+                u[1].nivcsw_per_s = 0;                          /* stopped: nothing to watch */
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
+                u[1].nvcsw_per_s = 2800;
+                u[0].nvcsw_per_s = 6500;                        /* a move beside it does not hide it */
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_REPINNED);
+                u[0].nvcsw_per_s = 3000;
+                ASSERT_OK(wake_hot_record(&h, u, 4, 250));     /* the next burst saw the new mask */
+                ASSERT_OK(wake_hot_record_pairs(&h, e, 2, 250));
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
+                u[2].nvcsw_per_s = 400;                         /* newly busy: a move, not a repin */
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_MOVED);
+                ASSERT_OK(wake_hot_record(&h, t, 3, 250));
+        }
         /* small rates: doubling by less than the floor is noise */
         ASSERT_OK(wake_hot_record(&h, (struct task[]) { mktask(40, 40, 260, 0) }, 1, 250));
         ASSERT_TRUE(!wake_hot_changed(&h, (struct task[]) { mktask(40, 40, 500, 0) }, 1));

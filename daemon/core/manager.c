@@ -774,7 +774,7 @@ static void note_settled(struct manager *m) {
 
 static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         struct manager *m = userdata;
-        bool was_early = m->next_pass_early;
+        bool was_early = m->next_pass_early, look;
         uint64_t next, gap;
 
         m->in_pass = true;
@@ -785,8 +785,11 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         m->in_pass = false;
         /* Next pass relative to now: a slow pass must not cause a burst of catch-up passes. */
         gap = next_pass_gap(m, was_early);
+        /* asked before note_settled(), which may end the stride the burst
+         * was skipped by (a repinned thread): the look is wanted all the same */
+        look = wake_sampler_burst_wanted(m->wake);
         note_settled(m);
-        if (wake_sampler_burst_wanted(m->wake))
+        if (look)
                 gap = MIN(gap, LOOK_USEC);
         next = util_now_usec() + gap;
         if (gap < m->interval_usec && m->wake)

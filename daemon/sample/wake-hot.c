@@ -27,6 +27,33 @@ static bool task_is_hot(const struct task *t, double min_per_s) {
         return t->have_rates && t->nvcsw_per_s >= min_per_s;
 }
 
+/* By both kinds of switch: one side of a pair moved onto its partner's CPU
+ * stops switching voluntarily (the partner it wakes preempts it, and finds
+ * it runnable), but goes on switching. */
+static bool task_is_busy(const struct task *t, double min_per_s) {
+        return t->have_rates && task_switches_per_s(t) >= min_per_s;
+}
+
+static int hot_tid_cmp(const void *a, const void *b) {
+        const struct wake_hot_task *x = a, *y = b;
+
+        return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* Mark the recorded threads at either end of an edge at min_per_s or more. */
+static void mark_paired(struct wake_hot *h, const struct wake_edge *edges, size_t n_edges, double min_per_s) {
+        for (size_t i = 0; i < n_edges; i++) {
+                if (edges[i].wakeups_per_s < min_per_s)
+                        continue;
+                for (int k = 0; k < 2; k++) {
+                        struct wake_hot_task key = { .tid = k ? edges[i].wakee_tid : edges[i].waker_tid }, *it;
+                        it = bsearch_safe(&key, h->items, h->n, sizeof(*h->items), hot_tid_cmp);
+                        if (it)
+                                it->paired = true;
+                }
+        }
+}
+
 int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks, double min_per_s) {
         size_t n = 0;
 
@@ -79,6 +106,7 @@ int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, siz
 
         if (!h || (!edges && n_edges > 0))
                 return -EINVAL;
+        mark_paired(h, edges, n_edges, min_per_s);
         for (size_t i = 0; i < n_edges; i++)
                 n += edge_together(&edges[i], min_per_s);
         if (n > h->pairs_allocated) {
@@ -154,13 +182,16 @@ static bool together_pair_apart(struct wake_hot *h, const struct task *tasks, si
  * decay at the next burst, and an exit is the plan's to see. Nothing
  * recorded: moved.
  *
- * A thread hot at the last burst whose CPU mask changed is more: someone
- * (an operator's taskset, a cpuset, this daemon) made a placement that no
- * burst has seen, and how the kernel then runs the pair is known only from
- * watching it for a while. An operator who frees one member of a pinned pair leaves
- * the kernel to place it, and under load the kernel split such a pair in
- * stretches of a quarter second, which one burst after the change did not
- * see and the next, 20 s later at the settled stride, came too late for.
+ * A thread in a pair at the last burst, busy still, whose CPU mask
+ * changed is more: someone (an operator's taskset, a cpuset, this daemon)
+ * made a placement that no burst has seen, and how the kernel then runs
+ * the pair is known only from watching it for a while. An operator who
+ * frees one member of a pinned pair leaves the kernel to place it, and
+ * under load the kernel split such a pair in stretches of a quarter
+ * second, which one burst after the change did not see and the next, 20 s
+ * later at the settled stride, came too late for. Threads in no pair are
+ * not looked at: a program that re-pins its own busy threads (a game's
+ * worker pool) would keep the bursts from ever thinning out.
  */
 enum wake_hot_change wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tasks) {
         enum wake_hot_change r = WAKE_HOT_SAME;
@@ -172,16 +203,14 @@ enum wake_hot_change wake_hot_changed(struct wake_hot *h, const struct task *tas
         for (size_t i = 0; i < n_tasks; i++) {
                 const struct task *t = &tasks[i];
                 struct wake_hot_task key = { .tid = t->id.tid, .start_time = t->id.start_time }, *was;
-                bool hot = task_is_hot(t, h->min_per_s);
                 double now, delta;
 
+                if (!task_is_busy(t, h->min_per_s))
+                        continue;
                 was = bsearch_safe(&key, h->items, h->n, sizeof(*h->items), hot_cmp);
-                /* hot then, whatever now: one side of a pair moved onto its
-                 * partner's CPU stops switching voluntarily (the partner it
-                 * wakes preempts it, and it is found runnable) */
-                if (was && !cpumask_equal(&was->allowed, &t->allowed))
+                if (was && was->paired && !cpumask_equal(&was->allowed, &t->allowed))
                         return WAKE_HOT_REPINNED;
-                if (!hot)
+                if (!task_is_hot(t, h->min_per_s))
                         continue;
                 if (!was) {
                         r = WAKE_HOT_MOVED;

@@ -223,6 +223,7 @@ struct wake_hot_task {
         uint64_t start_time;
         double switches_per_s;   /* voluntary, over the pass before the burst */
         cpumask_t allowed;       /* its CPU mask at the burst */
+        bool paired;             /* in a wake-up edge at the pair floor then (wake_hot_record_pairs()) */
 };
 
 struct wake_hot_cpu {
@@ -247,14 +248,17 @@ struct wake_hot {
  * recorded, and wake_hot_changed() says changed until the next record. */
 int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks, double min_per_s);
 /* Record the pairs the edges show together (most wake-ups on the wakee's
- * CPU) at min_per_s or more: the ones the kernel may split between bursts.
+ * CPU) at min_per_s or more: the ones the kernel may split between bursts;
+ * and mark the recorded threads in any edge at that rate, split or not
+ * (wake_hot_task.paired). After wake_hot_record() of the same burst.
  * -ENOMEM: changed until the next record, as above. */
 int wake_hot_record_pairs(struct wake_hot *h, const struct wake_edge *edges, size_t n_edges, double min_per_s);
 /* What a burst could see that the last one did not (wake-hot.c); 0: nothing. */
 enum wake_hot_change {
         WAKE_HOT_SAME = 0,
         WAKE_HOT_MOVED,          /* a thread newly hot, its rate doubled or halved, a together pair apart */
-        WAKE_HOT_REPINNED,       /* a hot thread's CPU mask changed: a placement nobody has looked at */
+        WAKE_HOT_REPINNED,       /* a thread busy in a pair at the last burst has another CPU mask: a
+                                  * placement no burst has watched */
 };
 enum wake_hot_change wake_hot_changed(struct wake_hot *h, const struct task *tasks, size_t n_tasks);
 void wake_hot_free(struct wake_hot *h);

@@ -233,7 +233,8 @@ struct wake_sampler {
         unsigned stride;           /* a burst before every stride-th call; 1: before each */
         unsigned calls_since_burst; /* calls since the last one a burst fed */
         bool hot_moved;            /* the last call's threads are not those of the last burst */
-        bool hot_repinned;         /* ... and one of them has another CPU mask (wake_hot_changed()) */
+        bool hot_repinned;         /* the last call saw a thread of a pair at the last burst with another
+                                    * CPU mask (WAKE_HOT_REPINNED), a burst-fed call too */
         bool tasks_given;          /* wake_sampler_set_tasks() since the last call */
         uint64_t settled_skips;    /* bursts skipped by the stride */
         struct wake_hot hot;       /* the threads that could be in a pair at the last burst */
@@ -1533,6 +1534,8 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         fed = duty && (ws->fold_on_usec > 0 || ws->on);
         if (duty)
                 stride_note_call(ws, fed);
+        else
+                ws->hot_repinned = false;   /* no bursts to thin out */
         window = now_usec > ws->last_edges_usec ? now_usec - ws->last_edges_usec : 0;
         /*
          * Duty cycle: the counts were taken over fold_on_usec of on-time, so

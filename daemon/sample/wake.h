@@ -164,8 +164,9 @@ unsigned wake_sampler_stride_for_share(const struct wake_sampler *ws, double sha
 /* The last call's threads moved while the stride skips bursts: the caller
  * may bring its next call forward (wake_sampler_expect_call()) to look sooner. */
 bool wake_sampler_burst_wanted(const struct wake_sampler *ws);
-/* ... and one of them got another CPU mask since the last burst: a
- * placement no burst has watched, so the caller's placement is not settled. */
+/* The last call saw a thread of a pair at the last burst, busy still, with
+ * another CPU mask (a burst-fed call too): a placement no burst has
+ * watched, so the caller's placement is not settled. */
 bool wake_sampler_hot_repinned(const struct wake_sampler *ws);
 /* New configuration values (reload). Period 0 keeps, max 0 = unlimited. */
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s);
