@@ -63,7 +63,8 @@ echo "# a dry-run daemon's repeated report left its bursts thinned out"
 # Both sides onto CPU_B by hand: together now, nothing for the daemon to
 # change, so only the moved mask can bring the bursts back; and once they
 # have watched it, they thin out again (the move is news once).
-targets() { grep -oE "would affinity task:[0-9]+:[0-9]+" "$RUNDIR/daemon.log" | sort -u | tr '\n' ' '; }
+# what was reported, by verb and target (any lever): the same report again is no news
+targets() { grep -oE "would [a-z-]+ [^ ]+" "$RUNDIR/daemon.log" | sort -u | tr '\n' ' '; }
 before=$(targets)
 taskset -pc "$CPU_B" "$P1" >/dev/null || fail "cannot move $P1"
 unsettled() { [ "$(stride)" -le 4 ]; }
@@ -71,5 +72,6 @@ wait_for 5 unsettled || fail "a busy thread moved by someone else left the burst
 echo "# $P1 moved to CPU $CPU_B by hand: a burst every $(stride) pass(es)"
 [ "$(targets)" = "$before" ] || fail "the daemon reported a change of a new target after the move, which unsettles it too: $(targets)"
 wait_for 15 long_stride || fail "the bursts did not thin out again within 15 s of the move: a burst every $(stride) pass(es)"
+[ "$(targets)" = "$before" ] || fail "the daemon reported a change of a new target while its bursts were back: $(targets)"
 echo "# thinned out again: a burst every $(stride) passes"
 echo "ok: a repeated report left the bursts thinned out, a moved thread brought them back for a while"

@@ -1070,37 +1070,54 @@ static void test_hot_set(void) {
         ASSERT_TRUE(wake_hot_changed(&h, t, 3));
         t[1].id.start_time = 1;
         /* a mask changed (an operator's taskset): a thread in a pair at the
-         * last burst is repinned, a placement no burst has watched; one in
-         * no pair, or a quiet one, is nothing */
+         * last burst is repinned, a placement no burst has watched, and said
+         * so once; one in no pair, or one never recorded, is nothing */
         {
-                struct wake_edge e[] = {   /* 10 and 20 a pair, held split */
+                struct wake_edge e[] = {   /* 10 and 20 a pair */
                         { .waker_tid = 10, .wakee_tid = 20, .wakeups_per_s = 2800, .have_split = true, .split_fraction = 1 },
                         { .waker_tid = 20, .wakee_tid = 10, .wakeups_per_s = 2800, .have_split = true, .split_fraction = 1 },
                 };
                 struct task u[4] = { t[0], t[1], t[2], mktask(15, 15, 3000, 0) };
+#define RECORD()                                                        \
+        do {                                                            \
+                ASSERT_OK(wake_hot_record(&h, u, 4, 250));              \
+                ASSERT_OK(wake_hot_record_pairs(&h, e, 2, 250));        \
+        } while (0)
 
-                ASSERT_OK(wake_hot_record(&h, u, 4, 250));
-                ASSERT_OK(wake_hot_record_pairs(&h, e, 2, 250));
+                RECORD();
                 ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
-                u[2].allowed = cpumask_of(1);                   /* quiet */
+                u[2].allowed = cpumask_of(1);                   /* quiet: never recorded */
                 u[3].allowed = cpumask_of(1);                   /* busy, in no pair */
                 ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
                 u[1].allowed = cpumask_of(1);
                 ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_REPINNED);
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);   /* once, burst or not */
                 /* moved onto its partner's CPU: preempted, it switches involuntarily */
-                u[1].nvcsw_per_s = 10, u[1].nivcsw_per_s = 2790;
+                RECORD();
+                u[1].allowed = cpumask_of(0), u[1].nvcsw_per_s = 10, u[1].nivcsw_per_s = 2790;
                 ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_REPINNED);
-                u[1].nivcsw_per_s = 0;                          /* stopped: nothing to watch */
+                /* held there, recorded so, then freed: the side that was
+                 * switching involuntarily is recorded too */
+                RECORD();
                 ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
-                u[1].nvcsw_per_s = 2800;
+                u[1].allowed = (cpumask_t) {};
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_REPINNED);
+                RECORD();
+                u[1].allowed = cpumask_of(1), u[1].nivcsw_per_s = 0;     /* stopped: nothing to watch */
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
+                u[1].allowed = (cpumask_t) {}, u[1].nvcsw_per_s = 2800;
+                /* a thread busy but not hot at the burst, hot now: a move */
+                ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_MOVED);
+                RECORD();
+                u[1].allowed = cpumask_of(1);
                 u[0].nvcsw_per_s = 6500;                        /* a move beside it does not hide it */
                 ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_REPINNED);
                 u[0].nvcsw_per_s = 3000;
-                ASSERT_OK(wake_hot_record(&h, u, 4, 250));     /* the next burst saw the new mask */
-                ASSERT_OK(wake_hot_record_pairs(&h, e, 2, 250));
+                RECORD();                                       /* the next burst saw the new mask */
                 ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_SAME);
                 u[2].nvcsw_per_s = 400;                         /* newly busy: a move, not a repin */
                 ASSERT_TRUE(wake_hot_changed(&h, u, 4) == WAKE_HOT_MOVED);
+#undef RECORD
                 ASSERT_OK(wake_hot_record(&h, t, 3, 250));
         }
         /* small rates: doubling by less than the floor is noise */

@@ -59,8 +59,10 @@ int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks
 
         if (!h || (!tasks && n_tasks > 0))
                 return -EINVAL;
+        /* busy, not only hot: the side of a pair held on its partner's
+         * CPU switches involuntarily, and a repin of it is one to see */
         for (size_t i = 0; i < n_tasks; i++)
-                n += task_is_hot(&tasks[i], min_per_s);
+                n += task_is_busy(&tasks[i], min_per_s);
         if (n > h->allocated) {
                 struct wake_hot_task *p = reallocarray(h->items, n, sizeof(*p));
                 if (!p) {
@@ -73,12 +75,13 @@ int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks
         }
         h->n = 0;
         for (size_t i = 0; i < n_tasks; i++)
-                if (task_is_hot(&tasks[i], min_per_s))
+                if (task_is_busy(&tasks[i], min_per_s))
                         h->items[h->n++] = (struct wake_hot_task) {
                                 .tid = tasks[i].id.tid,
                                 .start_time = tasks[i].id.start_time,
                                 .switches_per_s = tasks[i].nvcsw_per_s,
                                 .allowed = tasks[i].allowed,
+                                .hot = task_is_hot(&tasks[i], min_per_s),
                         };
         qsort_safe(h->items, h->n, sizeof(*h->items), hot_cmp);
         h->min_per_s = min_per_s;
@@ -208,11 +211,14 @@ enum wake_hot_change wake_hot_changed(struct wake_hot *h, const struct task *tas
                 if (!task_is_busy(t, h->min_per_s))
                         continue;
                 was = bsearch_safe(&key, h->items, h->n, sizeof(*h->items), hot_cmp);
-                if (was && was->paired && !cpumask_equal(&was->allowed, &t->allowed))
+                if (was && was->paired && !cpumask_equal(&was->allowed, &t->allowed)) {
+                        /* said once: a burst the quiet gate skips records nothing */
+                        was->allowed = t->allowed;
                         return WAKE_HOT_REPINNED;
+                }
                 if (!task_is_hot(t, h->min_per_s))
                         continue;
-                if (!was) {
+                if (!was || !was->hot) {
                         r = WAKE_HOT_MOVED;
                         continue;
                 }

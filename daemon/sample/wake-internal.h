@@ -222,7 +222,8 @@ struct wake_hot_task {
         pid_t tid;
         uint64_t start_time;
         double switches_per_s;   /* voluntary, over the pass before the burst */
-        cpumask_t allowed;       /* its CPU mask at the burst */
+        cpumask_t allowed;       /* its CPU mask at the burst, or as last said repinned */
+        bool hot;                /* switching voluntarily at min_per_s or more; else busy by all switches */
         bool paired;             /* in a wake-up edge at the pair floor then (wake_hot_record_pairs()) */
 };
 
@@ -244,8 +245,10 @@ struct wake_hot {
         size_t n_members;
 };
 
-/* Record the threads switching at least min_per_s now. -ENOMEM: nothing is
- * recorded, and wake_hot_changed() says changed until the next record. */
+/* Record the threads switching at least min_per_s now (hot: voluntarily;
+ * the others with voluntary and involuntary switches together). -ENOMEM:
+ * nothing is recorded, and wake_hot_changed() says changed until the next
+ * record. */
 int wake_hot_record(struct wake_hot *h, const struct task *tasks, size_t n_tasks, double min_per_s);
 /* Record the pairs the edges show together (most wake-ups on the wakee's
  * CPU) at min_per_s or more: the ones the kernel may split between bursts;
