@@ -698,11 +698,11 @@ static uint64_t next_pass_gap(struct manager *m, bool was_early) {
  * placed and every verdict in, a burst a pass only confirms it. Not
  * settled: a pass that planned a change (in --dry-run too, the first time
  * it reports it: dry_run_repeats()), a change waiting for the effect
- * check's verdict, a pair held back for a recheck, a busy thread whose
- * CPU mask someone changed (wake_sampler_hot_repinned(): an operator who
- * frees one member of a pinned pair leaves the kernel to place it, and
- * under load the kernel split such a pair in quarter-second stretches that
- * one burst does not catch). A new process does not unsettle it: its
+ * check's verdict, a pair held back for a recheck, a busy thread of a
+ * pair whose CPU mask someone changed (wake_sampler_hot_repinned(): an
+ * operator who frees one member of a pinned pair leaves the kernel to
+ * place it, and under load the kernel split such a pair in quarter-second
+ * stretches that one burst does not catch). A new process does not unsettle it: its
  * early pass and looks get their bursts anyway (wake_sampler_expect_call()),
  * and on a machine that starts a process every few seconds (health checks,
  * cron, an operator's affctl) resetting here kept the stride from ever

@@ -1485,7 +1485,7 @@ static void stride_note_call(struct wake_sampler *ws, bool fed) {
                 /* the burst sees a new mask too, but the caller must hear of
                  * it: a burst is also taken for a new process (an operator's
                  * taskset is one), and the record would hide the change */
-                ws->hot_repinned = ws->tasks_given && ws->hot.valid &&
+                ws->hot_repinned = ws->tasks_given &&
                                    wake_hot_changed(&ws->hot, ws->tasks, ws->n_tasks) == WAKE_HOT_REPINNED;
                 ws->calls_since_burst = 0;
                 ws->hot_moved = false;
