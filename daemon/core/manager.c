@@ -171,7 +171,8 @@ static void effect_verdict(const struct action *a, const struct effect_result *r
         effect_gain_forget(&m->effects, &a->task);
         if (res->second_look)
                 /* the verdict is the pair's: both members have had their look */
-                (void) plan_state_second_look(m->plan, a, util_now_usec() + PLAN_SECOND_LOOK_USEC, undo.reason);
+                (void) plan_state_second_look(m->plan, a, util_now_usec() + PLAN_SECOND_LOOK_USEC, undo.reason,
+                                              res->after);
         else
                 (void) plan_state_block(m->plan, plan_undo_key(a, key, sizeof(key)),
                                         util_now_usec() + m->config->daemon.retry_after_usec, undo.reason);

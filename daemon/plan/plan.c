@@ -171,7 +171,8 @@ static struct plan_target_state *task_state_get(struct plan_state *s, const stru
         return t;
 }
 
-int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_t until_usec, const char *why) {
+int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_t until_usec, const char *why,
+                           double placed_work) {
         const struct task_id *ids[2] = { &a->task, a->partner.tid ? &a->partner : NULL };
         struct plan_target_state *pair;
         char key[64];
@@ -189,6 +190,8 @@ int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_
         pair = ids[1] && pair_key(ids[0], ids[1], key, sizeof(key)) ? plan_state_find(s, key) : NULL;
         if (pair && pair->cooldown_until_usec > until_usec)
                 pair->cooldown_until_usec = until_usec;
+        if (pair && !a->work_pair[0].tid && a->evidence_basis == EVIDENCE_IO_BYTES)
+                pair->look_placed_work = placed_work > 0 ? placed_work : 0;
         return 0;
 }
 

@@ -114,6 +114,12 @@ struct plan_target_state {
          * for a second look (plan_state_second_look()); the next verdict on
          * it is final. Kept until the thread exits, as foreign_changes. */
         bool looked_again;
+        /* "pair:" keys: the bytes/s the pair moved on one CPU before its
+         * second look (plan_state_second_look()), the median the verdict
+         * read, to hold against the windows of the look before it is placed
+         * again (plan-pair.c, looked_loss()); 0: not measured, or nothing to
+         * compare any more */
+        double look_placed_work;
         struct task_id task;
         uint64_t generation;         /* plan_run pass that last looked at it (garbage collection) */
 };
@@ -187,7 +193,11 @@ const char *plan_undo_key(const struct action *a, char *buf, size_t size);
  * rate moves as many bytes anywhere, so it always gets a look).
  */
 #define PLAN_SECOND_LOOK_USEC (5 * USEC_PER_SEC)
-int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_t until_usec, const char *why);
+/* placed_work: the pair's bytes/s on one CPU that the verdict read (0: not
+ * measured), kept for the pair (plan_target_state.look_placed_work) where
+ * the action was judged by its own bytes, not by a pair it feeds. */
+int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_t until_usec, const char *why,
+                           double placed_work);
 /* Was thread id released for a second look already? */
 bool plan_state_looked_again(const struct plan_state *s, const struct task_id *id);
 /* When the second look of thread id ends, if it is in one now; else 0. */
