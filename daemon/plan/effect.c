@@ -476,20 +476,23 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
  * Like bytes_fell(), it need not wait for the median of five: no window
  * of the first BYTES_FELL_WINDOWS_MIN or more clearly above the "before"
  * is no clear gain in any of them (held five windows, the stream paid 10 %
- * for six of a 10 s run). By the median of five, a gain under the
- * tolerance is no clear gain either: it is what one window of a loaded
- * machine swings, and the "before" of a pair placed within a second of
- * its start is one window or two. The same stream, placed after windows
- * of 1.19e6 and 1.22e6 bytes/s, was kept at +7 % and +10 % on one CPU
- * (1.28e6, 1.35e6) where the kernel moved it at 1.4e6 later, and ran at
- * 0.86-0.91x of its stock rate. A ping-pong that co-location helps gains
- * more (+20-30 % under that load here); one that gains less has its look,
- * and is placed again unless one CPU did clearly worse than the look
- * (plan-pair.c, looked_loss()). decided: the verdict's state, NULL
- * while the median waits. True when it rewrote the verdict.
+ * for six of a 10 s run). On a "before" of fewer than
+ * BYTES_BEFORE_WINDOWS_MIN windows (a pair placed in its first seconds),
+ * the median of five must clear the whole tolerance: that is what one
+ * window of a loaded machine swings. The same stream, placed after
+ * windows of 1.19e6 and 1.22e6 bytes/s, was kept at +7 % and +10 % on one
+ * CPU (1.28e6, 1.35e6) where the kernel moved it at 1.4e6 later, and ran
+ * at 0.86-0.91x of its stock rate. A pair that gains less there has its
+ * look, and is placed again unless one CPU moved clearly less than the
+ * look (plan-pair.c, judge_look()); so does a closed loop kept by its
+ * faster answers with bytes that rose by less. decided: the verdict's
+ * state, NULL while the median waits. True when it rewrote the verdict.
  */
+#define BYTES_BEFORE_WINDOWS_MIN 3
+
 static bool second_look(struct effect_pending *p, enum effect_verdict v, const struct effect_state *decided,
                         double tolerance) {
+        double clear = p->action.evidence_before_windows < BYTES_BEFORE_WINDOWS_MIN ? tolerance : tolerance / 4;
         struct effect_result r;
 
         if (p->action.looked_again || (decided && decided->last.verdict != EFFECT_KEEP) ||
@@ -497,7 +500,7 @@ static bool second_look(struct effect_pending *p, enum effect_verdict v, const s
                 return false;
         /* no clear gain: by the median of five, or while it waits, in
          * every window so far (a win shows from the first) */
-        if (decided ? !(r.change < tolerance) : !every_window_worse(&p->state, p->state.before, -tolerance / 4))
+        if (decided ? !(r.change < clear) : !every_window_worse(&p->state, p->state.before, -tolerance / 4))
                 return false;
         r.verdict = EFFECT_UNDO;
         r.second_look = true;

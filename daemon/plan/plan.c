@@ -526,8 +526,12 @@ void plan_count_presence(unsigned *seen, unsigned *absent, bool present, unsigne
 /* The one body of plan_set_state() and plan_set_pair_state(): the state's string, and why. */
 __attribute__((format(printf, 3, 0)))
 static void state_set(struct plan_target_state *st, const char *state, const char *fmt, va_list ap) {
+        char why[sizeof(st->why)];
+
+        /* through a copy: a block's reason passed in may be st->why itself */
+        vsnprintf(why, sizeof(why), fmt, ap);
         snprintf(st->state, sizeof(st->state), "%s", state);
-        vsnprintf(st->why, sizeof(st->why), fmt, ap);
+        memcpy(st->why, why, sizeof(why));
 }
 
 void plan_set_state(struct plan_target_state *st, enum plan_state_id state, const char *fmt, ...) {

@@ -96,6 +96,7 @@ struct plan_target_state {
          * 1.24e6, and a co-location that cost it 14 % read +36 %.
          */
         double before_sum, before_weight;
+        unsigned before_windows;     /* how many windows that mean has */
         /* the same for its response time, over the windows that had one
          * (snapshot_pair_response_usec()): the check's response "before" */
         double response_sum, response_weight;
@@ -116,9 +117,8 @@ struct plan_target_state {
         bool looked_again;
         /* "pair:" keys: the bytes/s the pair moved on one CPU before its
          * second look (plan_state_second_look()), the median the verdict
-         * read, to hold against the windows of the look before it is placed
-         * again (plan-pair.c, looked_loss()); 0: not measured, or nothing to
-         * compare any more */
+         * read, held against the windows of the look at the first pass
+         * after it (plan-pair.c, judge_look()); 0: not measured, or judged */
         double look_placed_work;
         struct task_id task;
         uint64_t generation;         /* plan_run pass that last looked at it (garbage collection) */
