@@ -39,11 +39,12 @@ sed -i '/^\[Daemon\]/a MetricsTextfile='"$work"'/textfile/affinityd.prom' "$cfg/
 # the tolerance a timed pair's response time is the measure that decides);
 # the verdicts themselves are test-effect's.
 sed -i '/^\[Daemon\]/a EffectTolerance=100%' "$cfg/affinityd.conf"
-# That tolerance also raises the bar of a clear gain to it (+100 %): a
-# pair that gains +20 % (a host where a split costs 1.2x) is released for
-# a second look, placed again after PLAN_SECOND_LOOK_USEC (5 s, whatever
-# Cooldown= is) unless one CPU moved under half what the look did, and
-# its final verdict shown.
+# That tolerance also raises the bar of a clear gain to a quarter of it
+# (+25 %), or to all of it on a "before" of one window or two: a pair that
+# gains +20 % (a host where a split costs 1.2x) is released for a second
+# look, placed again after PLAN_SECOND_LOOK_USEC (5 s, whatever Cooldown=
+# is) unless one CPU moved under half what the look did, and its final
+# verdict shown.
 # The pair is held split (pingpong --hold: CPU_A and CPU_B) and the pair
 # policy may change narrowed masks, so it is split whatever the load: a
 # loaded machine's kernel otherwise keeps a released pair together, and

@@ -455,9 +455,10 @@ static struct effect_state *response_decides(struct effect_pending *p, enum effe
 
 /*
  * A keep by bytes that show no clear gain (less than a quarter of the
- * tolerance above the "before", or lower) is not trusted on a "before"
- * of the pair's first second: the kernel's placement of a stream changes
- * as it runs. Under stress-ng --cpu 2 --cpu-load 40 a stream ran 21-22k
+ * tolerance above the "before", or lower; the whole tolerance on a
+ * "before" of one window or two, below) is not trusted: that "before" may
+ * be of the pair's first second, and the kernel's placement of a stream
+ * changes as it runs. Under stress-ng --cpu 2 --cpu-load 40 a stream ran 21-22k
  * messages/s in its first half second, where the kernel kept its sides
  * together, was co-located then and kept at "bytes/s -1 %"; unplaced it
  * runs 22-25k once the kernel spreads it. Such a keep becomes a release

@@ -875,7 +875,8 @@ static struct pair_before pair_before_of(const struct pair_plan *pp, const struc
                                          ? it->st->before_sum / it->st->before_weight : 0,
                 .response_usec = pair_response_before(pp, it),
         };
-        b.windows = b.evidence_mean > 0 ? it->st->before_windows : 1;
+        /* a window above the mean is the "before" on its own */
+        b.windows = b.evidence_mean > 0 && b.evidence <= b.evidence_mean ? it->st->before_windows : 1;
         if (b.response_usec > 0)
                 b.response_windows = it->st && it->st->response_weight > 0 ? it->st->response_windows : 1;
         return b;
@@ -1312,6 +1313,7 @@ static int decide_gone(struct pair_plan *pp, struct pair_item *it) {
         bool ours = it->m[0] || it->m[1];
 
         st->seen = 0;
+        st->look_placed_work = 0;   /* "pair:" keys have no start times: a reused TID is no look's */
         if (ours && st->placed_usec && in->now_usec - st->placed_usec < PAIR_SHORT_USEC) {
                 int r = churn_note(pp, it->t[0] ?: it->t[1]);
                 if (r < 0)
@@ -1750,13 +1752,16 @@ static int place_new(struct pair_plan *pp, struct pair_item *it, char akey[2][12
  * A pair released for a second look (plan_state_second_look()) was
  * measured on one CPU (st->look_placed_work, the median of its bytes/s
  * there) and then where the kernel put it, in the look's windows (their
- * mean: note_window()). Where one CPU moved less than that mean by more
- * than half of EffectTolerance= (the margin bytes_fell(), effect.c, holds
- * a pair's every window to), placing it again would measure that loss
- * once more: the pair is blocked until RetryAfter=, as an undo blocks it
- * (its "pair:" key: each member stays free for its other pairs). Decided
- * once, at the first pass after the look, whatever the pair's finding;
- * then the figure is dropped. A stream beside stress-ng --cpu 2
+ * mean, decayed over PAIR_BEFORE_TAU_USEC: note_window()). Where one CPU
+ * moved less than that mean by more than half of EffectTolerance= (the
+ * margin bytes_fell(), effect.c, holds a pair's every window to), placing
+ * it again would measure that loss once more: the pair is blocked until
+ * RetryAfter=, as an undo blocks it (its "pair:" key: each member stays
+ * free for its other pairs). Judged once, at the first pass after the
+ * look (st->look_until_usec), for every pair before any is decided
+ * (plan_pairs(): a fan's other pair is decided with its first), then the
+ * figure is dropped; a look of one window (Interval= of 5 s or more, a
+ * basis that changed) blocks nothing. A stream beside stress-ng --cpu 2
  * --cpu-load 40 read 1.28e6-1.38e6 bytes/s on one CPU and 1.4e6-1.45e6
  * where the kernel put it; placed again after its look and kept within
  * the tolerance, it ran at 0.91-0.93x of its stock rate over 10 s runs. A
@@ -1770,13 +1775,15 @@ static int judge_look(struct pair_plan *pp, struct pair_item *it) {
         struct pair_before b;
         char why[160];
 
-        if (!st || !(st->look_placed_work > 0) || plan_state_look_until(pp->ctx->state, &it->id[0], now) ||
-            plan_state_look_until(pp->ctx->state, &it->id[1], now))
+        if (!st || !(st->look_placed_work > 0) || now < st->look_until_usec)
                 return 0;   /* nothing to judge, or the look goes on */
         placed = st->look_placed_work;
         st->look_placed_work = 0;
+        if (!it->t[0] || !it->t[1])
+                return 0;
         b = pair_before_of(pp, it);
-        if (b.basis != EVIDENCE_IO_BYTES || !(b.evidence_mean > 0) || placed > b.evidence_mean * (1 - margin))
+        if (b.basis != EVIDENCE_IO_BYTES || !(b.evidence_mean > 0) || st->before_windows < 2 ||
+            placed > b.evidence_mean * (1 - margin))
                 return 0;
         snprintf(why, sizeof(why), "one CPU moved less: %.4g bytes/s there, %.4g where the kernel put it in its "
                  "second look (%+.0f %%)", placed, b.evidence_mean, (placed / b.evidence_mean - 1) * 100);
@@ -1797,9 +1804,6 @@ static int decide(struct pair_plan *pp, struct pair_item *it) {
         if (!it->t[0] || !it->t[1])
                 return decide_gone(pp, it);
         note_window(pp, it);
-        r = judge_look(pp, it);
-        if (r < 0)
-                return r;
         if (!it->f)
                 return decide_quiet(pp, it);
         r = decide_ineligible(pp, it);
@@ -1894,6 +1898,8 @@ int plan_pairs(struct plan_ctx *ctx) {
                 r = load_init(&pp);
         if (r >= 0 && pp.n_items > 1)
                 qsort_safe(pp.items, pp.n_items, sizeof(*pp.items), item_cmp);
+        for (size_t i = 0; r >= 0 && i < pp.n_items; i++)
+                r = judge_look(&pp, &pp.items[i]);
         for (size_t i = 0; r >= 0 && i < pp.n_items; i++)
                 if (!pp.items[i].decided)   /* a fan's link may be, with its first pair */
                         r = decide(&pp, &pp.items[i]);

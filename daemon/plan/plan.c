@@ -119,7 +119,8 @@ int plan_state_block(struct plan_state *s, const char *key, uint64_t until_usec,
         if (!t)
                 return -ENOMEM;
         t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
-        snprintf(t->why, sizeof(t->why), "not retried: %s", why ?: "effect check failed");
+        snprintf(t->block_why, sizeof(t->block_why), "not retried: %s", why ?: "effect check failed");
+        memcpy(t->why, t->block_why, sizeof(t->why));
         return 0;
 }
 
@@ -142,7 +143,7 @@ bool plan_state_blocked(const struct plan_state *s, const char *key, const char 
 
                 if (t && t->no_retry_until_usec > now_usec) {
                         if (ret_why)
-                                *ret_why = t->why;
+                                *ret_why = t->block_why[0] ? t->block_why : t->why;
                         return true;
                 }
         }
@@ -185,13 +186,16 @@ int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_
                         return r;
                 t->looked_again = true;
                 t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
-                snprintf(t->why, sizeof(t->why), "%s", why ?: "released for a second look");
+                snprintf(t->block_why, sizeof(t->block_why), "%s", why ?: "released for a second look");
+                memcpy(t->why, t->block_why, sizeof(t->why));
         }
         pair = ids[1] && pair_key(ids[0], ids[1], key, sizeof(key)) ? plan_state_find(s, key) : NULL;
         if (pair && pair->cooldown_until_usec > until_usec)
                 pair->cooldown_until_usec = until_usec;
-        if (pair && !a->work_pair[0].tid && a->evidence_basis == EVIDENCE_IO_BYTES)
+        if (pair && !a->work_pair[0].tid && a->evidence_basis == EVIDENCE_IO_BYTES) {
                 pair->look_placed_work = placed_work > 0 ? placed_work : 0;
+                pair->look_until_usec = until_usec;
+        }
         return 0;
 }
 
@@ -228,6 +232,7 @@ int plan_state_foreign(struct plan_state *s, const struct task_id *id) {
         if (t->foreign_changes >= PLAN_FOREIGN_MAX) {
                 t->no_retry_until_usec = UINT64_MAX;
                 plan_set_state(t, PLAN_LEFT_ALONE, "%s", PLAN_FOREIGN_WHY);
+                memcpy(t->block_why, t->why, sizeof(t->block_why));
         }
         return (int) MIN(t->foreign_changes, (unsigned) INT_MAX);
 }

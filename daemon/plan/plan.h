@@ -66,6 +66,7 @@ struct plan_target_state {
         uint64_t no_retry_until_usec;
         char state[48];              /* a string of common/states.h: plan_state_id or pair_state */
         char why[160];               /* last decision's reason (affctl hogs/pairs/explain) */
+        char block_why[160];         /* plan_state_block()'s reason, kept while why moves on */
         struct finding last;         /* last evidence; last.policy is always NULL here */
 
         /*
@@ -120,6 +121,7 @@ struct plan_target_state {
          * read, held against the windows of the look at the first pass
          * after it (plan-pair.c, judge_look()); 0: not measured, or judged */
         double look_placed_work;
+        uint64_t look_until_usec;    /* "pair:" keys: when that look ends */
         struct task_id task;
         uint64_t generation;         /* plan_run pass that last looked at it (garbage collection) */
 };
