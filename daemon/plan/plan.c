@@ -110,17 +110,26 @@ struct plan_target_state *plan_state_get(struct plan_state *s, const char *key) 
         return t;
 }
 
+/* No retry of t before until_usec (or a later time it had), for reason:
+ * shown as its why now, and kept as the block's own (plan_state_blocked())
+ * while later passes say other things of it. The one place a block is set. */
+static void hold_until(struct plan_target_state *t, uint64_t until_usec, const char *reason) {
+        t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
+        snprintf(t->block_why, sizeof(t->block_why), "%s", reason);
+        memcpy(t->why, t->block_why, sizeof(t->why));
+}
+
 int plan_state_block(struct plan_state *s, const char *key, uint64_t until_usec, const char *why) {
         struct plan_target_state *t;
+        char reason[sizeof(t->block_why)];
 
         if (!s || !key)
                 return -EINVAL;
         t = plan_state_get(s, key);
         if (!t)
                 return -ENOMEM;
-        t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
-        snprintf(t->block_why, sizeof(t->block_why), "not retried: %s", why ?: "effect check failed");
-        memcpy(t->why, t->block_why, sizeof(t->why));
+        snprintf(reason, sizeof(reason), "not retried: %s", why ?: "effect check failed");
+        hold_until(t, until_usec, reason);
         return 0;
 }
 
@@ -185,9 +194,7 @@ int plan_state_second_look(struct plan_state *s, const struct action *a, uint64_
                 if (!t)
                         return r;
                 t->looked_again = true;
-                t->no_retry_until_usec = MAX(t->no_retry_until_usec, until_usec);
-                snprintf(t->block_why, sizeof(t->block_why), "%s", why ?: "released for a second look");
-                memcpy(t->why, t->block_why, sizeof(t->why));
+                hold_until(t, until_usec, why ?: "released for a second look");
         }
         pair = ids[1] && pair_key(ids[0], ids[1], key, sizeof(key)) ? plan_state_find(s, key) : NULL;
         if (pair && pair->cooldown_until_usec > until_usec)
@@ -230,9 +237,8 @@ int plan_state_foreign(struct plan_state *s, const struct task_id *id) {
          * keeps its reason, and the thread is someone else's for now anyway
          * (the matcher sees it narrowed until they put it back). */
         if (t->foreign_changes >= PLAN_FOREIGN_MAX) {
-                t->no_retry_until_usec = UINT64_MAX;
+                hold_until(t, UINT64_MAX, PLAN_FOREIGN_WHY);
                 plan_set_state(t, PLAN_LEFT_ALONE, "%s", PLAN_FOREIGN_WHY);
-                memcpy(t->block_why, t->why, sizeof(t->block_why));
         }
         return (int) MIN(t->foreign_changes, (unsigned) INT_MAX);
 }
