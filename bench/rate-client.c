@@ -31,6 +31,7 @@ struct rc_options {
         long rate;
         double duration_s;
         const char *request;
+        const char *trace;
 };
 
 static void rc_help(void) {
@@ -41,6 +42,8 @@ static void rc_help(void) {
                "  -P, --port N        connect to TCP 127.0.0.1:N\n"
                "  -R, --rate N        requests per second (open loop)\n"
                "  -d, --duration SEC  run time (default 10)\n"
+               "  -t, --trace FILE    write each request's due time (CLOCK_BOOTTIME s)\n"
+               "                      and latency (µs), one per line, at the end\n"
                "  -h, --help          this help\n\n"
                "Last line: rate=R offered=N requests=N p50_us=F p99_us=F p999_us=F\n"
                "           p99_steady_us=F (after the first 2 s) late=N\n");
@@ -52,13 +55,14 @@ static int rc_parse(int argc, char **argv, struct rc_options *o) {
                 { "port",     required_argument, NULL, 'P' },
                 { "rate",     required_argument, NULL, 'R' },
                 { "duration", required_argument, NULL, 'd' },
+                { "trace",    required_argument, NULL, 't' },
                 { "help",     no_argument,       NULL, 'h' },
                 {}
         };
         int c;
 
         *o = (struct rc_options) { .duration_s = 10 };
-        while ((c = getopt_long(argc, argv, "u:P:R:d:h", longopts, NULL)) >= 0) {
+        while ((c = getopt_long(argc, argv, "u:P:R:d:t:h", longopts, NULL)) >= 0) {
                 int r = 0;
 
                 switch (c) {
@@ -66,6 +70,7 @@ static int rc_parse(int argc, char **argv, struct rc_options *o) {
                 case 'P': r = wl_parse_long(optarg, 1, 65535, &o->port); break;
                 case 'R': r = wl_parse_long(optarg, 1, 10 * 1000 * 1000, &o->rate); break;
                 case 'd': r = wl_parse_double(optarg, 0.1, 1e6, &o->duration_s); break;
+                case 't': o->trace = optarg; break;
                 case 'h': rc_help(); exit(EXIT_SUCCESS);
                 default: return -EINVAL;
                 }
@@ -135,6 +140,25 @@ static int rc_exchange(int fd, const char *req, size_t len) {
         }
 }
 
+/*
+ * The trace: request n was due at t0 + n/rate, written on CLOCK_BOOTTIME,
+ * the clock of the daemon's debug lines (when a pass and a wake-up burst
+ * ran), so that slow requests can be laid against them. Written after the
+ * run, not during it: a write per request would be the client's own tail.
+ */
+static int rc_write_trace(const char *path, const struct wl_latencies *lat, int64_t t0_boot_ns, int64_t period) {
+        FILE *f = fopen(path, "we");
+        bool bad;
+
+        if (!f)
+                return -errno;
+        for (size_t n = 0; n < lat->n; n++)
+                fprintf(f, "%.6f %.1f\n", (double) (t0_boot_ns + (int64_t) n * period) / 1e9,
+                        (double) lat->ns[n] / 1e3);
+        bad = ferror(f);
+        return fclose(f) == 0 && !bad ? 0 : -EIO;
+}
+
 int main(int argc, char **argv) {
         struct rc_options o;
         struct wl_latencies lat = {};
@@ -161,6 +185,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         const int64_t period = WL_NSEC_PER_SEC / o.rate, t0 = wl_now_ns();
+        const int64_t t0_boot = wl_clock_ns(CLOCK_BOOTTIME) - (wl_now_ns() - t0);
         const int64_t t_end = wl_end_ns(t0, o.duration_s);
         int64_t now = t0;
 
@@ -178,6 +203,8 @@ int main(int argc, char **argv) {
         close(fd);
         if (r < 0 && !wl_stop_requested)
                 fprintf(stderr, "rate-client: %s after %zu requests\n", strerror(-r), lat.n);
+        if (o.trace && (r = rc_write_trace(o.trace, &lat, t0_boot, period)) < 0)
+                fprintf(stderr, "rate-client: %s: %s\n", o.trace, strerror(-r));
         wl_latency_summary(&lat, o.rate, q);
         printf("rate=%.1f offered=%ld requests=%zu p50_us=%.1f p99_us=%.1f p999_us=%.1f p99_steady_us=%.1f "
                "late=%llu\n", now > t0 ? (double) lat.n * 1e9 / (double) (now - t0) : 0.0, o.rate, lat.n, q[0],

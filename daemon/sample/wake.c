@@ -211,6 +211,7 @@ struct wake_sampler {
         bool on;                   /* events are open */
         uint64_t on_since_usec;
         uint64_t burst_start_usec;
+        uint64_t burst_end_usec;   /* when the last burst ended (0: none yet) */
         uint64_t fold_on_usec;     /* on-time not yet folded into the rates */
         uint64_t win_on_usec;      /* on-time in the status window */
         uint64_t cadence_usec;     /* measured time between wake_sampler_edges() calls */
@@ -1098,6 +1099,7 @@ static void burst_end(struct wake_sampler *ws, uint64_t now) {
         burst_adapt(ws, now > ws->burst_start_usec ? now - ws->burst_start_usec : 0, now);
         burst_account(ws, now);
         ws->on = false;
+        ws->burst_end_usec = now;
         ws->burst_events_per_s = burst_events_per_s(ws);
         if (ws->burst_events_per_s > ws->park_max_per_s)
                 perf_close_all(ws);     /* parked, they would cost more than reopening */
@@ -1465,6 +1467,14 @@ unsigned wake_sampler_stride_for_share(const struct wake_sampler *ws, double sha
 
 bool wake_sampler_hot_repinned(const struct wake_sampler *ws) {
         return ws && ws->hot_repinned;
+}
+
+bool wake_sampler_last_burst(const struct wake_sampler *ws, uint64_t *start_usec, uint64_t *end_usec) {
+        if (!ws || ws->burst_end_usec == 0 || ws->burst_end_usec < ws->burst_start_usec)
+                return false;
+        *start_usec = ws->burst_start_usec;
+        *end_usec = ws->burst_end_usec;
+        return true;
 }
 
 bool wake_sampler_burst_wanted(const struct wake_sampler *ws) {

@@ -168,6 +168,9 @@ bool wake_sampler_burst_wanted(const struct wake_sampler *ws);
  * another CPU mask (a burst-fed call too): a placement no burst has
  * watched, so the caller's placement is not settled. */
 bool wake_sampler_hot_repinned(const struct wake_sampler *ws);
+/* When the last burst that ended started and ended (CLOCK_MONOTONIC µs);
+ * false before the first one, or while a new one is on. */
+bool wake_sampler_last_burst(const struct wake_sampler *ws, uint64_t *start_usec, uint64_t *end_usec);
 /* New configuration values (reload). Period 0 keeps, max 0 = unlimited. */
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s);
 /* Online CPUs changed: open/close per-CPU events. topo is not kept. */
