@@ -15,6 +15,9 @@
  *
  *   rate-client --unix /path/redis.sock --rate 1000 --duration 10 'GET k'
  *   rate-client --port 11211 --rate 3000 'version'
+ *
+ * --trace FILE writes each request's send time and latency after the run
+ * (bench/watch-cost.sh lays them against the daemon's passes and bursts).
  */
 #include "tests/workloads/workload.h"
 
@@ -141,27 +144,29 @@ static int rc_exchange(int fd, const char *req, size_t len) {
 }
 
 /*
- * The trace: request n was due at t0 + n/rate, written on CLOCK_BOOTTIME,
- * the clock of the daemon's debug lines (when a pass and a wake-up burst
- * ran), so that slow requests can be laid against them. Written after the
- * run, not during it: a write per request would be the client's own tail.
+ * The trace: when each request's latency counts from (its due time, or
+ * when the client's timer woke it: wl_open_loop_wait()), moved to
+ * CLOCK_BOOTTIME, the clock of the daemon's debug lines (when a pass and a
+ * wake-up burst ran), so that slow requests can be laid against them.
+ * Written after the run, not during it: a write per request would be the
+ * client's own tail. boot_off_ns: CLOCK_BOOTTIME minus CLOCK_MONOTONIC.
  */
-static int rc_write_trace(const char *path, const struct wl_latencies *lat, int64_t t0_boot_ns, int64_t period) {
+static int rc_write_trace(const char *path, const struct wl_latencies *lat, const struct wl_latencies *from,
+                          int64_t boot_off_ns) {
         FILE *f = fopen(path, "we");
         bool bad;
 
         if (!f)
                 return -errno;
-        for (size_t n = 0; n < lat->n; n++)
-                fprintf(f, "%.6f %.1f\n", (double) (t0_boot_ns + (int64_t) n * period) / 1e9,
-                        (double) lat->ns[n] / 1e3);
+        for (size_t n = 0; n < lat->n && n < from->n; n++)
+                fprintf(f, "%.6f %.1f\n", (double) (from->ns[n] + boot_off_ns) / 1e9, (double) lat->ns[n] / 1e3);
         bad = ferror(f);
         return fclose(f) == 0 && !bad ? 0 : -EIO;
 }
 
 int main(int argc, char **argv) {
         struct rc_options o;
-        struct wl_latencies lat = {};
+        struct wl_latencies lat = {}, sent = {};
         char req[256];
         size_t req_len;
         double q[4];
@@ -185,7 +190,7 @@ int main(int argc, char **argv) {
                 return 1;
         }
         const int64_t period = WL_NSEC_PER_SEC / o.rate, t0 = wl_now_ns();
-        const int64_t t0_boot = wl_clock_ns(CLOCK_BOOTTIME) - (wl_now_ns() - t0);
+        const int64_t boot_off = wl_clock_ns(CLOCK_BOOTTIME) - wl_now_ns();
         const int64_t t_end = wl_end_ns(t0, o.duration_s);
         int64_t now = t0;
 
@@ -197,18 +202,27 @@ int main(int argc, char **argv) {
                         break;
                 now = wl_now_ns();
                 r = wl_latency_push(&lat, now - from);
+                if (r >= 0 && o.trace)
+                        r = wl_latency_push(&sent, from);
                 if (r < 0)
                         break;
         }
         close(fd);
         if (r < 0 && !wl_stop_requested)
                 fprintf(stderr, "rate-client: %s after %zu requests\n", strerror(-r), lat.n);
-        if (o.trace && (r = rc_write_trace(o.trace, &lat, t0_boot, period)) < 0)
-                fprintf(stderr, "rate-client: %s: %s\n", o.trace, strerror(-r));
+        if (o.trace) {
+                int t = rc_write_trace(o.trace, &lat, &sent, boot_off);
+
+                if (t < 0) {
+                        fprintf(stderr, "rate-client: %s: %s\n", o.trace, strerror(-t));
+                        r = r < 0 ? r : t;
+                }
+        }
         wl_latency_summary(&lat, o.rate, q);
         printf("rate=%.1f offered=%ld requests=%zu p50_us=%.1f p99_us=%.1f p999_us=%.1f p99_steady_us=%.1f "
                "late=%llu\n", now > t0 ? (double) lat.n * 1e9 / (double) (now - t0) : 0.0, o.rate, lat.n, q[0],
                q[1], q[2], q[3], (unsigned long long) late);
         free(lat.ns);
+        free(sent.ns);
         return r < 0 && !wl_stop_requested ? 1 : 0;
 }

@@ -26,7 +26,7 @@
 #
 # --other: a second daemon binary (another commit's build), run the same
 # way in each repeat, side by side. As root, holding the machine alone (no
-# other affinityd). Needs redis-server and redis-tools.
+# other affinityd). Needs redis-server, redis-tools and gawk.
 set -euo pipefail
 export LC_ALL=C
 REPEATS=5 DURATION=30 RATE=2000 SETTLE=3 OTHER=
@@ -49,13 +49,15 @@ SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
 [[ -z $OTHER || -x $OTHER ]] || { echo "watch-cost.sh: --other $OTHER is not an executable" >&2; exit 2; }
 { command -v redis-server && command -v redis-cli; } >/dev/null ||
         { echo "watch-cost.sh: needs redis-server and redis-cli (apt-get install redis-server redis-tools)" >&2; exit 2; }
+# asort(): gawk's (Debian's default awk may be mawk)
+command -v gawk >/dev/null || { echo "watch-cost.sh: needs gawk (apt-get install gawk)" >&2; exit 2; }
 [[ $(id -u) = 0 ]] || { echo "watch-cost.sh: run as root" >&2; exit 2; }
 
 WORK=$(mktemp -d /tmp/affd-watch.XXXXXX)
 DPID='' RPID=''
 cleanup() {
-        [[ -z $DPID ]] || { kill -TERM "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null || true; }
-        [[ -z $RPID ]] || { kill -TERM "$RPID" 2>/dev/null; wait "$RPID" 2>/dev/null || true; }
+        [[ -z $DPID ]] || { kill -TERM "$DPID" 2>/dev/null || true; wait "$DPID" 2>/dev/null || true; }
+        [[ -z $RPID ]] || { kill -TERM "$RPID" 2>/dev/null || true; wait "$RPID" 2>/dev/null || true; }
         rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -87,15 +89,15 @@ start_daemon() {
 }
 
 stop_daemon() {
-        kill -TERM "$DPID"
+        kill -TERM "$DPID" 2>/dev/null || { echo "watch-cost.sh: the daemon died during the run:" >&2; cat "$1" >&2; exit 1; }
         wait "$DPID" || true
-        DPID=
+        DPID=''
 }
 
 # attribute LOG TRACE: "p99 p99_other burst_share pass_share p50_burst p50_other p99_burst p99_pass"
 # (shares in %, latencies in µs; a LOG of /dev/null: no windows, every request "other")
 attribute() {
-        awk '
+        gawk '
         FILENAME == ARGV[1] {
                 if (match($0, /pass [0-9]+ at [0-9.]+-[0-9.]+/)) {
                         split(substr($0, RSTART, RLENGTH), a, /[ -]/)
@@ -138,7 +140,7 @@ one_run() {   # one_run VARIANT REPEAT
         fi
         "$B/bench/rate-client" --unix "$WORK/redis.sock" --rate "$RATE" --duration "$DURATION" \
                 --trace "$WORK/$v.$i.trace" 'GET k' > "$WORK/$v.$i.out"
-        [[ -z $bin ]] || stop_daemon
+        [[ -z $bin ]] || stop_daemon "$log"
         printf "%s %s %s\n" "$v" "$i" "$(attribute "$log" "$WORK/$v.$i.trace")" | tee -a "$WORK/runs"
 }
 
@@ -152,7 +154,7 @@ for ((i = 1; i <= REPEATS; i++)); do
                 do one_run "${VARIANTS[(i + j) % n]}" "$i"; done
 done
 echo
-awk '
+gawk '
 function med(x, m,   s, i) { for (i = 1; i <= m; i++) s[i] = x[i]; asort(s); return m % 2 ? s[(m + 1) / 2] : (s[m / 2] + s[m / 2 + 1]) / 2 }
 { m = ++n[$1]; p99[$1, m] = $3; cost[$1, m] = $4 > 0 ? $3 / $4 : 0; bsh[$1, m] = $5; psh[$1, m] = $6
   shift[$1, m] = $8 > 0 ? $7 / $8 : 0; if (!($1 in order)) { order[$1] = ++nv; name[nv] = $1 } }

@@ -6,7 +6,7 @@
 # acting does. Here a ping-pong is held split on two CPUs (the pair
 # policy with AllowNarrowed=yes), with Interval=200ms and Cooldown=1s, so
 # the same "would co-locate" comes back about every second. The test waits
-# for the long stride (a burst in more than 4 passes: 30 passes in a row
+# for a longer stride (a burst in more than 4 passes: 10 passes in a row
 # with no news), then for a repeat of the change, and asks that the repeat
 # left the stride long. Where each repeat counted as news, the count
 # started again every ~5 passes and the stride never passed 4.

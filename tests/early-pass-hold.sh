@@ -50,7 +50,7 @@ secs_ms() { local w=${1%.*} f=${1#*.}000; printf -v "$2" '%d' $(( 10#$w * 1000 +
 # with builtins only: no fork to hold the pass back meanwhile.
 pass_and_plan() {
         local line t re_plan='^affinityd\[debug\]: new process: next pass .* to ([0-9]+\.[0-9]+) s \(boot\)$'
-        local re_pass='^affinityd\[debug\]: pass [0-9]+ at ([0-9]+\.[0-9]+) s'
+        local re_pass='^affinityd\[debug\]: pass [0-9]+ at ([0-9]+\.[0-9]+)-[0-9]+\.[0-9]+ s'
         t_plan= t_first= n_plans=0
         while IFS= read -r line; do
                 if [[ $line =~ $re_plan ]]; then

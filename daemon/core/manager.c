@@ -605,9 +605,9 @@ static void log_pass(const struct manager *m) {
         char burst[64] = "";
 
         if (wake_sampler_last_burst(m->wake, &start, &end))
-                snprintf(burst, sizeof(burst), ", last burst %.4f-%.4f s", (double) start / USEC_PER_SEC + off,
+                snprintf(burst, sizeof(burst), ", last burst %.6f-%.6f s", (double) start / USEC_PER_SEC + off,
                          (double) end / USEC_PER_SEC + off);
-        log_fields(&m->log, LOG_DEBUG, NULL, "pass %" PRIu64 " at %.4f-%.4f s (boot): %zu tasks, %zu edges, "
+        log_fields(&m->log, LOG_DEBUG, NULL, "pass %" PRIu64 " at %.6f-%.6f s (boot): %zu tasks, %zu edges, "
                    "%zu findings, %zu actions, %" PRIu64 " µs%s",
                    m->passes, (double) boot / USEC_PER_SEC - (double) m->last_pass_cost_usec / USEC_PER_SEC,
                    (double) boot / USEC_PER_SEC, m->snap->n_tasks, m->snap->n_edges, m->findings.n, m->actions.n,

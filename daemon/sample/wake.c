@@ -1099,7 +1099,8 @@ static void burst_end(struct wake_sampler *ws, uint64_t now) {
         burst_adapt(ws, now > ws->burst_start_usec ? now - ws->burst_start_usec : 0, now);
         burst_account(ws, now);
         ws->on = false;
-        ws->burst_end_usec = now;
+        /* after the drain: the daemon's own work on the rings belongs to the burst */
+        ws->burst_end_usec = util_now_usec();
         ws->burst_events_per_s = burst_events_per_s(ws);
         if (ws->burst_events_per_s > ws->park_max_per_s)
                 perf_close_all(ws);     /* parked, they would cost more than reopening */

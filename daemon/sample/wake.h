@@ -168,8 +168,10 @@ bool wake_sampler_burst_wanted(const struct wake_sampler *ws);
  * another CPU mask (a burst-fed call too): a placement no burst has
  * watched, so the caller's placement is not settled. */
 bool wake_sampler_hot_repinned(const struct wake_sampler *ws);
-/* When the last burst that ended started and ended (CLOCK_MONOTONIC µs);
- * false before the first one, or while a new one is on. */
+/* When the last burst that ended started and ended, its rings drained
+ * (CLOCK_MONOTONIC µs); false before the first one ends, while a new one is
+ * on or after one was cut short (a fall back from perf), and with events
+ * open all the time. */
 bool wake_sampler_last_burst(const struct wake_sampler *ws, uint64_t *start_usec, uint64_t *end_usec);
 /* New configuration values (reload). Period 0 keeps, max 0 = unlimited. */
 int wake_sampler_set_limits(struct wake_sampler *ws, uint64_t sample_period, uint64_t max_events_per_s);
