@@ -53,24 +53,19 @@ SRCDIR=$(cd "$(dirname "$0")/.." && pwd)
 command -v gawk >/dev/null || { echo "watch-cost.sh: needs gawk (apt-get install gawk)" >&2; exit 2; }
 [[ $(id -u) = 0 ]] || { echo "watch-cost.sh: run as root" >&2; exit 2; }
 
+# redis_start, servers_stop: the private Redis of bench/servers.sh
+. "$SRCDIR/tests/servers-lib.sh"
 WORK=$(mktemp -d /tmp/affd-watch.XXXXXX)
-DPID='' RPID=''
+DPID=''
 cleanup() {
         [[ -z $DPID ]] || { kill -TERM "$DPID" 2>/dev/null || true; wait "$DPID" 2>/dev/null || true; }
-        [[ -z $RPID ]] || { kill -TERM "$RPID" 2>/dev/null || true; wait "$RPID" 2>/dev/null || true; }
+        servers_stop
         rm -rf "$WORK"
 }
 trap cleanup EXIT
 
-redis-server --port 0 --unixsocket "$WORK/redis.sock" --save '' --appendonly no --dir "$WORK" \
-        --daemonize no > "$WORK/redis.log" 2>&1 &
-RPID=$!
-for _ in $(seq 100); do
-        redis-cli -s "$WORK/redis.sock" set k v >/dev/null 2>&1 && break
-        sleep 0.1
-done
-[[ $(redis-cli -s "$WORK/redis.sock" get k 2>/dev/null) == v ]] ||
-        { echo "watch-cost.sh: Redis did not start:" >&2; cat "$WORK/redis.log" >&2; exit 1; }
+redis_start "$WORK" "$WORK" || { echo "watch-cost.sh: Redis did not start" >&2; exit 1; }
+redis-cli -s "$RDS_SOCK" set k v >/dev/null
 
 # start_daemon BINARY LOG: a --dry-run daemon on the shipped policies, up
 # (its "running:" line, after its calibration) within 20 s, then SETTLE s
@@ -138,7 +133,7 @@ one_run() {   # one_run VARIANT REPEAT
                 log=$WORK/$v.$i.log
                 start_daemon "$bin" "$log"
         fi
-        "$B/bench/rate-client" --unix "$WORK/redis.sock" --rate "$RATE" --duration "$DURATION" \
+        "$B/bench/rate-client" --unix "$RDS_SOCK" --rate "$RATE" --duration "$DURATION" \
                 --trace "$WORK/$v.$i.trace" 'GET k' > "$WORK/$v.$i.out"
         [[ -z $bin ]] || stop_daemon "$log"
         printf "%s %s %s\n" "$v" "$i" "$(attribute "$log" "$WORK/$v.$i.trace")" | tee -a "$WORK/runs"

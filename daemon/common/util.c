@@ -224,6 +224,10 @@ uint64_t util_boottime_usec(void) {
         return clock_usec(CLOCK_BOOTTIME);
 }
 
+double util_boottime_s_of(uint64_t mono_usec) {
+        return ((double) mono_usec + (double) util_boottime_usec() - (double) util_now_usec()) / USEC_PER_SEC;
+}
+
 void strv_free(char **l) {
         if (!l)
                 return;

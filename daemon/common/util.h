@@ -126,6 +126,10 @@ char *util_strip(char *s);
 /* Monotonic and boot-time clocks in µs. */
 uint64_t util_now_usec(void);
 uint64_t util_boottime_usec(void);
+/* A CLOCK_MONOTONIC time as seconds of CLOCK_BOOTTIME: the clock of the
+ * daemon's debug lines (when a pass was planned for and when it ran), the
+ * one a client's trace lays its requests on. */
+double util_boottime_s_of(uint64_t mono_usec);
 
 /* NULL-terminated string vectors. */
 size_t strv_length(char * const *l);

@@ -78,13 +78,6 @@ uint64_t manager_early_next_allowed(const struct manager *m) {
 /* After an early pass is armed, listen again this soon (new_process_seen()). */
 #define EARLY_PASS_LISTEN_AGAIN_USEC (50 * USEC_PER_MSEC)
 
-/* A CLOCK_MONOTONIC time as seconds of CLOCK_BOOTTIME, the clock of the pass
- * log lines: when a pass was planned for, beside when it ran (a loaded
- * machine runs it later, never earlier). */
-static double boot_s(uint64_t mono_usec) {
-        return (double) (mono_usec + util_boottime_usec() - util_now_usec()) / USEC_PER_SEC;
-}
-
 static void new_process_seen(struct manager *m, uint64_t event_usec) {
         uint64_t now, at, next, allowed;
 
@@ -120,7 +113,7 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
                 if (m->wake)
                         wake_sampler_expect_call(m->wake, at);
                 log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass held back by %" PRIu64 " ms, to %.3f s (boot)",
-                           (at - next) / USEC_PER_MSEC, boot_s(at));
+                           (at - next) / USEC_PER_MSEC, util_boottime_s_of(at));
                 return;
         }
         if (now < manager_early_next_allowed(m) || next <= at + EARLY_PASS_DELAY_USEC)
@@ -146,7 +139,7 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
         if (m->wake)
                 wake_sampler_expect_call(m->wake, at);
         log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass brought forward by %" PRIu64 " ms, to %.3f s (boot)",
-                   (next - at) / USEC_PER_MSEC, boot_s(at));
+                   (next - at) / USEC_PER_MSEC, util_boottime_s_of(at));
 }
 
 /*

@@ -597,21 +597,20 @@ static void pass_apply(struct manager *m, uint64_t t0) {
  * early pass or a slow fix is debugged with, and when the pass and the
  * last wake-up burst ran, on the clock a client's trace can use (boot
  * time), is what a client's slow requests are laid against
- * (bench/watch-cost.sh).
+ * (bench/watch-cost.sh; the early pass's lines say when a pass was
+ * planned for on the same clock). t0: when the pass started.
  */
-static void log_pass(const struct manager *m) {
-        uint64_t now = util_now_usec(), boot = util_boottime_usec(), start, end;
-        double off = ((double) boot - (double) now) / USEC_PER_SEC;
+static void log_pass(const struct manager *m, uint64_t t0) {
+        uint64_t start, end;
         char burst[64] = "";
 
         if (wake_sampler_last_burst(m->wake, &start, &end))
-                snprintf(burst, sizeof(burst), ", last burst %.6f-%.6f s", (double) start / USEC_PER_SEC + off,
-                         (double) end / USEC_PER_SEC + off);
+                snprintf(burst, sizeof(burst), ", last burst %.6f-%.6f s", util_boottime_s_of(start),
+                         util_boottime_s_of(end));
         log_fields(&m->log, LOG_DEBUG, NULL, "pass %" PRIu64 " at %.6f-%.6f s (boot): %zu tasks, %zu edges, "
                    "%zu findings, %zu actions, %" PRIu64 " µs%s",
-                   m->passes, (double) boot / USEC_PER_SEC - (double) m->last_pass_cost_usec / USEC_PER_SEC,
-                   (double) boot / USEC_PER_SEC, m->snap->n_tasks, m->snap->n_edges, m->findings.n, m->actions.n,
-                   m->last_pass_cost_usec, burst);
+                   m->passes, util_boottime_s_of(t0), util_boottime_s_of(t0 + m->last_pass_cost_usec),
+                   m->snap->n_tasks, m->snap->n_edges, m->findings.n, m->actions.n, m->last_pass_cost_usec, burst);
 }
 
 /* The pass's own cost, the daemon's CPU share, and what it tells systemd and
@@ -623,7 +622,7 @@ static void pass_account(struct manager *m, uint64_t t0, size_t n_managed) {
         m->passes++;
         m->last_pass_cost_usec = util_now_usec() - t0;
         if (m->log.max_level >= LOG_DEBUG)
-                log_pass(m);
+                log_pass(m, t0);
 
         cpu_now = manager_rusage_cpu_usec();
         if (m->self_wall_prev_usec && t0 > m->self_wall_prev_usec)
