@@ -45,7 +45,7 @@ static void rc_help(void) {
                "  -P, --port N        connect to TCP 127.0.0.1:N\n"
                "  -R, --rate N        requests per second (open loop)\n"
                "  -d, --duration SEC  run time (default 10)\n"
-               "  -t, --trace FILE    write each request's due time (CLOCK_BOOTTIME s)\n"
+               "  -t, --trace FILE    write each request's send time (CLOCK_BOOTTIME s)\n"
                "                      and latency (µs), one per line, at the end\n"
                "  -h, --help          this help\n\n"
                "Last line: rate=R offered=N requests=N p50_us=F p99_us=F p999_us=F\n"
