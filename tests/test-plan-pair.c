@@ -1616,11 +1616,50 @@ static void feeder_world(struct world *w, struct task tasks[3], struct wake_edge
         ASSERT_OK(findings_add(&w->findings, &ff));
 }
 
+/* The pair 860 <-> 861 of feeder_world() found, and a window of it
+ * together first, busier and slower to answer than it will be split. */
+static void feeder_pair_together(struct world *w, struct task tasks[3], struct wake_edge edges[3]) {
+        struct finding fp = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
+
+        fp.wake_rate_per_s = 1000;
+        fp.split_basis = SPLIT_BASIS_WAKEUPS;
+        ASSERT_OK(findings_add(&w->findings, &fp));
+        w->findings.items[1].split_fraction = 0.0;
+        tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 60000;
+        edges[0].response_usec = 90;
+        interval(w);
+        ASSERT_EQ(w->out.n, 0);
+}
+
+/*
+ * A pass whose edges were kept from the burst before (a skipped burst, the
+ * recheck after a newborn hold) adds a window of /proc to the pair's
+ * "before", but no window of response times: one burst counted twice
+ * would let a slower answer undo against it (RESPONSE_BEFORE_WINDOWS_MIN).
+ */
+static void test_kept_edges_no_response_window(void) {
+        struct task tasks[] = { mktask(860, 0.3, 0), mktask(861, 0.3, 1), mktask(862, 0.05, 2) };
+        struct wake_edge edges[3];
+        struct world w;
+
+        feeder_world(&w, tasks, edges, 862);
+        feeder_pair_together(&w, tasks, edges);
+        /* the next pass keeps that burst's edges, with another response on them */
+        w.snap.edges_kept = true;
+        w.findings.items[1].split_fraction = 1.0;
+        tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 45000;
+        edges[0].response_usec = 60;
+        interval(&w);
+        ASSERT_EQ(w.out.n, 3);
+        ASSERT_EQ(w.out.items[0].response_before_windows, 1u);
+        ASSERT_NEAR(w.out.items[0].response_before_usec, 90, 1e-9);
+        world_done(&w);
+}
+
 static void test_feeder(void) {
         struct task tasks[] = { mktask(860, 0.3, 0), mktask(861, 0.3, 1), mktask(862, 0.05, 2) };
         struct wake_edge edges[3];
         struct world w;
-        struct finding fp;
         int cpu;
 
         feeder_world(&w, tasks, edges, 862);
@@ -1630,17 +1669,10 @@ static void test_feeder(void) {
                 ASSERT_STREQ(target(&w, 860, 862)->state, "left alone: one-way");
         }
 
-        /* the pair it feeds is split too: the pair is co-located, the feeder joins it in the same pass */
-        fp = mkpair(&tasks[0], &tasks[1], 1.0, "split pair");
-        fp.wake_rate_per_s = 1000;
-        fp.split_basis = SPLIT_BASIS_WAKEUPS;
-        ASSERT_OK(findings_add(&w.findings, &fp));
-        /* a window together first, busier and slower to answer: the pair's "before" is its mean */
-        w.findings.items[1].split_fraction = 0.0;
-        tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 60000;
-        edges[0].response_usec = 90;
-        interval(&w);
-        ASSERT_EQ(w.out.n, 0);
+        /* the pair it feeds is split too: the pair is co-located, the feeder
+         * joins it in the same pass; a window together first, busier and
+         * slower to answer: the pair's "before" is its mean */
+        feeder_pair_together(&w, tasks, edges);
         w.findings.items[1].split_fraction = 1.0;
         tasks[0].nvcsw_per_s = tasks[1].nvcsw_per_s = 45000;
         edges[0].response_usec = 60;
@@ -2293,6 +2325,7 @@ int main(void) {
         test_shared_member();
         test_chain();
         test_feeder();
+        test_kept_edges_no_response_window();
         test_feeder_direction();
         test_fan_no_chain();
         test_fan_whole();

@@ -1042,6 +1042,49 @@ static int test_quiet_gate(void) {
         return 0;
 }
 
+/*
+ * A call expected without a burst (the manager's recheck of a pair held
+ * back for a newborn member): no burst before it, its edges read as kept
+ * from the last burst, and the cadence the regular bursts follow stays;
+ * the call after it at that cadence has its burst again.
+ */
+static int test_unsampled_call(void) {
+        const uint64_t cadence = 300 * USEC_PER_MSEC;
+        struct topology topo = {};
+        struct wake_sampler *ws = NULL;
+        struct wake_status st, prev;
+        struct wake_edge *e;
+        sd_event *ev = NULL;
+        size_t n;
+
+        ASSERT_OK(online_topology(&topo));
+        if (duty_sampler_new("unsampled call", &topo, 200000, &ws, &ev) == 77)
+                return 77;
+        for (unsigned i = 0; i < 3; i++)
+                duty_step(ws, ev, cadence, &st);
+        ASSERT_TRUE(st.bursts > 0 && wake_sampler_edges_fresh(ws));
+
+        /* 50 ms on: the next burst of the cadence starts 170 ms after the
+         * last call, and a loaded machine's late loop has 120 ms to spare */
+        wake_sampler_expect_unsampled_call(ws);
+        prev = st;
+        run_loop(ev, 50 * USEC_PER_MSEC);
+        ASSERT_TRUE(wake_sampler_edges(ws, util_now_usec(), &e, &n) >= 0);
+        wake_sampler_status(ws, &st);
+        fprintf(stderr, "unsampled call: bursts +%llu, cadence %llu -> %llu us\n",
+                (unsigned long long) (st.bursts - prev.bursts), (unsigned long long) prev.cadence_usec,
+                (unsigned long long) st.cadence_usec);
+        ASSERT_TRUE(st.bursts == prev.bursts && !wake_sampler_edges_fresh(ws));
+        ASSERT_TRUE(st.cadence_usec == prev.cadence_usec);
+
+        duty_step(ws, ev, cadence, &st);
+        ASSERT_TRUE(st.bursts > prev.bursts && wake_sampler_edges_fresh(ws));
+
+        wake_sampler_free(ws);
+        sd_event_unref(ev);
+        return 0;
+}
+
 /* The hot set: what wake_hot_changed() calls a move, on fixed task lists. */
 static void test_hot_set(void) {
         struct wake_hot h = {};
@@ -1814,6 +1857,9 @@ int main(int argc, char **argv) {
         if (r != 0)
                 return r;
         r = test_quiet_gate();
+        if (r != 0)
+                return r;
+        r = test_unsampled_call();
         if (r != 0)
                 return r;
         r = test_settled_stride();

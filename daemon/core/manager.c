@@ -476,6 +476,7 @@ static int pass_sample(struct manager *m, uint64_t t0) {
                 wake_sampler_set_tasks(m->wake, m->snap->tasks, m->snap->n_tasks);
                 (void) wake_sampler_edges(m->wake, t0, &m->snap->edges, &m->snap->n_edges);
                 m->snap->wake_source = wake_sampler_source(m->wake);
+                m->snap->edges_kept = !wake_sampler_edges_fresh(m->wake);
                 /* the pairs' threads: read at the next passes, however little they run */
                 sampler_want_threads(m->sampler, m->snap->edges, m->snap->n_edges,
                                      detect_pair_rate_floor(m->config));
@@ -670,9 +671,22 @@ static int manager_pass(struct manager *m) {
         return 0;
 }
 
-/* The pass after one that held a new pair back (plan_recheck_soon()): long
- * enough for a window of the pair's own and a wake-up burst before it. */
-#define RECHECK_SOON_USEC (300 * USEC_PER_MSEC)
+/*
+ * The pass after one that held a new pair back (plan_recheck_soon()): a
+ * window of /proc of the pair's own, for the effect check's "before",
+ * without a wake-up burst. The pair was found in the burst before the
+ * pass that held it, and its edges are kept; a burst in so short a window
+ * would slow the pair for half of it (a burst costs a pair that wakes
+ * itself 24 % of its round trips while on), and read its "before" low,
+ * a co-location's gain high. At 300 ms with a burst, MariaDB and Redis
+ * with one client (closed loop, or MariaDB at 1,000/s) were co-located
+ * 0.62 s after the client started, the first pass coming 300 ms after
+ * it (early-pass.c); at 200 ms without, 0.51-0.53 s. Not shorter: at
+ * 150 ms a stream under stress-ng read 1.27e6 bytes/s in that window
+ * where the kernel had it at 1.45-1.66e6 in others, and one CPU's
+ * 1.39e6 was kept (1 of 5 runs, bench/pairs-load.sh).
+ */
+#define RECHECK_SOON_USEC (200 * USEC_PER_MSEC)
 /* The passes after an early one: a new process's further looks. */
 #define LOOK_USEC (250 * USEC_PER_MSEC)
 #define LOOKS 2
@@ -811,13 +825,16 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Next pass relative to now: a slow pass must not cause a burst of catch-up passes. */
         gap = next_pass_gap(m, was_early);
         /* asked before note_settled(), which may end the stride the burst
-         * was skipped by (a repinned thread): the look is wanted all the same */
+         * was skipped by (a repinned thread): the look is wanted all the same
+         * (at the pass after a recheck, which takes none) */
         look = wake_sampler_burst_wanted(m->wake);
         note_settled(m);
-        if (look)
+        if (look && !m->recheck_was_last)
                 gap = MIN(gap, LOOK_USEC);
         next = util_now_usec() + gap;
-        if (gap < m->interval_usec && m->wake)
+        if (m->recheck_was_last)
+                wake_sampler_expect_unsampled_call(m->wake);
+        else if (gap < m->interval_usec && m->wake)
                 wake_sampler_expect_call(m->wake, next);
         (void) sd_event_source_set_time(s, next);
         (void) sd_event_source_set_enabled(s, SD_EVENT_ON);

@@ -797,6 +797,12 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
  * daemon's own catch-up after a stop starved it (2.7k messages/s of its
  * 33k), was judged against that window alone and kept at +629 % while it
  * lost 40 % (pairs-integration.sh).
+ *
+ * The response time is a burst's: a pass whose edges were kept from an
+ * older burst (a settled stride's skip, the recheck after a newborn hold)
+ * adds no window of it. Counted again, one burst would pass for the two
+ * a slower answer needs before it may undo (effect.c,
+ * RESPONSE_BEFORE_WINDOWS_MIN).
  */
 static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         struct plan_target_state *st = it->st;
@@ -826,7 +832,7 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         st->before_sum += v * (double) w;
         st->before_weight += (double) w;
         st->before_windows++;
-        resp = snapshot_pair_response_usec(pp->snap, it->t[0]->id.tid, it->t[1]->id.tid);
+        resp = pp->snap->edges_kept ? NAN : snapshot_pair_response_usec(pp->snap, it->t[0]->id.tid, it->t[1]->id.tid);
         if (resp > 0) {
                 st->response_sum += resp * (double) w;
                 st->response_weight += (double) w;

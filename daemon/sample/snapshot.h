@@ -222,6 +222,11 @@ struct snapshot {
         struct wake_edge *edges;
         size_t n_edges;
         const char *wake_source;      /* "perf", "none", ... for affctl status */
+        /* the edges were kept from a burst before the last pass (a burst
+         * skipped, or a pass expected without one): their response times
+         * are no window of this pass's own (false where the wake-up source
+         * samples all the time) */
+        bool edges_kept;
 
         /* Other CPU placers this pass (coexist.h): sched_ext, the kubelet's exclusive CPUs. */
         struct coexist coexist;

@@ -218,6 +218,7 @@ struct wake_sampler {
         uint64_t last_call_usec;   /* CLOCK_MONOTONIC of the last call */
         unsigned n_calls;
         bool early_call;           /* the next call is out of cadence (wake_sampler_expect_call()) */
+        bool last_fresh;           /* the last call's edges are of a burst since the one before */
         sd_event_source *burst_timer;
         uint64_t bursts, burst_open_errors;
         uint64_t opens;            /* perf_event_open() calls that succeeded */
@@ -1232,6 +1233,15 @@ void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec) {
         (void) burst_timer_set(ws, at_usec > now + lead ? at_usec - lead : now);
 }
 
+void wake_sampler_expect_unsampled_call(struct wake_sampler *ws) {
+        if (ws)
+                ws->early_call = true;
+}
+
+bool wake_sampler_edges_fresh(const struct wake_sampler *ws) {
+        return ws && ws->last_fresh;
+}
+
 /* ---- the object ---- */
 
 static void use_fallback(struct wake_sampler *ws) {
@@ -1543,6 +1553,7 @@ int wake_sampler_edges(struct wake_sampler *ws, uint64_t now_usec, struct wake_e
         if (ws->mode == WAKE_MODE_PERF && !duty)
                 timed_flush(ws);    /* events always open: a window is the pairing's burst */
         fed = duty && (ws->fold_on_usec > 0 || ws->on);
+        ws->last_fresh = !duty || fed;
         if (duty)
                 stride_note_call(ws, fed);
         else

@@ -138,6 +138,14 @@ int wake_sampler_set_duty(struct wake_sampler *ws, uint64_t burst_usec);
  * forward): a burst is placed before it, and that call does not change the
  * measured cadence the regular bursts follow. */
 void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec);
+/* The same without a burst before it: a call out of cadence that wants a
+ * window of /proc of its own (the manager's recheck of a pair held back
+ * for a newborn member), and keeps the edges of the last burst. */
+void wake_sampler_expect_unsampled_call(struct wake_sampler *ws);
+/* The last call's edges come from a burst since the call before (or the
+ * events are open all the time): false where that call kept the edges of
+ * an older burst (a skipped one, or one expected without a burst). */
+bool wake_sampler_edges_fresh(const struct wake_sampler *ws);
 /* The lowest WakeRate= of the enabled pair policies (detect_pair_rate_floor()):
  * bursts are skipped while the machine switches less than half that often;
  * < 0 (no pair policy): no bursts; 0 (the default): no gate. */
