@@ -72,11 +72,13 @@ attempt() {
         local got=
         read -r -t 11 -u 3 || true
 
+        # processes that stay past the pass: one gone before its burst asks
+        # for no pass (early-pass.sh)
         uptime_ms t_a
-        /bin/true                              # A: brings the next pass forward to ~A+300 ms
+        sleep 3 &                              # A: brings the next pass forward to ~A+300 ms
         read -r -t 0.15 -u 3 || true
         uptime_ms t_b
-        /bin/true                              # B: must hold it back to ~B+300 ms
+        sleep 3 &                              # B: must hold it back to ~B+300 ms
         # polled for up to 10 s (far below the regular pass)
         t_pass=
         for (( i = 0; i < 100; i++ )); do

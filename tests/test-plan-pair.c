@@ -1652,6 +1652,8 @@ static void test_kept_edges_no_response_window(void) {
         interval(&w);
         ASSERT_EQ(w.out.n, 3);
         ASSERT_EQ(w.out.items[0].response_before_windows, 1u);
+        /* its window of /proc counts all the same */
+        ASSERT_EQ(w.out.items[0].evidence_before_windows, 2u);
         ASSERT_NEAR(w.out.items[0].response_before_usec, 90, 1e-9);
         world_done(&w);
 }

@@ -1049,7 +1049,7 @@ static int test_quiet_gate(void) {
  * the call after it at that cadence has its burst again.
  */
 static int test_unsampled_call(void) {
-        const uint64_t cadence = 300 * USEC_PER_MSEC;
+        const uint64_t cadence = USEC_PER_SEC;
         struct topology topo = {};
         struct wake_sampler *ws = NULL;
         struct wake_status st, prev;
@@ -1064,11 +1064,11 @@ static int test_unsampled_call(void) {
                 duty_step(ws, ev, cadence, &st);
         ASSERT_TRUE(st.bursts > 0 && wake_sampler_edges_fresh(ws));
 
-        /* 50 ms on: the next burst of the cadence starts 170 ms after the
-         * last call, and a loaded machine's late loop has 120 ms to spare */
+        /* the daemon's recheck, 200 ms on: the next burst of the cadence
+         * starts 870 ms after the last call */
         wake_sampler_expect_unsampled_call(ws);
         prev = st;
-        run_loop(ev, 50 * USEC_PER_MSEC);
+        run_loop(ev, 200 * USEC_PER_MSEC);
         ASSERT_TRUE(wake_sampler_edges(ws, util_now_usec(), &e, &n) >= 0);
         wake_sampler_status(ws, &st);
         fprintf(stderr, "unsampled call: bursts +%llu, cadence %llu -> %llu us\n",

@@ -77,12 +77,126 @@ uint64_t manager_early_next_allowed(const struct manager *m) {
 #define EARLY_PASS_LEAD_MIN_USEC (100 * USEC_PER_MSEC)
 /* After an early pass is armed, listen again this soon (new_process_seen()). */
 #define EARLY_PASS_LISTEN_AGAIN_USEC (50 * USEC_PER_MSEC)
+/* The early check runs this long before the burst would start. */
+#define EARLY_CHECK_MARGIN_USEC (5 * USEC_PER_MSEC)
 
-static void new_process_seen(struct manager *m, uint64_t event_usec) {
+static void early_asker_add(struct manager *m, pid_t pid) {
+        for (unsigned i = 0; i < m->n_early_askers; i++)
+                if (m->early_askers[i] == pid)
+                        return;
+        if (m->n_early_askers < ELEMENTSOF(m->early_askers))
+                m->early_askers[m->n_early_askers++] = pid;
+        else
+                m->early_askers_overflow = true;
+}
+
+/* pid runs still: its /proc/PID/stat is there, and not a zombie's */
+static bool process_alive(const struct manager *m, pid_t pid) {
+        _cleanup_free_ char *buf = NULL;
+        char path[64];
+        const char *r;
+
+        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
+        if (util_read_full_file_at(m->root, path, &buf, NULL) < 0)
+                return false;
+        r = strrchr(buf, ')');
+        return !r || (r[1] && r[2] != 'Z' && r[2] != 'X');
+}
+
+static bool early_askers_alive(const struct manager *m) {
+        if (m->early_askers_overflow)
+                return true;
+        for (unsigned i = 0; i < m->n_early_askers; i++)
+                if (process_alive(m, m->early_askers[i]))
+                        return true;
+        return false;
+}
+
+/*
+ * Just before the burst of a pass brought forward: is any process that
+ * asked for it still there? A process gone within ~170 ms of its start (a
+ * shell's command, a health check's probe, a monitoring agent's fork) has
+ * no pair to find, and the pass would cost a burst and its two looks
+ * theirs: on a machine whose agent forks a few processes every second,
+ * an early pass every 10 s held the sampler on 3 % of the time, where
+ * settled passes take 0.5 % (bench/watch-cost.sh). Then the pass goes
+ * back to when it was due and its token is given back; listening waits
+ * as after an event that brought nothing (pc_idle_next_listen()), or a
+ * machine forking short-lived processes would wake the daemon for each.
+ * The connector is drained first: a workload started meanwhile (after
+ * the shell that started it) asks too, and holds the pass back to its
+ * own time.
+ */
+static uint64_t pc_idle_next_listen(struct manager *m, uint64_t now);
+
+static int on_early_check(sd_event_source *s, uint64_t usec, void *userdata) {
+        struct manager *m = userdata;
+        uint64_t at, now;
+
+        /* a check left from a pass that ran already (a stalled loop) */
+        if (!m->next_pass_early || m->early_checked)
+                return 0;
+        manager_drain_proc_connector(m);
+        if (!m->next_pass_early || m->early_checked || sd_event_source_get_time(m->timer, &at) < 0)
+                return 0;
+        m->early_checked = true;
+        if (early_askers_alive(m)) {
+                wake_sampler_expect_call(m->wake, at);
+                return 0;
+        }
+        if (sd_event_source_set_time(m->timer, m->early_regular_usec) < 0)
+                return 0;
+        m->next_pass_early = false;
+        m->pass_hold_limit = 0;
+        m->early_tat -= EARLY_PASS_MIN_GAP_USEC;   /* advanced by as much when it was armed */
+        if (m->pc_source) {
+                now = util_now_usec();
+                (void) sd_event_source_set_enabled(m->pc_source, SD_EVENT_OFF);
+                pc_rearm_at(m, MAX(manager_early_next_allowed(m), pc_idle_next_listen(m, now)));
+        }
+        log_fields(&m->log, LOG_DEBUG, NULL, "new process: gone before the early pass; the pass is due at %.3f s (boot)",
+                   util_boottime_s_of(m->early_regular_usec));
+        return 0;
+}
+
+/*
+ * The burst of the early pass due at `at`: placed now when it must start
+ * about now, or after the check above, just before it would start.
+ */
+static void early_burst_plan(struct manager *m, uint64_t at, uint64_t now) {
+        uint64_t lead = wake_sampler_burst_lead_usec(m->wake), check;
+        int r;
+
+        m->early_checked = false;
+        if (lead == 0 || at < now + lead + EARLY_CHECK_MARGIN_USEC) {
+                m->early_checked = true;
+                if (m->wake)
+                        wake_sampler_expect_call(m->wake, at);
+                return;
+        }
+        check = at - lead - EARLY_CHECK_MARGIN_USEC;
+        if (!m->early_check)
+                r = sd_event_add_time(m->event, &m->early_check, CLOCK_MONOTONIC, check, USEC_PER_MSEC,
+                                      on_early_check, m);
+        else {
+                r = sd_event_source_set_time(m->early_check, check);
+                if (r >= 0)
+                        r = sd_event_source_set_enabled(m->early_check, SD_EVENT_ONESHOT);
+        }
+        if (r < 0) {
+                /* no check, then: the burst as before */
+                m->early_checked = true;
+                wake_sampler_expect_call(m->wake, at);
+        }
+}
+
+static void new_process_seen(struct manager *m, uint64_t event_usec, pid_t pid) {
         uint64_t now, at, next, allowed;
 
         if (m->in_pass || !m->timer)
                 return;
+        if (m->next_pass_early && !m->early_checked)
+                early_asker_add(m, pid);
         now = util_now_usec();
         if (event_usec > now || event_usec + EARLY_PASS_DELAY_USEC < now)
                 event_usec = now;       /* not a time stamp we can use, or old news */
@@ -110,7 +224,8 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
                 if (at <= next || sd_event_source_set_time(m->timer, at) < 0)
                         return;
                 m->pass_hold_limit = limit;
-                if (m->wake)
+                /* an early pass not checked yet: its check places the burst */
+                if (m->wake && (!m->next_pass_early || m->early_checked))
                         wake_sampler_expect_call(m->wake, at);
                 log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass held back by %" PRIu64 " ms, to %.3f s (boot)",
                            (at - next) / USEC_PER_MSEC, util_boottime_s_of(at));
@@ -123,6 +238,10 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
         m->early_tat = MAX(m->early_tat, now) + EARLY_PASS_MIN_GAP_USEC;
         m->early_armed = true;
         m->next_pass_early = true;
+        m->early_regular_usec = next;
+        m->n_early_askers = 0;
+        m->early_askers_overflow = false;
+        early_asker_add(m, pid);
         /*
          * Listened to again soon, not only at the early pass: the process
          * that brought it forward is often the shell or the tool that
@@ -136,8 +255,7 @@ static void new_process_seen(struct manager *m, uint64_t event_usec) {
          */
         allowed = MIN(MAX(manager_early_next_allowed(m), at), now + EARLY_PASS_LISTEN_AGAIN_USEC);
         pc_rearm_at(m, allowed);
-        if (m->wake)
-                wake_sampler_expect_call(m->wake, at);
+        early_burst_plan(m, at, now);
         log_fields(&m->log, LOG_DEBUG, NULL, "new process: next pass brought forward by %" PRIu64 " ms, to %.3f s (boot)",
                    (next - at) / USEC_PER_MSEC, util_boottime_s_of(at));
 }
@@ -170,12 +288,12 @@ static int on_proc_event(const struct proc_event *ev, void *userdata) {
         case PROC_EVENT_FORK_:
                 sampler_note_fork(m->sampler, ev->pid, ev->tid);
                 if (ev->pid == ev->tid && new_process_in_scope(m, ev->pid, ev->parent_pid))
-                        new_process_seen(m, at);
+                        new_process_seen(m, at, ev->pid);
                 break;
         case PROC_EVENT_EXEC_:
                 sampler_note_exec(m->sampler, ev->pid);
                 if (new_process_in_scope(m, ev->pid, 0))
-                        new_process_seen(m, at);
+                        new_process_seen(m, at, ev->pid);
                 break;
         case PROC_EVENT_EXIT_:
                 sampler_note_exit(m->sampler, ev->pid, ev->tid);

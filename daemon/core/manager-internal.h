@@ -81,6 +81,14 @@ struct manager {
         uint64_t early_tat;           /* early passes: rate limiter state (see early_next_allowed()) */
         bool recheck_was_last;        /* the pass now due was brought forward by plan_recheck_soon() */
         bool next_pass_early;         /* the pass now due was brought forward for a new process */
+        /* the new processes that brought it forward or came before its
+         * burst (early_check()): none alive then, no burst and no pass */
+        pid_t early_askers[16];
+        unsigned n_early_askers;
+        bool early_askers_overflow;   /* more than fit: taken as alive */
+        bool early_checked;           /* its check ran: a burst is planned before it */
+        uint64_t early_regular_usec;  /* when the pass was due before it was brought forward */
+        sd_event_source *early_check;
         unsigned looks_left;          /* more looks after an early pass (next_pass_gap()) */
         unsigned settled_passes;      /* passes in a row that changed nothing (note_settled()) */
         /* --dry-run: the targets of the changes it reported, hashed, a ring

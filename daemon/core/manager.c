@@ -711,7 +711,9 @@ static uint64_t next_pass_gap(struct manager *m, bool was_early) {
 
         if (was_early)
                 m->looks_left = LOOKS;
-        if (plan_recheck_soon(m->plan) && !m->recheck_was_last && gap > RECHECK_SOON_USEC) {
+        /* not where the interval's own burst would fall in the recheck's window */
+        if (plan_recheck_soon(m->plan) && !m->recheck_was_last &&
+            gap > RECHECK_SOON_USEC + wake_sampler_burst_lead_usec(m->wake)) {
                 m->recheck_was_last = true;
                 return RECHECK_SOON_USEC;
         }
@@ -825,8 +827,8 @@ static int on_timer(sd_event_source *s, uint64_t usec, void *userdata) {
         /* Next pass relative to now: a slow pass must not cause a burst of catch-up passes. */
         gap = next_pass_gap(m, was_early);
         /* asked before note_settled(), which may end the stride the burst
-         * was skipped by (a repinned thread): the look is wanted all the same
-         * (at the pass after a recheck, which takes none) */
+         * was skipped by (a repinned thread): the look is wanted all the same,
+         * though not before the recheck pass, which takes no burst */
         look = wake_sampler_burst_wanted(m->wake);
         note_settled(m);
         if (look && !m->recheck_was_last)
@@ -1322,6 +1324,7 @@ struct manager *manager_free(struct manager *m) {
         bus_server_free(m->bus);
         sd_event_source_disable_unref(m->timer);
         sd_event_source_disable_unref(m->pc_rearm);
+        sd_event_source_disable_unref(m->early_check);
         sd_event_source_disable_unref(m->sig_term);
         sd_event_source_disable_unref(m->sig_int);
         sd_event_source_disable_unref(m->sig_hup);

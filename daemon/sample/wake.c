@@ -217,7 +217,8 @@ struct wake_sampler {
         uint64_t cadence_usec;     /* measured time between wake_sampler_edges() calls */
         uint64_t last_call_usec;   /* CLOCK_MONOTONIC of the last call */
         unsigned n_calls;
-        bool early_call;           /* the next call is out of cadence (wake_sampler_expect_call()) */
+        bool early_call;           /* the next call is out of cadence (wake_sampler_expect_call(),
+                                    * wake_sampler_expect_unsampled_call()) */
         bool last_fresh;           /* the last call's edges are of a burst since the one before */
         sd_event_source *burst_timer;
         uint64_t bursts, burst_open_errors;
@@ -1236,6 +1237,12 @@ void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec) {
 void wake_sampler_expect_unsampled_call(struct wake_sampler *ws) {
         if (ws)
                 ws->early_call = true;
+}
+
+uint64_t wake_sampler_burst_lead_usec(const struct wake_sampler *ws) {
+        if (!ws || ws->mode != WAKE_MODE_PERF || ws->burst_usec == 0)
+                return 0;
+        return ws->burst_usec + BURST_MARGIN_USEC;
 }
 
 bool wake_sampler_edges_fresh(const struct wake_sampler *ws) {

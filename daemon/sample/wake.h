@@ -142,6 +142,9 @@ void wake_sampler_expect_call(struct wake_sampler *ws, uint64_t at_usec);
  * window of /proc of its own (the manager's recheck of a pair held back
  * for a newborn member), and keeps the edges of the last burst. */
 void wake_sampler_expect_unsampled_call(struct wake_sampler *ws);
+/* How long before an expected call its burst starts (wake_sampler_expect_call()):
+ * 0 where there are no bursts (events open all the time, no perf). */
+uint64_t wake_sampler_burst_lead_usec(const struct wake_sampler *ws);
 /* The last call's edges come from a burst since the call before (or the
  * events are open all the time): false where that call kept the edges of
  * an older burst (a skipped one, or one expected without a burst). */
