@@ -39,8 +39,8 @@ start_daemon "$work/cfg" --log-level debug
 pc=$(ctl status --json | jq -r '.capabilities.proc_connector')
 [[ $pc == listening* ]] || fail "the kernel delivers process events ($probe), but the daemon's proc connector is: $pc"
 
-# Wait out the early-pass limit (the start-up affctl calls used it) without
-# starting a process: read -t on a FIFO is a builtin.
+# Wait out the early-pass limit (the start-up affctl calls may have used
+# it) without starting a process: read -t on a FIFO is a builtin.
 mkfifo "$work/quiet"
 exec 3<>"$work/quiet"
 
