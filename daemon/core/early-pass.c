@@ -90,24 +90,11 @@ static void early_asker_add(struct manager *m, pid_t pid) {
                 m->early_askers_overflow = true;
 }
 
-/* pid runs still: its /proc/PID/stat is there, and not a zombie's */
-static bool process_alive(const struct manager *m, pid_t pid) {
-        _cleanup_free_ char *buf = NULL;
-        char path[64];
-        const char *r;
-
-        snprintf(path, sizeof(path), "/proc/%d/stat", (int) pid);
-        if (util_read_full_file_at(m->root, path, &buf, NULL) < 0)
-                return false;
-        r = strrchr(buf, ')');
-        return !r || (r[1] && r[2] != 'Z' && r[2] != 'X');
-}
-
 static bool early_askers_alive(const struct manager *m) {
         if (m->early_askers_overflow)
                 return true;
         for (unsigned i = 0; i < m->n_early_askers; i++)
-                if (process_alive(m, m->early_askers[i]))
+                if (sample_process_runs(m->root, m->early_askers[i]))
                         return true;
         return false;
 }
@@ -176,8 +163,7 @@ static void early_burst_plan(struct manager *m, uint64_t at, uint64_t now) {
         m->early_checked = false;
         if (lead == 0 || at < now + lead + EARLY_CHECK_MARGIN_USEC) {
                 m->early_checked = true;
-                if (m->wake)
-                        wake_sampler_expect_call(m->wake, at);
+                wake_sampler_expect_call(m->wake, at);
                 return;
         }
         check = at - lead - EARLY_CHECK_MARGIN_USEC;

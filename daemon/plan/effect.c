@@ -558,12 +558,8 @@ void effect_check(struct effect_tracker *tr, const struct snapshot *snap, double
                 v = effect_observe(&p->state, effect_proxy_on(p->action.kind, p->action.evidence_basis, w[0], w[1]),
                                    ++p->intervals, 0, tolerance);
                 p->state.last.basis = p->action.evidence_basis;
-                /* kept edges (a pass without its own burst) carry the last
-                 * burst's answers, a window already counted */
                 if (p->judge_response) {
-                        vr = effect_observe(&p->response,
-                                            snap->edges_kept ? NAN
-                                                             : snapshot_pair_response_usec(snap, w[0]->id.tid, w[1]->id.tid),
+                        vr = effect_observe(&p->response, snapshot_pair_new_response_usec(snap, w[0]->id.tid, w[1]->id.tid),
                                             p->intervals, 0, tolerance);
                         p->response.last.basis = EVIDENCE_RESPONSE;
                 }

@@ -832,7 +832,7 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         st->before_sum += v * (double) w;
         st->before_weight += (double) w;
         st->before_windows++;
-        resp = pp->snap->edges_kept ? NAN : snapshot_pair_response_usec(pp->snap, it->t[0]->id.tid, it->t[1]->id.tid);
+        resp = snapshot_pair_new_response_usec(pp->snap, it->t[0]->id.tid, it->t[1]->id.tid);
         if (resp > 0) {
                 st->response_sum += resp * (double) w;
                 st->response_weight += (double) w;

@@ -172,6 +172,18 @@ int sample_read_cgroup(const char *root, pid_t pid, char **ret_cgroup, char **re
         return sample_parse_cgroup(r >= 0 ? buf : "", ret_cgroup, ret_systemd);
 }
 
+bool sample_process_runs(const char *root, pid_t pid) {
+        _cleanup_free_ char *buf = NULL;
+        struct stat_fields f;
+        char rel[64];
+
+        snprintf(rel, sizeof(rel), "/proc/%d/stat", (int) pid);
+        if (pid <= 0 || util_read_full_file_at(root, rel, &buf, NULL) < 0)
+                return false;
+        /* a line we cannot parse is no proof it is gone */
+        return sample_parse_stat(buf, &f) < 0 || (f.state != 'Z' && f.state != 'X');
+}
+
 int sample_read_cgroup_unit(const char *root, pid_t pid, char **ret_cgroup, char **ret_systemd, char **ret_unit) {
         _cleanup_free_ char *cg = NULL, *sd = NULL;
         int r;

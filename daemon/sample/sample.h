@@ -206,6 +206,9 @@ void sampler_note_fork(struct sampler *s, pid_t pid, pid_t tid);
  * from root's /proc ("" when unreadable); the caller frees both.
  * -ESRCH/-ENOENT: gone. */
 int sample_read_cgroup(const char *root, pid_t pid, char **ret_cgroup, char **ret_systemd);
+/* The process pid still runs in root's /proc: its stat is there, and not a
+ * zombie's (exited, not yet reaped). */
+bool sample_process_runs(const char *root, pid_t pid);
 void sampler_note_exec(struct sampler *s, pid_t pid);
 void sampler_note_exit(struct sampler *s, pid_t pid, pid_t tid);
 /* Events were lost (proc_connector_dispatch() returned -ENOBUFS): list /proc next pass. */

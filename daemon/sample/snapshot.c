@@ -45,6 +45,10 @@ double snapshot_pair_response_usec(const struct snapshot *s, pid_t a, pid_t b) {
         return MIN(ab->response_usec, ba->response_usec);
 }
 
+double snapshot_pair_new_response_usec(const struct snapshot *s, pid_t a, pid_t b) {
+        return s->edges_kept ? NAN : snapshot_pair_response_usec(s, a, b);
+}
+
 cpumask_t snapshot_usable(const struct snapshot *s) {
         cpumask_t u = topology_usable(s->topo);
 

@@ -276,3 +276,6 @@ const struct wake_edge *snapshot_find_edge(const struct snapshot *s, pid_t waker
  * idle). NAN unless both edges have one (wake_edge.response_usec).
  */
 double snapshot_pair_response_usec(const struct snapshot *s, pid_t a, pid_t b);
+/* The same, of this pass's own burst: NAN where the edges were kept from an
+ * older one (edges_kept), whose answers a window before already counted. */
+double snapshot_pair_new_response_usec(const struct snapshot *s, pid_t a, pid_t b);
