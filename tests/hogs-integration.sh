@@ -3,7 +3,9 @@
 #   1. three hogs on two CPUs → none pinned, `affctl hogs` says why;
 #   2. two hopping hogs + bursty noise → pinned one per CPU, their migrations drop to ~0;
 #   3. a hog that stops (SIGSTOP: util 0) → released after hysteresis;
-#   4. SIGTERM → every mask we set is back to what it was.
+#   4. SIGTERM → every mask we set is back to what it was;
+#   5. CPUs= gives a hog one CPU, a busy job runs on the other → the hog is
+#      pinned there and stays (the job does not compete for its CPU).
 # The policy matches only this test's hogs (their command line holds this
 # test's temp dir), and the daemon is scoped to the test's cgroup, so
 # nothing else on the machine is touched, and other work there is load,
@@ -149,15 +151,20 @@ p0=$(passes)
 passes_past() { [ "$(passes)" -ge "$1" ]; }
 wait_for 20 passes_past $((p0 + 2)) || fail "the daemon made no 2 passes within 20 s"
 cpu_of() { local f; read -r -a f <"/proc/$1/stat" && echo "${f[38]}"; }   # where it last ran
-daemon_freeze
-for round in $(seq 20); do
-        for h in "$a" "$b"; do
-                [ "$(allowed_of "$h")" = "$orig_mask" ] || continue
-                taskset -pc "$(( $(cpu_of "$h") == CPU_A ? CPU_B : CPU_A ))" "$h" >/dev/null
-                taskset -pc "$orig_mask" "$h" >/dev/null
+# force_hops PID...: each one still unpinned to the other CPU and back, 20 times, the daemon frozen
+force_hops() {
+        local h
+        daemon_freeze
+        for _ in $(seq 20); do
+                for h in "$@"; do
+                        [ "$(allowed_of "$h")" = "$orig_mask" ] || continue
+                        taskset -pc "$(( $(cpu_of "$h") == CPU_A ? CPU_B : CPU_A ))" "$h" >/dev/null
+                        taskset -pc "$orig_mask" "$h" >/dev/null
+                done
         done
-done
-daemon_thaw
+        daemon_thaw
+}
+force_hops "$a" "$b"
 
 both_pinned() {
         is_single_cpu "$a" && is_single_cpu "$b" && [ "$(allowed_of "$a")" != "$(allowed_of "$b")" ]
@@ -216,4 +223,38 @@ echo "ok 4: SIGTERM restored $orig_mask"
 
 stop_pid "$two_MAIN"
 stop_pid "$NOISE"
+
+# ---------------------------------------------------------------- 5. a busy job the hogs' CPUs need not hold
+# CPUs= gives the hogs CPU A only. A busy job no policy covers may run on
+# A or B; with the hog on A it has B to itself, so it does not share the
+# hog's CPU and the pin stays. (Any busy thread allowed on A used to count:
+# "2 hogs > 1 usable CPUs", the hog never pinned; on a guest of four CPUs,
+# two busy jobs on the other two let the pins of step 2 go.)
+cfg5=$work/cfg5
+mkdir -p "$cfg5/policies.d"
+cp "$cfg/affinityd.conf" "$cfg5/"
+sed "s/^AllowNarrowed=yes\$/&\nCPUs=$CPU_A/" "$cfg/policies.d/50-test-hogs.policy" >"$cfg5/policies.d/50-test-hogs.policy"
+grep -q "^CPUs=$CPU_A\$" "$cfg5/policies.d/50-test-hogs.policy" || fail "could not write CPUs=$CPU_A into the step 5 policy"
+taskset -c "$CPUS" sh -c 'while :; do :; done' &
+JOB=$!; CHILDREN+=("$JOB")
+start_hogs 1 one
+h=$(head -n 1 "$work/one.pids")
+start_daemon "$cfg5" --interval 200
+p0=$(passes)
+wait_for 20 passes_past $((p0 + 2)) || fail "the daemon made no 2 passes within 20 s (step 5)"
+force_hops "$h"
+pinned_on_a() { [ "$(allowed_of "$h")" = "$CPU_A" ]; }
+wait_for 60 pinned_on_a || { overcommit_story; daemon_story
+        fail "a hog with CPUs=$CPU_A and a busy job beside it: not pinned to CPU $CPU_A within 60 s (allowed: $(allowed_of "$h"))"; }
+# and it stays so for 3 s (15 passes), with the job busy all along
+deadline=$(( $(date +%s) + 3 ))
+while [ "$(date +%s)" -lt "$deadline" ]; do
+        pinned_on_a || { overcommit_story; daemon_story; fail "the hog's pin to CPU $CPU_A went while the busy job ran beside it"; }
+        sleep 0.2
+done
+stop_daemon
+[ "$(allowed_of "$h")" = "$orig_mask" ] || fail "after SIGTERM the step 5 hog is on $(allowed_of "$h"), want $orig_mask"
+stop_pid "$one_MAIN"
+stop_pid "$JOB"
+echo "ok 5: a hog pinned to CPU $CPU_A (CPUs=) with a busy job beside it, and restored"
 echo "ok: hogs integration"

@@ -391,6 +391,101 @@ static void test_scope_outside_is_load(void) {
         world_done(&w);
 }
 
+/* a busy thread that never hops (no finding), allowed on list */
+static void add_busy_on(struct world *w, pid_t tid, const char *list, int last_cpu) {
+        struct task *t = add_task(w, tid, 0.95, 20, 0.0, last_cpu);
+
+        ASSERT_OK(cpumask_parse_list(list, &t->allowed));
+}
+
+/* four CPUs, two hopping hogs, a policy that pins on CPUs 0-1 only (CPUs=) */
+static void two_hogs_on_0_1(struct world *w) {
+        world_init_hogs(w, 4);
+        ASSERT_OK(cpumask_parse_list("0-1", &w->pol[0].cpus_mask));
+        add_task(w, 101, 0.95, 10, 2.0, 0);
+        add_task(w, 102, 0.95, 10, 2.0, 1);
+}
+
+/*
+ * Hogs to be pinned on CPUs 0-1 of four (the policy's CPUs=): a busy
+ * thread that an idle CPU outside them can take does not compete for
+ * theirs; one that no CPU outside is left for does. Before, any busy
+ * thread allowed on CPU 0 or 1 counted, and one busy job on CPU 3 of a
+ * 4-CPU host read "3 hogs > 2 usable CPUs": every pin let go.
+ */
+static void test_busy_elsewhere_no_competitor(void) {
+        struct world w;
+
+        /* two busy jobs allowed anywhere: CPUs 2 and 3 take them */
+        two_hogs_on_0_1(&w);
+        add_busy_on(&w, 201, "0-3", 2);
+        add_busy_on(&w, 202, "0-3", 3);
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 2);
+        ASSERT_EQ(w.state->hog_overcommit_hogs, 2);
+
+        /* a third: one of the three has no CPU outside, 3 > 2, the pins go */
+        add_busy_on(&w, 203, "0-3", 0);
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 0);
+        ASSERT_STREQ(hog_state(&w, 101)->why, "left alone: 3 hogs > 2 usable CPUs");
+        world_done(&w);
+
+        /* the CPUs outside go first to the threads that can run nowhere
+         * else: two pinned by someone to 2-3 leave none for a free one */
+        two_hogs_on_0_1(&w);
+        add_busy_on(&w, 201, "2-3", 2);
+        add_busy_on(&w, 202, "2-3", 3);
+        add_busy_on(&w, 203, "0-3", 0);
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 0);
+        ASSERT_EQ(w.state->hog_overcommit_hogs, 3);
+        world_done(&w);
+
+        /* a matching, not first come: 201 (2-3) may take CPU 3 so that 202
+         * (0-2) has CPU 2; no thread competes for the hogs' CPUs */
+        two_hogs_on_0_1(&w);
+        add_busy_on(&w, 201, "2-3", 2);
+        add_busy_on(&w, 202, "0-2", 2);
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 2);
+        ASSERT_EQ(w.state->hog_overcommit_hogs, 2);
+        world_done(&w);
+
+        /* an isolated CPU is no room: the balancer never moves a thread
+         * there, so of two busy jobs one has CPU 3 and the other competes */
+        two_hogs_on_0_1(&w);
+        cpumask_set(&w.topo.isolated, 2);
+        add_busy_on(&w, 201, "0-3", 3);
+        add_busy_on(&w, 202, "0-3", 0);
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 0);
+        ASSERT_EQ(w.state->hog_overcommit_hogs, 3);
+        world_done(&w);
+
+        /* a hopping thread of the policy allowed only outside CPUs= is no
+         * hog there: it has CPU 3 to itself */
+        two_hogs_on_0_1(&w);
+        {
+                struct task *t = add_task(&w, 103, 0.95, 10, 2.0, 3);
+                ASSERT_OK(cpumask_parse_list("3", &t->allowed));
+        }
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 2);
+        ASSERT_EQ(w.state->hog_overcommit_hogs, 2);
+        world_done(&w);
+
+        /* hogs free to run anywhere: U is every CPU, every busy thread counts */
+        world_init_hogs(&w, 4);
+        for (pid_t tid = 101; tid <= 104; tid++)
+                add_task(&w, tid, 0.95, 10, 2.0, (int) (tid - 101));
+        add_busy_on(&w, 201, "0-3", 0);
+        world_steps(&w, 6);
+        ASSERT_EQ(n_pinned(&w), 0);
+        ASSERT_EQ(w.state->hog_overcommit_hogs, 5);
+        world_done(&w);
+}
+
 /* Never onto isolated, nohz_full or offline CPUs; within the task's allowed set. */
 static void test_unusable_cpus(void) {
         struct world w;
@@ -1223,7 +1318,7 @@ static void check_hog_beside_pair(struct world *w) {
  * hopping hog fit, one CPU each; counted a member at a time they read
  * "3 hogs > 2 usable CPUs" and the hog was never pinned (or let go).
  */
-static void test_colocated_pair_is_one_cpu(void) {
+static void colocated_pair_case(bool client_hops) {
         struct world w;
         int pc;
 
@@ -1232,7 +1327,9 @@ static void test_colocated_pair_is_one_cpu(void) {
         w.pol[1] = (struct policy) TEST_POLICY("pairs", DETECT_PAIR, ACTION_COLOCATE);
         w.cfg.n_policies = 2;
         add_task(&w, 101, 0.95, 10, 2.0, 0);
-        world_add_task(&w, 201, "client", 0.5, 500, 0.0, 0);
+        /* hopping while split, the client also has a hog finding and so a
+         * hog state, which stays with it once it is the pair's member */
+        world_add_task(&w, 201, "client", 0.5, 500, client_hops ? 2.0 : 0.0, 0);
         world_add_task(&w, 202, "server", 0.5, 500, 0.0, 1);
         w.edges[0] = (struct wake_edge) { .waker_tid = 201, .wakee_tid = 202, .wakeups_per_s = 9000 };
         w.edges[1] = (struct wake_edge) { .waker_tid = 202, .wakee_tid = 201, .wakeups_per_s = 9000 };
@@ -1244,7 +1341,14 @@ static void test_colocated_pair_is_one_cpu(void) {
         ASSERT_EQ(world_pinned_cpu(&w, 202), pc);
         ASSERT_EQ(world_pinned_cpu(&w, 101), 1 - pc);
         ASSERT_EQ(w.state->hog_overcommit_hogs, 2);
+        if (client_hops)
+                ASSERT_TRUE(hog_state(&w, 201) != NULL);
         world_done(&w);
+}
+
+static void test_colocated_pair_is_one_cpu(void) {
+        colocated_pair_case(false);
+        colocated_pair_case(true);
 }
 
 /* `affctl explain PID`'s planner entries: by the thread a target concerns,
@@ -1285,6 +1389,7 @@ int main(void) {
         test_scope_outside_is_load();
         test_own_thread_is_no_hog();
         test_unusable_cpus();
+        test_busy_elsewhere_no_competitor();
         test_prefer_last_cpu();
         test_smt_two_llcs();
         test_hybrid();

@@ -9,7 +9,8 @@
  * with 100 % and two with 50 %. So the invariants, in order:
  *
  *  1. never two of our pinned hogs on one CPU;
- *  2. when the busy threads that could run on the hogs' CPUs outnumber
+ *  2. when the busy threads that compete for the hogs' CPUs (the hogs,
+ *     and the others that no idle CPU outside them can take) outnumber
  *     those CPUs, pin nothing, and release every hog pin once that has
  *     held for Hysteresis= intervals (the kernel's rotation is the fair
  *     thing then);
@@ -442,18 +443,119 @@ static void count(struct hog_item *it) {
 }
 
 /*
- * Invariant 2: count the busy threads that could run on the CPUs the hogs
+ * One busy thread (or co-located pairs on one pin, one CPU's load) as
+ * overcommit() counts it: the usable CPUs it can run on, and whether it is
+ * a hog we pin or would pin within the hogs' CPUs (counted there, wherever
+ * it runs now).
+ */
+struct busy_unit {
+        cpumask_t mask;
+        bool hog;
+};
+
+/*
+ * Can unit u have a CPU of its own in outside (the usable CPUs no hog
+ * would be pinned to)? Kuhn's augmenting paths: a free CPU of its mask,
+ * else one whose unit can move to another. owner[c] is the unit on CPU c
+ * (or -1), free the CPUs of outside nobody has, visited the CPUs this
+ * search has tried. A path visits each CPU once, so it is at most as deep
+ * as outside is wide; a free CPU is taken before any path is followed, so
+ * threads that share one wide mask cost a mask operation each.
+ */
+static bool take_outside(const struct busy_unit *units, size_t u, const cpumask_t *outside, int *owner,
+                         cpumask_t *free_cpus, cpumask_t *visited) {
+        cpumask_t m = cpumask_and(&units[u].mask, free_cpus);
+        int c = cpumask_next(&m, 0);
+
+        if (c >= 0) {
+                cpumask_clear(free_cpus, c);
+                owner[c] = (int) u;
+                return true;
+        }
+        m = cpumask_and(&units[u].mask, outside);
+        m = cpumask_andnot(&m, visited);
+        CPUMASK_FOREACH(d, &m) {
+                if (cpumask_test(visited, d))
+                        continue;
+                cpumask_set(visited, d);
+                if (take_outside(units, (size_t) owner[d], outside, owner, free_cpus, visited)) {
+                        owner[d] = (int) u;
+                        return true;
+                }
+        }
+        return false;
+}
+
+/*
+ * How many of the busy units compete for the hogs' CPUs U. A hog counts
+ * there; so does a thread that can only run in U. A thread that can also
+ * run on a usable CPU outside U counts only where those are taken: first
+ * by the threads that can run nowhere else, then by as many of the others
+ * as a matching of each to a CPU of its own mask can place (the kernel's
+ * balancer puts a busy thread on an idle CPU it may use). Where U is every
+ * usable CPU, as for hogs free to run anywhere, this is every busy thread.
+ */
+static int count_competing(const struct busy_unit *units, size_t n_units, const cpumask_t *U,
+                           const cpumask_t *usable, int n_cpus, unsigned *ret) {
+        cpumask_t outside = cpumask_andnot(usable, U), free_cpus = outside, visited;
+        unsigned n = 0, room = cpumask_weight(&outside), taken = 0;
+        _cleanup_free_ int *owner = NULL;
+
+        if (room > 0) {
+                owner = calloc((size_t) n_cpus, sizeof(*owner));
+                if (!owner)
+                        return -ENOMEM;
+        }
+        /* pass 0: the threads that cannot run in U take their CPUs first;
+         * pass 1: those that can run in U, counted unless one is left */
+        for (int pass = 0; pass < 2; pass++)
+                for (size_t u = 0; u < n_units; u++) {
+                        cpumask_t in = cpumask_and(&units[u].mask, U);
+
+                        if (units[u].hog || (pass == 0) != cpumask_empty(&in))
+                                continue;
+                        if (taken < room && !cpumask_subset(&units[u].mask, U)) {
+                                cpumask_zero(&visited);
+                                if (take_outside(units, u, &outside, owner, &free_cpus, &visited)) {
+                                        taken++;
+                                        continue;
+                                }
+                        }
+                        if (pass == 1)
+                                n++;
+                }
+        for (size_t u = 0; u < n_units; u++)
+                n += units[u].hog;
+        *ret = n;
+        return 0;
+}
+
+/* A hog this pass pins or keeps pinned, within its candidate CPUs (not a
+ * pair's member, whatever hog state it still has: in_pair()). */
+static bool hog_unit(const struct hog_item *it) {
+        return it && it->busy && !it->paired && pinnable(it->p) && (it->m || it->present) &&
+               !cpumask_empty(&it->cand);
+}
+
+/*
+ * Invariant 2: count the busy threads that compete for the CPUs the hogs
  * could be pinned to. Every busy thread counts, not only the ones a hog
  * policy covers: an excluded or report-only hog still takes its share of a
  * CPU, and pinning around it is exactly the n+1 unfairness of [conservative-smp].
+ * One that can run on a usable CPU outside them, free of other busy
+ * threads, does not compete (count_competing()): with the hogs on two CPUs
+ * of four (a taskset, CPUs=), a busy job on the third read as a third hog
+ * and every pin was let go.
  */
-static void overcommit(struct hog_plan *hp) {
+static int overcommit(struct hog_plan *hp) {
         struct plan_state *state = hp->ctx->state;
-        cpumask_t U, paired;
+        _cleanup_free_ struct busy_unit *units = NULL;
+        size_t n_units = 0, n_pair_units = 0;
+        cpumask_t U;
         unsigned n = 0;
+        int r;
 
         cpumask_zero(&U);
-        cpumask_zero(&paired);
         for (size_t i = 0; i < hp->n_items; i++) {
                 const struct hog_item *it = &hp->items[i];
 
@@ -461,34 +563,54 @@ static void overcommit(struct hog_plan *hp) {
                         U = cpumask_or(&U, &it->cand);
         }
 
-        if (!cpumask_empty(&U))
-                for (size_t i = 0; i < snapshot_n_active(hp->snap); i++) {
-                        const struct task *t = snapshot_active(hp->snap, i);
-                        const cpumask_t *pin;
-                        cpumask_t a;
+        if (!cpumask_empty(&U)) {
+                units = calloc(MAX(snapshot_n_active(hp->snap), (size_t) 1), sizeof(*units));
+                if (!units)
+                        return -ENOMEM;
+        }
+        for (size_t i = 0; units && i < snapshot_n_active(hp->snap); i++) {
+                const struct task *t = snapshot_active(hp->snap, i);
+                const struct hog_item *it;
+                const cpumask_t *pin;
+                cpumask_t a;
+                bool dup = false;
 
-                        if (!is_busy_thread(hp, t))
-                                continue;
-                        /* The members of a pair we co-located take turns on
-                         * its CPU, and each reads busy by its run delay (the
-                         * other's turn): one CPU's load, counted once for
-                         * its CPUs, not once a member. A pair and one hog on
-                         * 2 CPUs read 3 > 2, and the hog's pin was let go. */
-                        pin = pair_pin_of(hp, &t->id);
-                        if (pin) {
-                                cpumask_t seen;
-
-                                a = cpumask_and(pin, &U);
-                                seen = cpumask_and(&a, &paired);
-                                if (!cpumask_empty(&a) && cpumask_empty(&seen))
-                                        n++;
-                                paired = cpumask_or(&paired, &a);
-                                continue;
-                        }
-                        a = cpumask_and(&t->allowed, &U);
-                        if (!cpumask_empty(&a))
-                                n++;
+                if (!is_busy_thread(hp, t))
+                        continue;
+                it = item_find(hp, &t->id);
+                if (hog_unit(it)) {
+                        units[n_units++] = (struct busy_unit) { .mask = it->cand, .hog = true };
+                        continue;
                 }
+                pin = pair_pin_of(hp, &t->id);
+                a = cpumask_and(pin ?: &t->allowed, &hp->usable);
+                if (cpumask_empty(&a))
+                        continue;
+                /* The members of a pair we co-located take turns on its
+                 * CPU, and each reads busy by its run delay (the other's
+                 * turn): one CPU's load, counted once for the pin, not
+                 * once a member (so are pairs packed onto one CPU). A
+                 * pair and one hog on 2 CPUs read 3 > 2, and the hog's pin
+                 * was let go. The pair units come first in units[]. */
+                if (pin) {
+                        for (size_t j = 0; j < n_pair_units && !dup; j++)
+                                dup = cpumask_equal(&units[j].mask, &a);
+                        if (dup)
+                                continue;
+                        if (n_pair_units < n_units)
+                                units[n_units] = units[n_pair_units];
+                        units[n_pair_units++] = (struct busy_unit) { .mask = a };
+                        n_units++;
+                        continue;
+                }
+                units[n_units++] = (struct busy_unit) { .mask = a };
+        }
+
+        if (units) {
+                r = count_competing(units, n_units, &U, &hp->usable, hp->topo->n_cpus, &n);
+                if (r < 0)
+                        return r;
+        }
 
         hp->overcommit_hogs = n;
         hp->overcommit_cpus = cpumask_weight(&U);
@@ -498,6 +620,7 @@ static void overcommit(struct hog_plan *hp) {
         state->hog_overcommit_hogs = hp->overcommit_hogs;
         state->hog_overcommit_cpus = hp->overcommit_cpus;
         hp->overcommit_release = hp->overcommit_now && state->hog_overcommit_seen >= hp->K;
+        return 0;
 }
 
 /* Where other busy threads sit: to be avoided (soft) or never used (hard). */
@@ -1051,7 +1174,9 @@ int plan_hogs(struct plan_ctx *ctx) {
         for (size_t i = 0; i < hp.n_items; i++)
                 count(&hp.items[i]);
 
-        overcommit(&hp);
+        r = overcommit(&hp);
+        if (r < 0)
+                goto finish;
         occupancy(&hp);
 
         r = review_pins(&hp);
