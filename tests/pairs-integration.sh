@@ -165,7 +165,7 @@ split_share_pays() {
 # by the pair's own count: one split on half of them in every window has
 # no split window, and is no merged pair.
 colocate_pingpong() {
-        local try run same
+        local try run same state
         for try in 1 2 3; do
                 start_pingpong "$1-$try"
                 # Done when the daemon pinned it (the test's cgroup is its
@@ -179,9 +179,17 @@ colocate_pingpong() {
                 wait_for 20 co_or_merged || true
                 if single_cpu_same "$P1" "$P2"; then
                         T_PIN=$(last_t "$PPOUT")
-                        [[ $(pair_state "$P1" "$P2") == co-located* ]] ||
-                                fail "the pair is pinned to CPU $(allowed_of "$P1") but affctl pairs says '$(pair_state "$P1" "$P2")'"
-                        return 0
+                        state=$(pair_state "$P1" "$P2")
+                        [[ $state == co-located* ]] && return 0
+                        # An effect check may undo the co-location between
+                        # the two reads (a 4-vCPU guest under load: "6425 ->
+                        # 4722, -27 %: undo"): only masks still on one CPU
+                        # beside another state contradict each other.
+                        single_cpu_same "$P1" "$P2" &&
+                                fail "the pair is pinned to CPU $(allowed_of "$P1") but affctl pairs says '$state'"
+                        echo "# try $try: co-located, then undone before its state was read: '$state'"
+                        stop_pingpong
+                        continue
                 fi
                 run=$(split_run_s "$PPOUT") same=$(mean_same_cpu "$PPOUT")
                 echo "# try $try: not co-located; together for $same of its round trips, longest split run ${run}s; masks $(allowed_of "$P1")/$(allowed_of "$P2"); pair state: '$(pair_state "$P1" "$P2")'"
