@@ -242,6 +242,8 @@ h=$(head -n 1 "$work/one.pids")
 start_daemon "$cfg5" --interval 200
 p0=$(passes)
 wait_for 20 passes_past $((p0 + 2)) || fail "the daemon made no 2 passes within 20 s (step 5)"
+# the premise: the job is busy (a thread the count would have taken)
+echo "# step 5: the busy job ran $(cpu_pct_over "$JOB" 1) % of a CPU over 1 s"
 force_hops "$h"
 pinned_on_a() { [ "$(allowed_of "$h")" = "$CPU_A" ]; }
 wait_for 60 pinned_on_a || { overcommit_story; daemon_story

@@ -432,11 +432,13 @@ static void test_busy_elsewhere_no_competitor(void) {
         world_done(&w);
 
         /* the CPUs outside go first to the threads that can run nowhere
-         * else: two pinned by someone to 2-3 leave none for a free one */
+         * else: two pinned by someone to 2-3 leave none for a free one
+         * (met first, the free one would take CPU 2 and read as no
+         * competitor, and the second of the pinned ones go uncounted) */
         two_hogs_on_0_1(&w);
-        add_busy_on(&w, 201, "2-3", 2);
-        add_busy_on(&w, 202, "2-3", 3);
-        add_busy_on(&w, 203, "0-3", 0);
+        add_busy_on(&w, 201, "0-3", 0);
+        add_busy_on(&w, 202, "2-3", 2);
+        add_busy_on(&w, 203, "2-3", 3);
         world_steps(&w, 6);
         ASSERT_EQ(n_pinned(&w), 0);
         ASSERT_EQ(w.state->hog_overcommit_hogs, 3);

@@ -456,11 +456,12 @@ struct busy_unit {
 /*
  * Can unit u have a CPU of its own in outside (the usable CPUs no hog
  * would be pinned to)? Kuhn's augmenting paths: a free CPU of its mask,
- * else one whose unit can move to another. owner[c] is the unit on CPU c
- * (or -1), free the CPUs of outside nobody has, visited the CPUs this
- * search has tried. A path visits each CPU once, so it is at most as deep
- * as outside is wide; a free CPU is taken before any path is followed, so
- * threads that share one wide mask cost a mask operation each.
+ * else one whose unit can move to another. free_cpus are the CPUs of
+ * outside nobody has; owner[c] is the unit on each other CPU c of outside;
+ * visited the CPUs this search has tried. A path visits each CPU once, so
+ * it is at most as deep as outside is wide; a free CPU is taken before any
+ * path is followed, so threads that share one wide mask cost a mask
+ * operation each.
  */
 static bool take_outside(const struct busy_unit *units, size_t u, const cpumask_t *outside, int *owner,
                          cpumask_t *free_cpus, cpumask_t *visited) {
