@@ -451,6 +451,7 @@ static void count(struct hog_item *it) {
 struct busy_unit {
         cpumask_t mask;
         bool hog;
+        bool pair;     /* co-located pairs' members on this pin */
 };
 
 /*
@@ -551,7 +552,7 @@ static bool hog_unit(const struct hog_item *it) {
 static int overcommit(struct hog_plan *hp) {
         struct plan_state *state = hp->ctx->state;
         _cleanup_free_ struct busy_unit *units = NULL;
-        size_t n_units = 0, n_pair_units = 0;
+        size_t n_units = 0;
         cpumask_t U;
         unsigned n = 0;
         int r;
@@ -592,19 +593,11 @@ static int overcommit(struct hog_plan *hp) {
                  * turn): one CPU's load, counted once for the pin, not
                  * once a member (so are pairs packed onto one CPU). A
                  * pair and one hog on 2 CPUs read 3 > 2, and the hog's pin
-                 * was let go. The pair units come first in units[]. */
-                if (pin) {
-                        for (size_t j = 0; j < n_pair_units && !dup; j++)
-                                dup = cpumask_equal(&units[j].mask, &a);
-                        if (dup)
-                                continue;
-                        if (n_pair_units < n_units)
-                                units[n_units] = units[n_pair_units];
-                        units[n_pair_units++] = (struct busy_unit) { .mask = a };
-                        n_units++;
-                        continue;
-                }
-                units[n_units++] = (struct busy_unit) { .mask = a };
+                 * was let go. */
+                for (size_t j = 0; pin && j < n_units && !dup; j++)
+                        dup = units[j].pair && cpumask_equal(&units[j].mask, &a);
+                if (!dup)
+                        units[n_units++] = (struct busy_unit) { .mask = a, .pair = pin != NULL };
         }
 
         if (units) {
