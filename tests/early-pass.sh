@@ -93,7 +93,9 @@ done
 echo "# polled for 4 s: $(( $(early_passes) - p1 )) more early pass(es), at most 2 allowed; $(passes) passes in all"
 
 # A process gone at once asks for no pass: after a quiet spell long enough
-# for a token (10 s), /bin/true, then 2 s without another fork (passes and
+# for a token (10 s; the limit counts the test's earlier processes from when
+# they came, not from when the daemon, listening again only once a pass is
+# allowed, read them), /bin/true, then 2 s without another fork (passes and
 # give-ups counted in the debug log with builtins: affctl is a process too).
 # The check runs 5 ms before the burst would start (135 ms before the
 # pass, 165 ms after the process); /bin/true is gone within a few ms even
