@@ -70,12 +70,9 @@ kill "$ECHO" "$CLIENT"
 
 # the attack: root's echo loop, the user's client → root's process untouched
 pingpong cross 0 "$USER_UID"
-deadline=$(( $(date +%s) + 10 ))
-while [ "$(date +%s)" -lt "$deadline" ]; do
-        [ "$(allowed_of "$ECHO")" = "$CPU_A" ] || { ctl actions; fail "root's echo loop $ECHO was moved to $(allowed_of "$ECHO") for uid $USER_UID's client"; }
-        [ "$(allowed_of "$CLIENT")" = "$CPU_LAST" ] || fail "uid $USER_UID's client was moved for a pair with root's task: $(allowed_of "$CLIENT")"
-        sleep 0.2
-done
+cross_untouched() { [ "$(allowed_of "$ECHO")" = "$CPU_A" ] && [ "$(allowed_of "$CLIENT")" = "$CPU_LAST" ]; }
+holds_for 10 cross_untouched || { ctl actions
+        fail "a pair of root's echo loop $ECHO (now on $(allowed_of "$ECHO"), was $CPU_A) and uid $USER_UID's client $CLIENT (now on $(allowed_of "$CLIENT"), was $CPU_LAST) was moved"; }
 # its key, task:TID:START (the PID alone may be part of another number)
 grep -q "task:$ECHO:" <(ctl actions --json) && fail "affctl actions lists root's echo loop"
 echo "ok: a user/root ping-pong left alone for 10 s; user/user and root/nobody co-located"

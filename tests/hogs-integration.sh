@@ -115,13 +115,8 @@ left_alone_none_pinned() { left_alone && none_pinned; }
 wait_for 20 left_alone_none_pinned || { hogs_json >&2; daemon_story
         fail "three hogs on two CPUs: affctl hogs never says 'left alone: N hogs > M usable CPUs' with none of them pinned"; }
 # and for a while (10 hysteresis intervals) none of them gets pinned
-deadline=$(( $(date +%s) + 3 ))
-while [ "$(date +%s)" -lt "$deadline" ]; do
-        for p in "${THREE[@]}"; do
-                is_single_cpu "$p" && fail "hog $p pinned to $(allowed_of "$p") while 3 hogs share 2 CPUs"
-        done
-        sleep 0.2
-done
+holds_for 3 none_pinned ||
+        fail "a hog pinned while 3 hogs share 2 CPUs (masks:$(for p in "${THREE[@]}"; do printf ' %s %s' "$p" "$(allowed_of "$p")"; done))"
 stop_pid "$three_MAIN"
 echo "ok 1: three hogs on two CPUs left alone"
 
@@ -249,11 +244,8 @@ pinned_on_a() { [ "$(allowed_of "$h")" = "$CPU_A" ]; }
 wait_for 60 pinned_on_a || { overcommit_story; daemon_story
         fail "a hog with CPUs=$CPU_A and a busy job beside it: not pinned to CPU $CPU_A within 60 s (allowed: $(allowed_of "$h"))"; }
 # and it stays so for 3 s (15 passes), with the job busy all along
-deadline=$(( $(date +%s) + 3 ))
-while [ "$(date +%s)" -lt "$deadline" ]; do
-        pinned_on_a || { overcommit_story; daemon_story; fail "the hog's pin to CPU $CPU_A went while the busy job ran beside it"; }
-        sleep 0.2
-done
+holds_for 3 pinned_on_a ||
+        { overcommit_story; daemon_story; fail "the hog's pin to CPU $CPU_A went while the busy job ran beside it"; }
 stop_daemon
 [ "$(allowed_of "$h")" = "$orig_mask" ] || fail "after SIGTERM the step 5 hog is on $(allowed_of "$h"), want $orig_mask"
 stop_pid "$one_MAIN"

@@ -57,6 +57,16 @@ wait_for() {
         done
 }
 
+# holds_for SECONDS CMD...: CMD succeeds every 200 ms for SECONDS; returns 1
+# at its first failure, at once (the caller says what went).
+holds_for() {
+        local deadline=$(( $(date +%s%N) + $1 * 1000000000 )); shift
+        while [ "$(date +%s%N)" -lt "$deadline" ]; do
+                "$@" || return 1
+                sleep 0.2
+        done
+}
+
 # scope_enter: this test's own cgroup. The test's shell moves into a new
 # cgroup (so every process it starts from now on is there) and every daemon
 # start_daemon starts gets [Daemon] Scope= for it (affinityd.conf(5)): it
