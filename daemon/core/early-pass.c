@@ -239,11 +239,24 @@ static void new_process_seen(struct manager *m, uint64_t event_usec, pid_t pid) 
                                    (at - next) / USEC_PER_MSEC, util_boottime_s_of(at));
                 return;
         }
-        if (came < manager_early_next_allowed(m) || next <= at + EARLY_PASS_DELAY_USEC)
-                return;   /* too many lately, or the pass is due anyway */
+        if (came < manager_early_next_allowed(m)) {
+                /* said once until the next early pass: the events of a
+                 * spell without listening are read together */
+                if (!m->early_limit_said)
+                        log_fields(&m->log, LOG_DEBUG, NULL,
+                                   "new process: too many early passes lately (%d at once, then one per %" PRIu64
+                                   " s); the next is allowed for a process from %.3f s (boot)",
+                                   EARLY_PASS_BURST, EARLY_PASS_MIN_GAP_USEC / USEC_PER_SEC,
+                                   util_boottime_s_of(manager_early_next_allowed(m)));
+                m->early_limit_said = true;
+                return;
+        }
+        if (next <= at + EARLY_PASS_DELAY_USEC)
+                return;   /* the pass is due anyway */
         if (sd_event_source_set_time(m->timer, at) < 0)
                 return;
         m->early_tat = MAX(m->early_tat, came) + EARLY_PASS_MIN_GAP_USEC;
+        m->early_limit_said = false;
         m->early_armed = true;
         m->next_pass_early = true;
         m->early_regular_usec = next;

@@ -89,6 +89,7 @@ struct manager {
         bool early_checked;           /* its check ran: a burst is planned before it */
         uint64_t early_regular_usec;  /* when the pass was due before it was brought forward */
         uint64_t early_refund_next;   /* a given-up pass's token is given back from then on */
+        bool early_limit_said;        /* the rate limit's debug line, once until the next early pass */
         sd_event_source *early_check;
         unsigned looks_left;          /* more looks after an early pass (next_pass_gap()) */
         unsigned settled_passes;      /* passes in a row that changed nothing (note_settled()) */
