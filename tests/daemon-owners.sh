@@ -71,8 +71,8 @@ kill "$ECHO" "$CLIENT"
 # the attack: root's echo loop, the user's client → root's process untouched
 pingpong cross 0 "$USER_UID"
 cross_untouched() { [ "$(allowed_of "$ECHO")" = "$CPU_A" ] && [ "$(allowed_of "$CLIENT")" = "$CPU_LAST" ]; }
-holds_for 10 cross_untouched || { ctl actions
+holds_for_passes 10 cross_untouched || { ctl actions
         fail "a pair of root's echo loop $ECHO (now on $(allowed_of "$ECHO"), was $CPU_A) and uid $USER_UID's client $CLIENT (now on $(allowed_of "$CLIENT"), was $CPU_LAST) was moved"; }
 # its key, task:TID:START (the PID alone may be part of another number)
 grep -q "task:$ECHO:" <(ctl actions --json) && fail "affctl actions lists root's echo loop"
-echo "ok: a user/root ping-pong left alone for 10 s; user/user and root/nobody co-located"
+echo "ok: a user/root ping-pong left alone for 10 passes; user/user and root/nobody co-located"

@@ -114,8 +114,8 @@ none_pinned() {
 left_alone_none_pinned() { left_alone && none_pinned; }
 wait_for 20 left_alone_none_pinned || { hogs_json >&2; daemon_story
         fail "three hogs on two CPUs: affctl hogs never says 'left alone: N hogs > M usable CPUs' with none of them pinned"; }
-# and for a while (10 hysteresis intervals) none of them gets pinned
-holds_for 3 none_pinned ||
+# and for 15 passes (3 s here; Hysteresis= needs fewer) none of them gets pinned
+holds_for_passes 15 none_pinned ||
         fail "a hog pinned while 3 hogs share 2 CPUs (masks:$(for p in "${THREE[@]}"; do printf ' %s %s' "$p" "$(allowed_of "$p")"; done))"
 stop_pid "$three_MAIN"
 echo "ok 1: three hogs on two CPUs left alone"
@@ -141,9 +141,7 @@ a=${TWO[0]} b=${TWO[1]}
 # Seen: two passes after they started, the daemon has read each hog once
 # at least, so the hops count in its next reading. (Waiting for affctl
 # hogs to list them does not do: a hog that never hopped is not listed.)
-passes() { ctl status --json | jq -r .counts.passes; }
 p0=$(passes)
-passes_past() { [ "$(passes)" -ge "$1" ]; }
 wait_for 20 passes_past $((p0 + 2)) || fail "the daemon made no 2 passes within 20 s"
 cpu_of() { local f; read -r -a f <"/proc/$1/stat" && echo "${f[38]}"; }   # where it last ran
 # force_hops PID...: each one still unpinned to the other CPU and back, 20 times, the daemon frozen
@@ -243,8 +241,8 @@ force_hops "$h"
 pinned_on_a() { [ "$(allowed_of "$h")" = "$CPU_A" ]; }
 wait_for 60 pinned_on_a || { overcommit_story; daemon_story
         fail "a hog with CPUs=$CPU_A and a busy job beside it: not pinned to CPU $CPU_A within 60 s (allowed: $(allowed_of "$h"))"; }
-# and it stays so for 3 s (15 passes), with the job busy all along
-holds_for 3 pinned_on_a ||
+# and it stays so for 15 passes (3 s here), with the job busy all along
+holds_for_passes 15 pinned_on_a ||
         { overcommit_story; daemon_story; fail "the hog's pin to CPU $CPU_A went while the busy job ran beside it"; }
 stop_daemon
 [ "$(allowed_of "$h")" = "$orig_mask" ] || fail "after SIGTERM the step 5 hog is on $(allowed_of "$h"), want $orig_mask"

@@ -57,12 +57,18 @@ wait_for() {
         done
 }
 
-# holds_for SECONDS CMD...: CMD succeeds every 200 ms for SECONDS; returns 1
-# at its first failure, at once (the caller says what went).
-holds_for() {
-        local deadline=$(( $(date +%s%N) + $1 * 1000000000 )); shift
-        while [ "$(date +%s%N)" -lt "$deadline" ]; do
+# holds_for_passes N CMD...: CMD succeeds every 200 ms while the daemon runs
+# N passes; returns 1 at its first failure, at once (the caller says what
+# went). Passes, not seconds: on a slow host fewer passes fit a second, and
+# a hold counted in seconds would see fewer of the daemon's chances to
+# break it. Fewer than N in 60 s is a failure of its own.
+holds_for_passes() {
+        local n=$1 p0 deadline=$(( $(date +%s%N) + 60 * 1000000000 )); shift
+        p0=$(passes)
+        while :; do
                 "$@" || return 1
+                passes_past $(( p0 + n )) && return 0
+                [ "$(date +%s%N)" -lt "$deadline" ] || fail "the daemon ran $(( $(passes) - p0 )) of $n passes in 60 s"
                 sleep 0.2
         done
 }
@@ -171,6 +177,11 @@ daemon_freeze() {
 daemon_thaw() { kill -CONT "$DAEMON_PID"; }
 
 ctl() { "$AFFCTL" --runtime-dir "$RUNDIR" "$@"; }
+# the daemon's passes so far, and whether it has run N; a count of passes,
+# not of seconds, is what holds on a slow host (a pass is re-armed from
+# its own end)
+passes() { ctl status --json | jq -r .counts.passes; }
+passes_past() { [ "$(passes)" -ge "$1" ]; }
 
 # cpu_pct_over TID SECONDS: the thread's own CPU use over the next SECONDS,
 # in % of one CPU, from its scheduler run time (/proc/TID/schedstat, ns):

@@ -89,8 +89,6 @@ pair_read() {
         return 0
 }
 
-passes() { ctl status --json | jq -r .counts.passes; }   # the daemon's passes so far
-
 # await_colocated SERVER_PID CLIENT_PID: returns 0 once the pair is on one
 # CPU; then, counting only the daemon's own passes (a slow host's passes
 # and a client's start-up take what they take; a wall-clock deadline from
