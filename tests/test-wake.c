@@ -755,6 +755,18 @@ static double pair_wakeups_per_s(const struct pingpong *pp, struct wake_sampler 
         return t1 > t0 ? (double) (a1 - a0 + b1 - b0) * 1e6 / (double) (t1 - t0) : 0;
 }
 
+/* The first CPU this process may run on: CPU 0 may be outside the cpuset
+ * or the taskset the suite runs under. */
+static int first_allowed_cpu(void) {
+        cpu_set_t mine;
+        int cpu = 0;
+
+        if (sched_getaffinity(0, sizeof(mine), &mine) == 0)
+                while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &mine))
+                        cpu++;
+        return cpu;
+}
+
 /*
  * Whether this machine lets this process sample sched:sched_waking on a
  * CPU as the sampler does (every wake-up, with its raw record, on the
@@ -776,14 +788,9 @@ static bool perf_waking_possible(char *why, size_t why_size) {
                 .clockid = CLOCK_MONOTONIC,
                 .disabled = 1,
         };
-        cpu_set_t mine;
-        int cpu = 0;
+        int cpu = first_allowed_cpu();
         char buf[32];
         long fd;
-
-        if (sched_getaffinity(0, sizeof(mine), &mine) == 0)
-                while (cpu < CPU_SETSIZE - 1 && !CPU_ISSET(cpu, &mine))
-                        cpu++;
 
         for (size_t i = 0; i < ELEMENTSOF(ids) && !attr.config; i++)
                 if (util_read_file_at(NULL, ids[i], buf, sizeof(buf)) > 0)
@@ -854,7 +861,7 @@ static int test_throttle(void) {
                 return 77;
         wake_sampler_set_adaptive(ws, false);          /* period 1: every wake-up is a sample */
         ASSERT_OK(pingpong_start(&pp, false));
-        ASSERT_OK(pingpong_pin(&pp, 0));
+        ASSERT_OK(pingpong_pin(&pp, first_allowed_cpu()));
 
         /* 1. the storm, sampled in full during the bursts: above the kernel's max sample rate */
         for (i = 0; i < 3; i++)
@@ -1264,7 +1271,7 @@ static int test_settled_stride(void) {
         /* on one CPU: where the kernel moves it, its rate swings with its
          * split (by up to 30x on some hosts), and each swing rightly takes a
          * burst; the stride is to be seen with the threads as they were */
-        ASSERT_OK(pingpong_pin(&pp, 0));
+        ASSERT_OK(pingpong_pin(&pp, first_allowed_cpu()));
         f.tid[0] = pp.a, f.tid[1] = pp.b, f.n = 2;
         for (i = 0; i < 4; i++) {
                 stride_step(ws, ev, cadence, &f, &e, &n);
@@ -1564,7 +1571,7 @@ static int test_response_live(void) {
         ASSERT_TRUE(client < RESPONSE_PERIOD_USEC);
         ASSERT_TRUE(server > client);
 
-        r = response_run("response times, one CPU, work after the answer", 0, 0, RESPONSE_AFTER_USEC, &client,
+        r = response_run("response times, one CPU, work after the answer", first_allowed_cpu(), 0, RESPONSE_AFTER_USEC, &client,
                          &server);
         if (r != 0)
                 return r;
