@@ -53,8 +53,8 @@ static void pc_rearm_at(struct manager *m, uint64_t when) {
 #define EARLY_PASS_BURST 3
 
 /* Generic cell rate algorithm: early_tat advances by the gap per early pass
- * (from now at the latest); one is allowed while it is at most BURST - 1
- * gaps ahead. */
+ * (from the time its process came at the latest, new_process_seen()); one
+ * is allowed while it is at most BURST - 1 gaps ahead. */
 uint64_t manager_early_next_allowed(const struct manager *m) {
         uint64_t ahead = (EARLY_PASS_BURST - 1) * EARLY_PASS_MIN_GAP_USEC;
         return m->early_tat > ahead ? m->early_tat - ahead : 0;
@@ -77,6 +77,8 @@ uint64_t manager_early_next_allowed(const struct manager *m) {
 #define EARLY_PASS_LEAD_MIN_USEC (100 * USEC_PER_MSEC)
 /* After an early pass is armed, listen again this soon (new_process_seen()). */
 #define EARLY_PASS_LISTEN_AGAIN_USEC (50 * USEC_PER_MSEC)
+/* Older event time stamps are counted as now (new_process_seen()). */
+#define EARLY_CAME_MAX_AGE_USEC (3 * EARLY_PASS_MIN_GAP_USEC)
 /* The early check runs this long before the burst would start. */
 #define EARLY_CHECK_MARGIN_USEC (5 * USEC_PER_MSEC)
 
@@ -193,15 +195,18 @@ static void new_process_seen(struct manager *m, uint64_t event_usec, pid_t pid) 
         /*
          * The rate limit counts a process from when it came, not from when
          * it was heard: while no early pass is allowed the connector is
-         * not listened to (until one is, pc_rearm_at()), so the events of
-         * that spell are all read at the moment a pass is allowed again.
-         * Counted then, they took that token, and the next for 10 s more,
-         * from a process that came 10 s after the last of them: in a CI
+         * not listened to (until one is, pc_rearm_at()), so what came
+         * since the last pass (which drains it, and starts nothing) is
+         * read at the moment a pass is allowed again. Counted then, those
+         * events took that token, and the next for 10 s more, from a
+         * process that came 10 s after the last of them: in a CI
          * rehearsal under stress-ng, early-pass.sh's affctl calls, read
          * 6 s late, took the pass its /bin/true had waited 11 s for (1 of
-         * 3 runs here).
+         * 3 runs here). A time stamp more than EARLY_CAME_MAX_AGE old is
+         * not one to count by (no listening spell is that long; a clock
+         * namespace's offset).
          */
-        came = event_usec > 0 && event_usec <= now ? event_usec : now;
+        came = event_usec > 0 && event_usec <= now && now - event_usec <= EARLY_CAME_MAX_AGE_USEC ? event_usec : now;
         if (event_usec > now || event_usec + EARLY_PASS_DELAY_USEC < now)
                 event_usec = now;       /* not a time stamp we can use, or old news */
         at = MAX(event_usec + EARLY_PASS_DELAY_USEC, now + EARLY_PASS_LEAD_MIN_USEC);
@@ -239,6 +244,8 @@ static void new_process_seen(struct manager *m, uint64_t event_usec, pid_t pid) 
                                    (at - next) / USEC_PER_MSEC, util_boottime_s_of(at));
                 return;
         }
+        if (next <= at + EARLY_PASS_DELAY_USEC)
+                return;   /* the pass is due anyway */
         if (came < manager_early_next_allowed(m)) {
                 /* said once until the next early pass: the events of a
                  * spell without listening are read together */
@@ -251,8 +258,6 @@ static void new_process_seen(struct manager *m, uint64_t event_usec, pid_t pid) 
                 m->early_limit_said = true;
                 return;
         }
-        if (next <= at + EARLY_PASS_DELAY_USEC)
-                return;   /* the pass is due anyway */
         if (sd_event_source_set_time(m->timer, at) < 0)
                 return;
         m->early_tat = MAX(m->early_tat, came) + EARLY_PASS_MIN_GAP_USEC;
