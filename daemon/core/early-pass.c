@@ -184,6 +184,23 @@ static void early_burst_plan(struct manager *m, uint64_t at, uint64_t now) {
         }
 }
 
+/*
+ * When a new process came, for the rate limit: it counts a process from
+ * its event's kernel time stamp, not from when the event was read. While
+ * no early pass is allowed the connector is not listened to (until one
+ * is, pc_rearm_at()), so what came since the last pass (which drains it,
+ * and starts nothing) is read at the moment a pass is allowed again.
+ * Counted then, those events took that token, and the next for 10 s more,
+ * from a process that came 10 s after the last of them: in a CI rehearsal
+ * under stress-ng, early-pass.sh's affctl calls, read 6 s late, took the
+ * pass its /bin/true had waited 11 s for (1 of 3 runs here). A time stamp
+ * more than EARLY_CAME_MAX_AGE old is not one to count by (no spell
+ * without listening is that long; a clock namespace's offset).
+ */
+static uint64_t process_came_usec(uint64_t event_usec, uint64_t now) {
+        return event_usec > 0 && event_usec <= now && now - event_usec <= EARLY_CAME_MAX_AGE_USEC ? event_usec : now;
+}
+
 static void new_process_seen(struct manager *m, uint64_t event_usec, pid_t pid) {
         uint64_t now, came, at, next, allowed;
 
@@ -192,21 +209,7 @@ static void new_process_seen(struct manager *m, uint64_t event_usec, pid_t pid) 
         if (m->next_pass_early && !m->early_checked)
                 early_asker_add(m, pid);
         now = util_now_usec();
-        /*
-         * The rate limit counts a process from when it came, not from when
-         * it was heard: while no early pass is allowed the connector is
-         * not listened to (until one is, pc_rearm_at()), so what came
-         * since the last pass (which drains it, and starts nothing) is
-         * read at the moment a pass is allowed again. Counted then, those
-         * events took that token, and the next for 10 s more, from a
-         * process that came 10 s after the last of them: in a CI
-         * rehearsal under stress-ng, early-pass.sh's affctl calls, read
-         * 6 s late, took the pass its /bin/true had waited 11 s for (1 of
-         * 3 runs here). A time stamp more than EARLY_CAME_MAX_AGE old is
-         * not one to count by (no listening spell is that long; a clock
-         * namespace's offset).
-         */
-        came = event_usec > 0 && event_usec <= now && now - event_usec <= EARLY_CAME_MAX_AGE_USEC ? event_usec : now;
+        came = process_came_usec(event_usec, now);
         if (event_usec > now || event_usec + EARLY_PASS_DELAY_USEC < now)
                 event_usec = now;       /* not a time stamp we can use, or old news */
         at = MAX(event_usec + EARLY_PASS_DELAY_USEC, now + EARLY_PASS_LEAD_MIN_USEC);
