@@ -210,8 +210,8 @@ static void new_process_seen(struct manager *m, uint64_t event_usec, pid_t pid) 
                 early_asker_add(m, pid);
         now = util_now_usec();
         came = process_came_usec(event_usec, now);
-        if (event_usec > now || event_usec + EARLY_PASS_DELAY_USEC < now)
-                event_usec = now;       /* not a time stamp we can use, or old news */
+        /* old news, read after its delay was over: the delay runs from now */
+        event_usec = came + EARLY_PASS_DELAY_USEC < now ? now : came;
         at = MAX(event_usec + EARLY_PASS_DELAY_USEC, now + EARLY_PASS_LEAD_MIN_USEC);
         if (sd_event_source_get_time(m->timer, &next) < 0)
                 return;
