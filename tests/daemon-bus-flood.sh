@@ -51,10 +51,12 @@ base=$(status_ms)
 mkfifo "$work/quiet"
 exec 3<>"$work/quiet"
 passes_in() {
-        local p0 t0
-        p0=$(passes); t0=$(date +%s%N)
+        local p0 p1 t0
+        p0=$(passes) || fail "no pass count from affctl status before a window of $1 s"
+        t0=$(date +%s%N)
         read -r -t "$1" -u 3 || true
-        printf -v "$2" '%d' $(( $(passes) - p0 ))
+        p1=$(passes) || fail "no pass count from affctl status after a window of $1 s"
+        printf -v "$2" '%d' $(( p1 - p0 ))
         printf -v "$3" '%d' $(( ($(date +%s%N) - t0) / 1000000 ))
 }
 pass_base=0 ms_base=0 pass_flood=0 ms_flood=0

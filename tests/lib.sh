@@ -64,12 +64,12 @@ wait_for() {
 # break it. Fewer than N in 60 s is a failure of its own.
 holds_for_passes() {
         local n=$1 p0 deadline=$(( $(date +%s%N) + 60 * 1000000000 )); shift
-        p0=$(passes)
+        p0=$(passes) || fail "no pass count from the daemon to hold $* for"
         while :; do
                 # the count first: CMD, checked after it, saw the Nth pass's doing
                 if passes_past $(( p0 + n )); then "$@" || return 1; return 0; fi
                 "$@" || return 1
-                [ "$(date +%s%N)" -lt "$deadline" ] || fail "the daemon ran $(( $(passes) - p0 )) of $n passes in 60 s"
+                [ "$(date +%s%N)" -lt "$deadline" ] || fail "the daemon ran $(( $(passes || echo "$p0") - p0 )) of $n passes in 60 s"
                 sleep 0.2
         done
 }
@@ -180,9 +180,15 @@ daemon_thaw() { kill -CONT "$DAEMON_PID"; }
 ctl() { "$AFFCTL" --runtime-dir "$RUNDIR" "$@"; }
 # the daemon's passes so far, and whether it has run N; a count of passes,
 # not of seconds, is what holds on a slow host (a pass is re-armed from
-# its own end)
-passes() { ctl status --json | jq -r .counts.passes; }
-passes_past() { [ "$(passes)" -ge "$1" ]; }
+# its own end); a status that gives no count (a daemon too busy to answer
+# in time, or gone) is said on stderr and is no number to count with
+passes() {
+        local p
+        p=$(ctl status --json | jq -r .counts.passes)
+        [[ $p =~ ^[0-9]+$ ]] || { echo "# affctl status gave no pass count (${p:-nothing})" >&2; return 1; }
+        echo "$p"
+}
+passes_past() { local p; p=$(passes) && [ "$p" -ge "$1" ]; }
 
 # cpu_pct_over TID SECONDS: the thread's own CPU use over the next SECONDS,
 # in % of one CPU, from its scheduler run time (/proc/TID/schedstat, ns):
