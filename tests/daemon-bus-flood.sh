@@ -45,16 +45,15 @@ base=$(status_ms)
 # long and the time it took; without the flood first, as the measure of this
 # host (a pass is re-armed from its own end: a slow pass, under ASan or
 # beside stress-ng, makes the period longer than the interval). The wait
-# is a builtin's (read -t on a FIFO), in this shell (not a subshell): a
+# is nap's (tests/lib.sh), in this shell (not a subshell): a
 # process that stayed would bring passes forward (an early pass and its
 # looks), in one window and not the other.
-mkfifo "$work/quiet"
-exec 3<>"$work/quiet"
+nap_open "$work"
 passes_in() {
         local p0 p1 t0
         p0=$(passes) || fail "no pass count from affctl status before a window of $1 s"
         t0=$(date +%s%N)
-        read -r -t "$1" -u 3 || true
+        nap "$1"
         p1=$(passes) || fail "no pass count from affctl status after a window of $1 s"
         printf -v "$2" '%d' $(( p1 - p0 ))
         printf -v "$3" '%d' $(( ($(date +%s%N) - t0) / 1000000 ))

@@ -40,9 +40,8 @@ pc=$(ctl status --json | jq -r '.capabilities.proc_connector')
 [[ $pc == listening* ]] || fail "the kernel delivers process events ($probe), but the daemon's proc connector is: $pc"
 
 # Wait out the early-pass limit (the start-up affctl calls may have used
-# it) without starting a process: read -t on a FIFO is a builtin.
-mkfifo "$work/quiet"
-exec 3<>"$work/quiet"
+# it) without starting a process (nap, tests/lib.sh).
+nap_open "$work"
 
 secs_ms() { local w=${1%.*} f=${1#*.}000; printf -v "$2" '%d' $(( 10#$w * 1000 + 10#${f:0:3} )); }
 # The first pass after A and the time the daemon last planned it for, in
@@ -70,20 +69,20 @@ pass_and_plan() {
 # its event handled after the pass at +314 ms).
 attempt() {
         local got=
-        read -r -t 11 -u 3 || true
+        nap 11
 
         # processes that stay past the pass: one gone before its burst asks
         # for no pass (early-pass.sh)
         uptime_ms t_a
         sleep 3 &                              # A: brings the next pass forward to ~A+300 ms
-        read -r -t 0.15 -u 3 || true
+        nap 0.15
         uptime_ms t_b
         sleep 3 &                              # B: must hold it back to ~B+300 ms
         # polled for up to 10 s (far below the regular pass)
         t_pass=
         for (( i = 0; i < 100; i++ )); do
                 if pass_and_plan; then got=yes; break; fi
-                read -r -t 0.1 -u 3 || true
+                nap 0.1
         done
         [ -n "$got" ] || fail "no pass within 10 s of two new processes (Interval=60s)"
         [ -n "$t_plan" ] || fail "a pass at $(( t_pass - t_a )) ms after A, but no early pass was planned for A or B"

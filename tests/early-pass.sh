@@ -46,11 +46,9 @@ pc=$(ctl status --json | jq -r '.capabilities.proc_connector')
 [[ $pc == listening* ]] || fail "the kernel delivers process events, but the daemon's proc connector is: $pc"
 
 # The start-up affctl calls may have brought a pass forward already; wait
-# out the 10 s limit without starting a process (read -t on a FIFO is a
-# builtin).
-mkfifo "$work/quiet"
-exec 3<>"$work/quiet"
-read -r -t 11 -u 3 || true
+# out the 10 s limit without starting a process (nap, tests/lib.sh).
+nap_open "$work"
+nap 11
 events() { ctl status --json | jq -r '.capabilities.process_events.events // 0'; }
 e0=$(events)   # with perf, these affctl calls are gone before a burst: no pass for them
 read -r p0 r0 < <(ctl status --json | jq -r '"\(.counts.passes) \(.counts.passes - .counts.passes_early)"')
@@ -116,7 +114,7 @@ if [[ $SRC != perf* ]]; then
         echo "# not checked: an early pass is given up before its burst, and perf cannot open sched:sched_waking here ($SRC)"
         exit 0
 fi
-read -r -t 11 -u 3 || true
+nap 11
 log_count c2 "$re_pass"
 log_count g2 "$re_gone"
 /bin/true
@@ -126,9 +124,9 @@ log_count g2 "$re_gone"
 for (( i = 0; i < 100; i++ )); do
         log_count g3 "$re_gone"
         (( g3 > g2 )) && break
-        read -r -t 0.1 -u 3 || true
+        nap 0.1
 done
-read -r -t 2 -u 3 || true
+nap 2
 log_count c3 "$re_pass"
 log_count g3 "$re_gone"
 (( $(now_ms) - t_start < 59000 )) || fail "the test reached its last check only with the regular pass due ($(( $(now_ms) - t_start )) ms after start)"
