@@ -1455,6 +1455,20 @@ static void test_live_io(void) {
         ASSERT_TRUE(fabs(ta->io_calls_per_s - ta->io_bytes_per_s) <= 0.01 * ta->io_bytes_per_s);
         ASSERT_TRUE(fabs(tb->io_calls_per_s - tb->io_bytes_per_s) <= 0.01 * tb->io_bytes_per_s);
         ASSERT_TRUE(!tz->have_io_rate);
+
+        /* a pair floor above the pair's switches (WakeRate= that high): its
+         * io is no longer read, whatever it switches */
+        sampler_set_pair_floor(s, 1e9);
+        for (int i = 0; i < 2; i++) {
+                usleep(200 * 1000);
+                ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
+        }
+        ta = snapshot_find_task(snap, a);
+        ASSERT_TRUE(ta);
+        fprintf(stderr, "live io, pair floor 1e9/s: switches %.0f/s, have %d\n", ta->nvcsw_per_s + ta->nivcsw_per_s,
+                ta->have_io_rate);
+        ASSERT_TRUE(ta->nvcsw_per_s + ta->nivcsw_per_s > 100);   /* over the default floor: read above */
+        ASSERT_TRUE(!ta->have_io_rate);
         sampler_free(s);
         topology_free(topo);
         kill_children();

@@ -1079,6 +1079,7 @@ static int setup_sampling(struct manager *m) {
         r = sampler_new(m->root, m->topo, m->config->daemon.max_tracked_threads, &m->sampler);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
+        sampler_set_pair_floor(m->sampler, detect_pair_rate_floor(m->config));
         r = memnode_memo_new(&m->memnodes);
         if (r < 0)
                 return log_errno(&m->log, LOG_ERR, r, "cannot set up sampling");
@@ -1402,8 +1403,10 @@ int manager_reload(struct manager *m, struct json_object **ret) {
                 config_free(m->config);
                 m->config = c;
                 apply_settings(m);
-                if (m->sampler)
+                if (m->sampler) {
                         sampler_set_max_threads(m->sampler, c->daemon.max_tracked_threads);
+                        sampler_set_pair_floor(m->sampler, detect_pair_rate_floor(c));
+                }
                 if (m->wake) {
                         (void) wake_sampler_set_limits(m->wake, c->daemon.wake_sample_period,
                                                        c->daemon.max_wake_events_per_s);

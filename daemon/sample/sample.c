@@ -170,11 +170,20 @@ struct thread_priv {
         uint8_t cpu_hist_pos;
 };
 
+/* Threads switching at least pair_floor_per_s (voluntary + involuntary, as
+ * last seen) get their io counters read: a ping-pong or a stream switches
+ * thousands of times a second, the idle rest of a machine far less, and a
+ * pair is found among the former only. One small read a pass for each.
+ * This default is WakeRate='s (a side of a pair at that many wake-ups a
+ * second switches as often); the manager sets the policies' own. */
+#define SAMPLE_IO_SWITCHES_MIN_PER_S 100.0
+
 struct sampler {
         char *root;
         const struct topology *topo;
         struct coexist coexist;       /* this pass's other placers, copied into the snapshot */
         size_t max_threads;
+        double pair_floor_per_s;      /* switches/s from which a thread may be half of a pair (sampler_set_pair_floor()) */
         struct sampler_options opt;
         enum sampler_gate gate;       /* resolved: CLOCK, STAT or NONE */
         long clk_tck;
@@ -378,6 +387,7 @@ int sampler_new(const char *root, const struct topology *topo, size_t max_thread
         }
         s->topo = topo;
         s->max_threads = max_threads ? max_threads : CONFIG_MAX_THREADS_DEFAULT;
+        s->pair_floor_per_s = SAMPLE_IO_SWITCHES_MIN_PER_S;
         s->clk_tck = util_clk_tck();
         s->cap_task_schedstat = s->cap_task_sched = s->cap_cpu_schedstat = s->cap_psi = s->cap_task_io = true;
         s->snap.psi_cpu_some_avg10 = -1;
@@ -420,6 +430,11 @@ struct sampler *sampler_free(struct sampler *s) {
         free(s->root);
         free(s);
         return NULL;
+}
+
+void sampler_set_pair_floor(struct sampler *s, double wake_rate_min_per_s) {
+        if (s)
+                s->pair_floor_per_s = wake_rate_min_per_s > 0 ? wake_rate_min_per_s : SAMPLE_IO_SWITCHES_MIN_PER_S;
 }
 
 void sampler_set_max_threads(struct sampler *s, size_t max_threads) {
@@ -965,12 +980,6 @@ struct thread_sample {
         bool got_status, got_schedstat, got_sched, got_io;
 };
 
-/* Threads switching at least this often (voluntary + involuntary, as last
- * seen) get their io counters read: a ping-pong or a stream switches
- * thousands of times a second, the idle rest of a machine far less, and a
- * pair is found among the former only. One small read a pass for each. */
-#define SAMPLE_IO_SWITCHES_MIN_PER_S 100.0
-
 /* The thread's stat, or pre when the caller read it already. False: not
  * read (vanished or broken), counted. */
 static bool thread_read_stat(struct sampler *s, pid_t pid, pid_t tid, const struct stat_fields *pre,
@@ -1048,13 +1057,13 @@ static void thread_plan_reads(const struct sampler *s, const struct proc_rec *p,
          * and one with no rates yet (too young at its first pass) whose io
          * was read then is asked again, for its first rate of bytes */
         ts->need_io = s->cap_task_io && ts->need_status && !ts->fresh &&
-                      (task_switches_per_s(t) >= SAMPLE_IO_SWITCHES_MIN_PER_S ||
+                      (task_switches_per_s(t) >= s->pair_floor_per_s ||
                        (!t->have_rates && q->io_upto));
 }
 
 /*
  * A thread seen for the first time: its io counters too when it has
- * switched SAMPLE_IO_SWITCHES_MIN_PER_S times a second over its life (for
+ * switched pair_floor_per_s times a second over its life (for
  * one older than a second: that many times in all), so that a pair of new
  * threads has a rate of bytes at the pass that first sees it switching
  * (since birth, as its other rates: rates_since_birth()) and the change
@@ -1072,17 +1081,17 @@ static bool fresh_needs_io(const struct sampler *s, const struct thread_sample *
         if (!s->cap_task_io || !ts->fresh || !ts->got_status || !ts->st.have_ctxt)
                 return false;
         n = (double) (ts->st.nvcsw + ts->st.nivcsw);
-        if (n >= SAMPLE_IO_SWITCHES_MIN_PER_S)
+        if (n >= s->pair_floor_per_s)
                 return true;
         /* younger than a second: its switches over its age, a tick at least */
         return thread_age_usec(s, ts->f.start_time, &age) && age < USEC_PER_SEC &&
-               n >= SAMPLE_IO_SWITCHES_MIN_PER_S *
+               n >= s->pair_floor_per_s *
                             MAX((double) age / (double) USEC_PER_SEC, 1.0 / (double) s->clk_tck);
 }
 
 /*
  * Its stat said it did not run, but it came onto a CPU at least
- * SAMPLE_IO_SWITCHES_MIN_PER_S times a second since its count of runs
+ * pair_floor_per_s times a second since its count of runs
  * (schedstat) was last read: a chatty thread, read as one that ran, its
  * status and io with it. Else, on a fast host, a pipe peer on 1 % of a CPU
  * had its switches read every status_every_passes only, read 0 switches a
@@ -1105,7 +1114,7 @@ static void thread_ran_by_clock(const struct sampler *s, const struct proc_rec *
             !q->runs_upto || now <= q->runs_upto || ts->slices < t->slices)
                 return;
         runs_per_s = (double) (ts->slices - t->slices) * (double) USEC_PER_SEC / (double) (now - q->runs_upto);
-        if (runs_per_s < SAMPLE_IO_SWITCHES_MIN_PER_S)
+        if (runs_per_s < s->pair_floor_per_s)
                 return;
         ts->ran = true;
         thread_plan_reads(s, p, t, q, ts);

@@ -181,6 +181,13 @@ int sampler_set_options(struct sampler *s, const struct sampler_options *o);
  * exit, and no new one is added until the count is under it. */
 void sampler_set_max_threads(struct sampler *s, size_t max_threads);
 
+/* The lowest WakeRate= of the pair policies (detect_pair_rate_floor();
+ * <= 0: none, the default of 100 a second): a thread switching that often
+ * may be half of a pair, and gets its io counters read, for the rate of
+ * bytes its pair is judged by. A floor lowered for a slower host keeps
+ * the bytes of the pairs it lets in. */
+void sampler_set_pair_floor(struct sampler *s, double wake_rate_min_per_s);
+
 /* CPU hotplug: the new topology replaces the old one at once (also in the last snapshot). */
 void sampler_set_topology(struct sampler *s, const struct topology *topo);
 
