@@ -60,7 +60,7 @@ wait_for 10 is '.note | startswith("/var/lib/kubelet/cpu_manager_state: malforme
 [ "$(co '[.kubelet.present, .kubelet.exclusive, .usable] | @json')" = '[true,"","0-7"]' ] ||
         { ctl status --json | jq .coexistence; fail "malformed kubelet file: not ignored"; }
 # Five more passes read the same file: still one warning.
-p0=$(passes)
+p0=$(passes) || fail "no pass count from the daemon"
 wait_for 10 passes_past $((p0 + 5)) || fail "malformed kubelet file: passes stopped at $p0"
 n=$(grep -c 'affinityd\[warning\]: coexistence: /var/lib/kubelet/cpu_manager_state: malformed' "$RUNDIR/daemon.log" || true)
 [ "$n" = 1 ] || { cat "$RUNDIR/daemon.log"; fail "malformed kubelet file: warned $n times, want once"; }

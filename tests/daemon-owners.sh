@@ -62,11 +62,12 @@ echo "# user/user: co-located on CPU $(allowed_of "$ECHO")"
 kill "$ECHO" "$CLIENT"
 
 # nobody is a system identity (a web server's workers run as it): it pairs with root's
-p_sys=$(passes)
+p_sys=$(passes) || fail "no pass count from the daemon"
 pingpong sys 0 65534
 wait_for 15 both_one_cpu "$ECHO" "$CLIENT" ||
         { ctl pairs; fail "root's echo loop and nobody's client were not co-located"; }
-took=$(( $(passes) - p_sys ))
+p_now=$(passes) || fail "no pass count from the daemon"
+took=$(( p_now - p_sys ))
 echo "# root/nobody: co-located on CPU $(allowed_of "$ECHO") within $took passes"
 kill "$ECHO" "$CLIENT"
 

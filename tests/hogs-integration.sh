@@ -141,7 +141,7 @@ a=${TWO[0]} b=${TWO[1]}
 # Seen: two passes after they started, the daemon has read each hog once
 # at least, so the hops count in its next reading. (Waiting for affctl
 # hogs to list them does not do: a hog that never hopped is not listed.)
-p0=$(passes)
+p0=$(passes) || fail "no pass count from the daemon"
 wait_for 20 passes_past $((p0 + 2)) || fail "the daemon made no 2 passes within 20 s"
 cpu_of() { local f; read -r -a f <"/proc/$1/stat" && echo "${f[38]}"; }   # where it last ran
 # force_hops PID...: each one still unpinned to the other CPU and back, 20 times, the daemon frozen
@@ -233,7 +233,7 @@ JOB=$!; CHILDREN+=("$JOB")
 start_hogs 1 one
 h=$(head -n 1 "$work/one.pids")
 start_daemon "$cfg5" --interval 200
-p0=$(passes)
+p0=$(passes) || fail "no pass count from the daemon (step 5)"
 wait_for 20 passes_past $((p0 + 2)) || fail "the daemon made no 2 passes within 20 s (step 5)"
 # the premise: the job is busy (a thread the count would have taken)
 echo "# step 5: the busy job ran $(cpu_pct_over "$JOB" 1) % of a CPU over 1 s"

@@ -449,7 +449,7 @@ if [ "$rc" -eq 0 ]; then
         }
         # within 12 passes: the detector finds the pair again first (a
         # slow host, ASan); passes counted, not seconds
-        p_freed=$(passes)
+        p_freed=$(passes) || fail "no pass count from the daemon"
         joined_or_12() { joined || passes_past $(( p_freed + 12 )); }
         { wait_for 60 joined_or_12 && joined; } || { pairs_json >&2 || true
                 fail "the freed anchor $A1 did not join CPU $CPU_A within 12 passes: $(allowed_of "$A1")"; }

@@ -164,7 +164,8 @@ await_feeder() {
         FT=$(gen_tid "$cpid")
         kill -0 "$cpid" 2>/dev/null || return 3
         [ -n "$FT" ] || return 4
-        first=$(passes) start=$(date +%s%N)
+        first=$(passes) || fail "no pass count from the daemon"
+        start=$(date +%s%N)
         while :; do
                 one_cpu_same "$FT" "$CT" && return 0
                 kill -0 "$cpid" 2>/dev/null || return 3

@@ -1388,6 +1388,57 @@ static uint64_t io_bytes_of(pid_t pid) {
 }
 
 /*
+ * Two children (children[0], children[1]) passing a byte back and forth
+ * through the pipes ab and ba; the first sleeps gap_usec after each round
+ * trip (0: as fast as they go).
+ */
+static void pipe_pair_start(int ab[2], int ba[2], unsigned gap_usec) {
+        pid_t a, b;
+
+        ASSERT_OK(pipe(ab));
+        ASSERT_OK(pipe(ba));
+        a = fork();
+        ASSERT_TRUE(a >= 0);
+        if (a == 0) {
+                char c = 'x';
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (;;) {
+                        if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
+                                _exit(0);
+                        if (gap_usec)
+                                usleep(gap_usec);
+                }
+        }
+        children[0] = a;
+        b = fork();
+        ASSERT_TRUE(b >= 0);
+        if (b == 0) {
+                char c;
+                prctl(PR_SET_PDEATHSIG, SIGKILL);
+                for (;;)
+                        if (read(ab[0], &c, 1) != 1 || write(ba[1], &c, 1) != 1)
+                                _exit(0);
+        }
+        children[1] = b;
+}
+
+static void pipe_pair_stop(int ab[2], int ba[2]) {
+        kill_children();
+        for (int k = 0; k < 2; k++) {
+                close(ab[k]);
+                close(ba[k]);
+        }
+}
+
+/* n passes, each gap_usec after the one before */
+static void passes_apart(struct sampler *s, unsigned n, unsigned gap_usec, struct snapshot **ret_snap) {
+        for (unsigned i = 0; i < n; i++) {
+                usleep(gap_usec);
+                ASSERT_OK(sample_pass(s, util_now_usec(), ret_snap));
+        }
+}
+
+/*
  * A real pipe ping-pong: from its third sight (its switch rate seen, then
  * two io reads) each side has an io rate, and it is the rate the test
  * reads from /proc itself over the same stretch, within a factor of 2 (the
@@ -1404,28 +1455,9 @@ static void test_live_io(void) {
         uint64_t x0, x1, t0, t1;
         double own;
 
-        ASSERT_OK(pipe(ab));
-        ASSERT_OK(pipe(ba));
-        a = fork();
-        ASSERT_TRUE(a >= 0);
-        if (a == 0) {
-                char c = 'x';
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                for (;;)
-                        if (write(ab[1], &c, 1) != 1 || read(ba[0], &c, 1) != 1)
-                                _exit(0);
-        }
-        children[0] = a;
-        b = fork();
-        ASSERT_TRUE(b >= 0);
-        if (b == 0) {
-                char c;
-                prctl(PR_SET_PDEATHSIG, SIGKILL);
-                for (;;)
-                        if (read(ab[0], &c, 1) != 1 || write(ba[1], &c, 1) != 1)
-                                _exit(0);
-        }
-        children[1] = b;
+        pipe_pair_start(ab, ba, 0);
+        a = children[0];
+        b = children[1];
         ASSERT_OK(topology_load("/", &topo));
         ASSERT_OK(sampler_new("/", topo, 0, &s));
         for (int i = 0; i < 3; i++) {
@@ -1456,26 +1488,60 @@ static void test_live_io(void) {
         ASSERT_TRUE(fabs(tb->io_calls_per_s - tb->io_bytes_per_s) <= 0.01 * tb->io_bytes_per_s);
         ASSERT_TRUE(!tz->have_io_rate);
 
-        /* a pair floor above the pair's switches (WakeRate= that high): its
-         * io is no longer read, whatever it switches */
+        /* a pair floor above the default (WakeRate= that high) does not stop
+         * the reads: a co-located stream switches less than it did split,
+         * and is judged by these bytes */
         sampler_set_pair_floor(s, 1e9);
-        for (int i = 0; i < 2; i++) {
-                usleep(200 * 1000);
-                ASSERT_OK(sample_pass(s, util_now_usec(), &snap));
-        }
+        passes_apart(s, 2, 200 * 1000, &snap);
         ta = snapshot_find_task(snap, a);
         ASSERT_TRUE(ta);
         fprintf(stderr, "live io, pair floor 1e9/s: switches %.0f/s, have %d\n", ta->nvcsw_per_s + ta->nivcsw_per_s,
                 ta->have_io_rate);
-        ASSERT_TRUE(ta->nvcsw_per_s + ta->nivcsw_per_s > 100);   /* over the default floor: read above */
-        ASSERT_TRUE(!ta->have_io_rate);
+        ASSERT_TRUE(ta->have_io_rate);
         sampler_free(s);
         topology_free(topo);
-        kill_children();
-        for (int k = 0; k < 2; k++) {
-                close(ab[k]);
-                close(ba[k]);
+        pipe_pair_stop(ab, ba);
+}
+
+/*
+ * A pair that wakes each other 25 times a second (40 ms apart), under the
+ * default floor of 100 switches a second: its io is not read. With the
+ * pair floor lowered to 10 (WakeRate=10/s, a slow host's setting) it is,
+ * for the rate of bytes such a pair is judged by.
+ */
+static void test_live_io_floor(void) {
+        /* the default first (a floor of 0 is none: 100), then 10 */
+        const struct {
+                double floor;
+                unsigned passes;
+                bool read;
+        } steps[] = { { 0, 4, false }, { 10, 3, true } };
+        struct topology *topo;
+        struct sampler *s;
+        struct snapshot *snap = NULL;
+        int ab[2], ba[2];
+
+        pipe_pair_start(ab, ba, 40 * 1000);
+        ASSERT_OK(topology_load("/", &topo));
+        ASSERT_OK(sampler_new("/", topo, 0, &s));
+        for (size_t k = 0; k < ELEMENTSOF(steps); k++) {
+                const struct task *ta, *tb;
+
+                sampler_set_pair_floor(s, steps[k].floor);
+                passes_apart(s, steps[k].passes, 300 * 1000, &snap);
+                ta = snapshot_find_task(snap, children[0]);
+                tb = snapshot_find_task(snap, children[1]);
+                ASSERT_TRUE(ta && tb);
+                fprintf(stderr, "slow pair, floor %g/s: switches %.0f and %.0f/s, have io %d %d, %.0f and %.0f bytes/s\n",
+                        steps[k].floor, ta->nvcsw_per_s + ta->nivcsw_per_s, tb->nvcsw_per_s + tb->nivcsw_per_s,
+                        ta->have_io_rate, tb->have_io_rate, ta->io_bytes_per_s, tb->io_bytes_per_s);
+                ASSERT_TRUE(ta->have_io_rate == steps[k].read && tb->have_io_rate == steps[k].read);
+                if (steps[k].read)
+                        ASSERT_TRUE(ta->io_bytes_per_s > 0 && tb->io_bytes_per_s > 0);
         }
+        sampler_free(s);
+        topology_free(topo);
+        pipe_pair_stop(ab, ba);
 }
 
 static int test_live(void) {
@@ -1672,5 +1738,6 @@ int main(void) {
         test_live_search_all();
         test_live_kthreads();
         test_live_io();
+        test_live_io_floor();
         return test_live();
 }

@@ -174,8 +174,9 @@ struct thread_priv {
  * last seen) get their io counters read: a ping-pong or a stream switches
  * thousands of times a second, the idle rest of a machine far less, and a
  * pair is found among the former only. One small read a pass for each.
- * This default is WakeRate='s (a side of a pair at that many wake-ups a
- * second switches as often); the manager sets the policies' own. */
+ * This is WakeRate='s default (a side of a pair at that many wake-ups a
+ * second switches as often); a lower WakeRate= lowers it
+ * (sampler_set_pair_floor()), a higher one does not raise it. */
 #define SAMPLE_IO_SWITCHES_MIN_PER_S 100.0
 
 struct sampler {
@@ -432,9 +433,14 @@ struct sampler *sampler_free(struct sampler *s) {
         return NULL;
 }
 
+/* Only ever lower: a stream co-located on one CPU switches less than it
+ * did split, and is judged by the bytes read here; under a raised floor
+ * (WakeRate=2000/s) it would lose them at its first windows. */
 void sampler_set_pair_floor(struct sampler *s, double wake_rate_min_per_s) {
         if (s)
-                s->pair_floor_per_s = wake_rate_min_per_s > 0 ? wake_rate_min_per_s : SAMPLE_IO_SWITCHES_MIN_PER_S;
+                s->pair_floor_per_s = wake_rate_min_per_s > 0
+                                              ? MIN(wake_rate_min_per_s, SAMPLE_IO_SWITCHES_MIN_PER_S)
+                                              : SAMPLE_IO_SWITCHES_MIN_PER_S;
 }
 
 void sampler_set_max_threads(struct sampler *s, size_t max_threads) {

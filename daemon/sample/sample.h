@@ -181,11 +181,12 @@ int sampler_set_options(struct sampler *s, const struct sampler_options *o);
  * exit, and no new one is added until the count is under it. */
 void sampler_set_max_threads(struct sampler *s, size_t max_threads);
 
-/* The lowest WakeRate= of the pair policies (detect_pair_rate_floor();
- * <= 0: none, the default of 100 a second): a thread switching that often
- * may be half of a pair, and gets its io counters read, for the rate of
- * bytes its pair is judged by. A floor lowered for a slower host keeps
- * the bytes of the pairs it lets in. */
+/* The lowest WakeRate= of the enabled pair policies
+ * (detect_pair_rate_floor(); <= 0: none): a thread switching that often,
+ * or 100 times a second where that is lower, may be half of a pair, and
+ * gets its io counters read, for the rate of bytes its pair is judged by.
+ * A floor lowered for a slower host keeps the bytes of the pairs it lets
+ * in; a raised one keeps 100. */
 void sampler_set_pair_floor(struct sampler *s, double wake_rate_min_per_s);
 
 /* CPU hotplug: the new topology replaces the old one at once (also in the last snapshot). */

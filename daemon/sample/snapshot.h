@@ -110,7 +110,8 @@ struct task {
          * Bytes passed through read()/write() and their kin per second
          * (rchar + wchar): what a pipe, FIFO or read/write socket pair
          * moves, its useful work. Read only for threads that switch often
-         * (SAMPLE_IO_SWITCHES_MIN_PER_S), the only ones a pair can be made
+         * (100 a second, or the lowest WakeRate= where that is lower:
+         * sampler_set_pair_floor()), the only ones a pair can be made
          * of; recv()/send() do not count in it, so a server using those
          * reads 0. Valid if have_io_rate.
          */
