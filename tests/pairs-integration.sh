@@ -402,7 +402,8 @@ verdict_or_let_go() { ! anchor_untouched || grep -qE "effect check: task:$A2:[0-
 anchor_try() {
         local state a_out=$work/$1.out a_free a_pin
         rm -f "$work/$1.pids"
-        "$PINGPONG" --cpus "$CPU_A,$CPU_B" --hold --duration 60 --report-interval 250 --pid-file "$work/$1.pids" >"$a_out" 2>&1 &
+        # until stopped: 1d below goes on with it, up to 60 s on a slow host
+        "$PINGPONG" --cpus "$CPU_A,$CPU_B" --hold --duration 0 --report-interval 250 --pid-file "$work/$1.pids" >"$a_out" 2>&1 &
         PP=$!; CHILDREN+=("$PP")
         wait_for 10 test -s "$work/$1.pids" || fail "anchor pingpong did not start"
         { read -r A1; read -r A2; } < "$work/$1.pids"
