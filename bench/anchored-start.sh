@@ -79,9 +79,8 @@ SPID=$!
 # process to the daemon, whose early pass bursts, and a settled daemon
 # would be watched more often than it is left. Time from bash's clock,
 # masks read with builtins, pauses on a FIFO.
-mkfifo "$work/nap"
-exec {NAP}<>"$work/nap"
-nap() { read -r -t "$1" -u "$NAP" _ || true; }
+. "$SRCDIR/tests/nap.sh"
+nap_open "$work"
 now_ms() { local t=${EPOCHREALTIME/./}; printf -v "$1" '%d' $(( t / 1000 )); }
 mask_into() {   # mask_into VAR TID: its Cpus_allowed_list, "" if gone
         local k v

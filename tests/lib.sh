@@ -57,13 +57,8 @@ wait_for() {
         done
 }
 
-# nap_open DIR, then nap SECONDS: a pause that starts no process (read -t on
-# a FIFO in DIR that nobody writes is a builtin's wait). Any process, even
-# sleep(1), is news to the daemon's proc connector and may bring a pass
-# forward (an early pass and its looks): a test that counts passes, or the
-# early-pass limit's tokens, must not spend them itself.
-nap_open() { mkfifo "$1/nap" && exec {NAP_FD}<>"$1/nap"; }
-nap() { read -r -t "$1" -u "$NAP_FD" || true; }
+# nap_open DIR, then nap SECONDS: a pause that starts no process
+. "$top_srcdir/tests/nap.sh"
 
 # holds_for_passes N CMD...: CMD succeeds every 200 ms while the daemon runs
 # N passes; returns 1 at its first failure, at once (the caller says what
