@@ -192,15 +192,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'echo "run.sh: interrupted" >&2; exit 130' INT TERM
 
-# A sleep without forking sleep(1): read with a timeout from a pipe we hold
-# both ends of, so nothing ever arrives.
-# (No 2>/dev/null here: on exec it would apply to the whole script.)
-if exec {NAP_FD}<> <(:); then
-        nap() { read -r -t "$1" -u "$NAP_FD" _ || true; }
-else
-        NAP_FD=
-        nap() { sleep "$1"; }
-fi
+# A pause that forks no sleep(1): each process is news to the daemon being
+# timed (tests/nap.sh).
+# shellcheck source=tests/nap.sh
+. "$SRCDIR/tests/nap.sh"
+nap_open "$WORK" || exit 1
 
 now() { echo "${EPOCHREALTIME/./}"; }      # µs
 elapsed_s() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", (b - a) / 1e6 }'; }
