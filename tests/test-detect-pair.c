@@ -576,6 +576,56 @@ static const struct finding *fallback_case(struct findings *f, int cpu_a, int cp
         return &f->items[0];
 }
 
+/*
+ * A pair anchored by someone else on CPU 1, together at the last burst
+ * (split 1 %), its free member moving mig/s: detect-pair.c, leaves_anchor().
+ */
+static const struct finding *anchored_case(struct findings *f, double split, double mig, bool anchor) {
+        static struct task tasks[2];
+        static struct wake_edge edges[2];
+        static struct snapshot s;
+
+        tasks[0] = mktask(600, 0.5, 1);
+        tasks[1] = mktask(601, 0.5, 1);
+        if (anchor)
+                tasks[0].allowed = CPU1;
+        tasks[0].have_migrations = tasks[1].have_migrations = true;
+        tasks[0].migrations_per_s = anchor ? 0 : mig;
+        tasks[1].migrations_per_s = mig;
+        edges[0] = mkedge(600, 601, 30000, split);
+        edges[1] = mkedge(601, 600, 30000, split);
+        s = mksnap(tasks, 2, edges, 2);
+        run(&s, f);
+        ASSERT_EQ(f->n, 1);
+        ASSERT_EQ(f->items[0].anchored, anchor ? 1u : 0u);
+        return &f->items[0];
+}
+
+static void test_anchor_on_the_move(void) {
+        struct findings f = {};
+        const struct finding *x;
+        char text[96];
+
+        /* the free member moved 12 times in the window: split, whatever the burst read */
+        x = anchored_case(&f, 0.01, 12, true);
+        ASSERT_NEAR(x->split_fraction, 1.0, 1e-9);
+        ASSERT_EQ(x->split_basis, SPLIT_BASIS_MIGRATIONS);
+        ASSERT_STREQ(detect_pair_split_text(x, DETECT_PAIR_SPLIT_MIN, text, sizeof(text)), "split: migrating 12/s");
+        /* a few moves: the burst's share stands */
+        x = anchored_case(&f, 0.01, 4, true);
+        ASSERT_NEAR(x->split_fraction, 0.01, 1e-9);
+        ASSERT_EQ(x->split_basis, SPLIT_BASIS_WAKEUPS);
+        /* a burst that read it split: its share stands, moves or not */
+        x = anchored_case(&f, 0.2, 12, true);
+        ASSERT_NEAR(x->split_fraction, 0.2, 1e-9);
+        ASSERT_EQ(x->split_basis, SPLIT_BASIS_WAKEUPS);
+        /* no anchor: two members moving may move together, the burst's share stands */
+        x = anchored_case(&f, 0.01, 12, false);
+        ASSERT_NEAR(x->split_fraction, 0.01, 1e-9);
+        ASSERT_EQ(x->split_basis, SPLIT_BASIS_WAKEUPS);
+        findings_clear(&f);
+}
+
 static void test_no_split_evidence(void) {
         /* the fallback source: rates, no split (split_fraction -1 on the edges) */
         struct findings f = {};
@@ -841,6 +891,7 @@ int main(void) {
         test_hub();
         test_hub_not_kthreads();
         test_no_split_evidence();
+        test_anchor_on_the_move();
         test_no_edges();
         test_many();
         return 0;

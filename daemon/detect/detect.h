@@ -78,7 +78,8 @@ enum pair_shape {
  */
 enum split_basis {
         SPLIT_BASIS_WAKEUPS,     /* perf: share of the window's wake-ups that crossed CPUs */
-        SPLIT_BASIS_MIGRATIONS,  /* fallback: kept changing CPUs, or stayed put all window */
+        SPLIT_BASIS_MIGRATIONS,  /* fallback: kept changing CPUs, or stayed put all window; perf: an
+                                  * anchored pair's free member kept moving (detect-pair.c) */
         SPLIT_BASIS_LOOK,        /* fallback: apart at the sample, migration count not conclusive */
         SPLIT_BASIS_UNKNOWN,     /* fallback: no evidence either way (split_fraction -1) */
 };
