@@ -387,8 +387,8 @@ stop_pingpong
 # it. Beside stress-ng --cpu 2 --cpu-load 40 on a 2-CPU host this test's
 # configuration co-located it 0.6-12.3 s after the free (10 starts with
 # the daemon settled), before the free member's moves counted as a split
-# (detect-pair.c, leaves_anchor()); bench/anchored-start.sh times it with
-# the shipped configuration.
+# (detect-pair.c, leaves_anchor(): since, 0.57-2.60 s in 4 starts with the
+# shipped configuration); bench/anchored-start.sh times it.
 anchored() { [ "$(allowed_of "$A2")" = "$CPU_A" ]; }
 anchor_untouched() {
         [ "$(allowed_of "$A1")" = "$CPU_A" ] || fail "the anchor's mask was changed: $(allowed_of "$A1")"

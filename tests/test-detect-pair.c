@@ -577,10 +577,13 @@ static const struct finding *fallback_case(struct findings *f, int cpu_a, int cp
 }
 
 /*
- * A pair anchored by someone else on CPU 1, together at the last burst
- * (split 1 %), its free member moving mig/s: detect-pair.c, leaves_anchor().
+ * A pair anchored by someone else on CPU 1 (member 600, unless !anchor),
+ * at the last burst split for the share split, its free member 601 moving
+ * mig/s over a 1 s window: detect-pair.c, leaves_anchor(). tweak (may be
+ * NULL) changes the two before the run.
  */
-static const struct finding *anchored_case(struct findings *f, double split, double mig, bool anchor) {
+static const struct finding *anchored_case(struct findings *f, double split, double mig, bool anchor,
+                                           void (*tweak)(struct task pair[2])) {
         static struct task tasks[2];
         static struct wake_edge edges[2];
         static struct snapshot s;
@@ -592,6 +595,8 @@ static const struct finding *anchored_case(struct findings *f, double split, dou
         tasks[0].have_migrations = tasks[1].have_migrations = true;
         tasks[0].migrations_per_s = anchor ? 0 : mig;
         tasks[1].migrations_per_s = mig;
+        if (tweak)
+                tweak(tasks);
         edges[0] = mkedge(600, 601, 30000, split);
         edges[1] = mkedge(601, 600, 30000, split);
         s = mksnap(tasks, 2, edges, 2);
@@ -601,28 +606,51 @@ static const struct finding *anchored_case(struct findings *f, double split, dou
         return &f->items[0];
 }
 
+static void held_by_us_on_a_span(struct task pair[2]) { pair[1].affinity_ours = true; }
+static void no_count(struct task pair[2]) { pair[1].have_migrations = false; }
+static void newborn(struct task pair[2]) { pair[1].rates_since_birth = true; }
+static void short_window(struct task pair[2]) { pair[1].migrations_window_usec = 200 * 1000; }
+static void anchor_moved_too(struct task pair[2]) {
+        pair[0].migrations_per_s = 12;
+        pair[1].migrations_per_s = 3;   /* six moves over 2 s: too slow */
+        pair[1].migrations_window_usec = 2 * USEC_PER_SEC;
+}
+
+/* The burst's share stands: x reads as the burst left it. */
+static void assert_burst_share(const struct finding *x, double split) {
+        ASSERT_NEAR(x->split_fraction, split, 1e-9);
+        ASSERT_EQ(x->split_basis, SPLIT_BASIS_WAKEUPS);
+}
+
 static void test_anchor_on_the_move(void) {
         struct findings f = {};
         const struct finding *x;
         char text[96];
 
         /* the free member moved 12 times in the window: split, whatever the burst read */
-        x = anchored_case(&f, 0.01, 12, true);
+        x = anchored_case(&f, 0.01, 12, true, NULL);
         ASSERT_NEAR(x->split_fraction, 1.0, 1e-9);
         ASSERT_EQ(x->split_basis, SPLIT_BASIS_MIGRATIONS);
         ASSERT_STREQ(detect_pair_split_text(x, DETECT_PAIR_SPLIT_MIN, text, sizeof(text)), "split: migrating 12/s");
-        /* a few moves: the burst's share stands */
-        x = anchored_case(&f, 0.01, 4, true);
-        ASSERT_NEAR(x->split_fraction, 0.01, 1e-9);
-        ASSERT_EQ(x->split_basis, SPLIT_BASIS_WAKEUPS);
+        /* 6/s (a start that stayed split for 4 % of its round trips), and under 5 */
+        ASSERT_EQ(anchored_case(&f, 0.01, 6, true, NULL)->split_basis, SPLIT_BASIS_MIGRATIONS);
+        x = anchored_case(&f, 0.01, 5, true, NULL);
+        ASSERT_EQ(x->split_basis, SPLIT_BASIS_MIGRATIONS);
+        ASSERT_STREQ(detect_pair_split_text(x, DETECT_PAIR_SPLIT_MIN, text, sizeof(text)), "split: migrating 5/s");
+        assert_burst_share(anchored_case(&f, 0.01, 4, true, NULL), 0.01);
         /* a burst that read it split: its share stands, moves or not */
-        x = anchored_case(&f, 0.2, 12, true);
-        ASSERT_NEAR(x->split_fraction, 0.2, 1e-9);
-        ASSERT_EQ(x->split_basis, SPLIT_BASIS_WAKEUPS);
-        /* no anchor: two members moving may move together, the burst's share stands */
-        x = anchored_case(&f, 0.01, 12, false);
-        ASSERT_NEAR(x->split_fraction, 0.01, 1e-9);
-        ASSERT_EQ(x->split_basis, SPLIT_BASIS_WAKEUPS);
+        assert_burst_share(anchored_case(&f, 0.2, 12, true, NULL), 0.2);
+        /* no anchor: two members moving may move together */
+        assert_burst_share(anchored_case(&f, 0.01, 12, false, NULL), 0.01);
+        /* the free member on a mask of ours (a span), no count, since birth */
+        assert_burst_share(anchored_case(&f, 0.01, 12, true, held_by_us_on_a_span), 0.01);
+        assert_burst_share(anchored_case(&f, 0.01, 12, true, no_count), 0.01);
+        assert_burst_share(anchored_case(&f, 0.01, 12, true, newborn), 0.01);
+        /* 200 ms: 12/s is two moves, 30/s six */
+        assert_burst_share(anchored_case(&f, 0.01, 12, true, short_window), 0.01);
+        ASSERT_EQ(anchored_case(&f, 0.01, 30, true, short_window)->split_basis, SPLIT_BASIS_MIGRATIONS);
+        /* the anchor's own move (its owner's pin) is not the free member's */
+        assert_burst_share(anchored_case(&f, 0.01, 12, true, anchor_moved_too), 0.01);
         findings_clear(&f);
 }
 

@@ -141,7 +141,8 @@ static int pair_json(struct json_object *arr, const struct finding *f, const str
         r = r ?: direction_json(o, s, f->members[1].tid, f->members[0].tid, "b_to_a");
         r = r ?: json_add(o, "wake_rate_per_s", json_object_new_double(f->wake_rate_per_s));
         /* A fraction only when measured from wake-ups; the fallback's verdicts
-         * are "split", "together" or "unknown" with their basis. */
+         * (and perf's on an anchored pair's moves) are "split", "together" or
+         * "unknown" with their basis. */
         if (f->split_basis == SPLIT_BASIS_WAKEUPS)
                 r = r ?: json_add(o, "split_fraction", json_object_new_double(f->split_fraction));
         else if (r >= 0 && json_object_object_add(o, "split_fraction", NULL) < 0)

@@ -348,16 +348,28 @@ static double fallback_split(const struct task *a, const struct task *b, enum sp
  * the free member's se.nr_migrations counts every clump. Measured on a
  * 1.6x host under that load, no daemon: 7/s on average, in 1 s windows
  * from 0 to the teens; over 20 s of a start the settled daemon let be,
- * 253 moves for 7 % of the round trips split. So a burst's share under
- * DETECT_PAIR_SPLIT_MIN gives way to the fallback's verdict on the
- * window's moves (DETECT_PAIR_FALLBACK_MIGRATING_PER_S, the anchor's own
- * being 0), and the effect check judges the pin by the pair's round
- * trips. A pair free on both sides is not judged so: the kernel moves a
- * pair whole without splitting it.
+ * 253 moves for 7 % of the round trips split, and 123 (6/s, never 10 in
+ * a pass) for 4 %. So a burst's share under DETECT_PAIR_SPLIT_MIN gives
+ * way to a split on the free member's moves (the anchor's own count has
+ * the move its owner's pin made), and the effect check judges the pin by
+ * the pair's round trips. A pair free on both sides is not judged so: the
+ * kernel moves a pair whole without splitting it; nor a free member on a
+ * mask of ours (a span: its moves are inside it). DETECT_PAIR_ANCHOR_MOVES
+ * at least, at that rate per second over a window, not since birth: a new
+ * thread's placement at fork and a wake-affine pull are two moves, 10/s
+ * over a 200 ms recheck pass.
  */
-static bool leaves_anchor(const struct task *a, const struct task *b, unsigned anchored) {
-        return (anchored == 1u || anchored == 2u) && !held_together(a, b, anchored) && a->have_migrations &&
-               b->have_migrations && a->migrations_per_s + b->migrations_per_s >= DETECT_PAIR_FALLBACK_MIGRATING_PER_S;
+#define DETECT_PAIR_ANCHOR_MOVES 5
+
+static bool leaves_anchor(unsigned anchored, const struct task *a, const struct task *b) {
+        const struct task *fr = anchored == 1u ? b : anchored == 2u ? a : NULL;
+        uint64_t w;
+
+        if (!fr || fr->affinity_ours || !fr->have_migrations || fr->rates_since_birth)
+                return false;
+        w = fr->migrations_window_usec ?: fr->window_usec;
+        return fr->migrations_per_s >= DETECT_PAIR_ANCHOR_MOVES &&
+               fr->migrations_per_s * (double) w / (double) USEC_PER_SEC >= DETECT_PAIR_ANCHOR_MOVES;
 }
 
 char *detect_pair_split_text(const struct finding *f, double split_min, char *buf, size_t size) {
@@ -370,7 +382,9 @@ char *detect_pair_split_text(const struct finding *f, double split_min, char *bu
                          split_min < DETECT_PAIR_SPLIT_MIN ? 1 : 0, f->split_fraction * 100);
                 break;
         case SPLIT_BASIS_MIGRATIONS:
-                if (f->migrations_per_s >= DETECT_PAIR_FALLBACK_MIGRATING_PER_S)
+                /* moving: the fallback's MIGRATING, or an anchored pair's free member
+                 * (leaves_anchor()); still: under the fallback's STILL */
+                if (f->migrations_per_s > DETECT_PAIR_FALLBACK_STILL_PER_S)
                         snprintf(buf, size, "split: migrating %.0f/s", f->migrations_per_s);
                 else
                         snprintf(buf, size, "%s, not migrating", split ? "split: apart" : "together: on one CPU");
@@ -510,7 +524,7 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         /* The tracepoint's split is over the whole decayed window; without
          * it (fallback source), fallback_split()'s verdict. */
         split = it->split_rate > 0 ? it->split_weighted / it->split_rate : fallback_split(a, b, &basis);
-        if (split >= 0 && split < DETECT_PAIR_SPLIT_MIN && leaves_anchor(a, b, anchored)) {
+        if (split >= 0 && split < DETECT_PAIR_SPLIT_MIN && leaves_anchor(anchored, a, b)) {
                 split = 1.0;
                 basis = SPLIT_BASIS_MIGRATIONS;
         }

@@ -72,7 +72,8 @@ enum pair_shape {
 /*
  * What a pair's split rests on. Only SPLIT_BASIS_WAKEUPS is a fraction;
  * the others are the fallback's verdicts, from each member's migration
- * count over the window (se.nr_migrations) and one look at its last CPU.
+ * count over the window (se.nr_migrations) and one look at its last CPU,
+ * and with perf an anchored pair's free member on the move (MIGRATIONS).
  * WAKEUPS and MIGRATIONS cover the whole window; LOOK is one look, which
  * the planner confirms over Hysteresis= intervals.
  */
@@ -98,7 +99,8 @@ struct finding {
         double migrations_per_s;     /* hog: its rate; group, pair: sum of the members' */
         double wake_rate_per_s;      /* pair: min of the two directions (max when we hold it on one CPU) */
         double split_fraction;       /* pair: fraction of the window the members ran on different CPUs
-                                      * (perf); the fallback's verdict 1 split / 0 together; -1 unknown.
+                                      * (perf); the fallback's verdict 1 split / 0 together (also perf's
+                                      * for an anchored pair on the move); -1 unknown.
                                       * split_basis says which; never 0 for "unknown". */
         double run_delay_ms_per_s;   /* hog/rundelay: the thread's; group: max of the members */
         double steal;                /* steal: machine-wide fraction */
