@@ -166,8 +166,10 @@ BUILDDIR=$(readlink -f "$BUILDDIR")
 mkdir -p "$RESULTS_DIR" || exit 1
 RESULTS_DIR=$(readlink -f "$RESULTS_DIR")
 LOGDIR=$RESULTS_DIR/logs
-rm -rf "$LOGDIR"
 mkdir -p "$LOGDIR" || exit 1
+# The last run's logs go (s<N>-VARIANT-r<N>.*, gnuplot.log), and only
+# those: the other benchmarks keep theirs in folders of their own here.
+rm -f "$LOGDIR"/s[0-9]*-*-r[0-9]* "$LOGDIR/gnuplot.log"
 
 PERF=${PERF:-perf}
 HACKBENCH=${HACKBENCH:-hackbench}
