@@ -610,6 +610,12 @@ static void held_by_us_on_a_span(struct task pair[2]) { pair[1].affinity_ours = 
 static void no_count(struct task pair[2]) { pair[1].have_migrations = false; }
 static void newborn(struct task pair[2]) { pair[1].rates_since_birth = true; }
 static void short_window(struct task pair[2]) { pair[1].migrations_window_usec = 200 * 1000; }
+/* five moves over 556 ms, as the sampler gives them: a rate that times its
+ * window comes back a hair under 5 */
+static void five_in_556ms(struct task pair[2]) {
+        pair[1].migrations_window_usec = 556 * 1000;
+        pair[1].migrations_per_s = 5.0 * (double) USEC_PER_SEC / (556.0 * 1000);
+}
 static void anchor_moved_too(struct task pair[2]) {
         pair[0].migrations_per_s = 12;
         pair[1].migrations_per_s = 3;   /* six moves over 2 s: too slow */
@@ -649,6 +655,7 @@ static void test_anchor_on_the_move(void) {
         /* 200 ms: 12/s is two moves, 30/s six */
         assert_burst_share(anchored_case(&f, 0.01, 12, true, short_window), 0.01);
         ASSERT_EQ(anchored_case(&f, 0.01, 30, true, short_window)->split_basis, SPLIT_BASIS_MIGRATIONS);
+        ASSERT_EQ(anchored_case(&f, 0.01, 0, true, five_in_556ms)->split_basis, SPLIT_BASIS_MIGRATIONS);
         /* the anchor's own move (its owner's pin) is not the free member's */
         assert_burst_share(anchored_case(&f, 0.01, 12, true, anchor_moved_too), 0.01);
         findings_clear(&f);

@@ -369,7 +369,8 @@ static bool leaves_anchor(unsigned anchored, const struct task *a, const struct 
                 return false;
         w = fr->migrations_window_usec ?: fr->window_usec;
         return fr->migrations_per_s >= DETECT_PAIR_ANCHOR_MOVES &&
-               fr->migrations_per_s * (double) w / (double) USEC_PER_SEC >= DETECT_PAIR_ANCHOR_MOVES;
+               /* a whole count, back from a rate: half a move of rounding */
+               fr->migrations_per_s * (double) w / (double) USEC_PER_SEC >= DETECT_PAIR_ANCHOR_MOVES - 0.5;
 }
 
 char *detect_pair_split_text(const struct finding *f, double split_min, char *buf, size_t size) {
