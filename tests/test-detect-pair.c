@@ -379,6 +379,18 @@ static void test_not_ours(void) {
         run(&s, &f);
         ASSERT_EQ(f.n, 1);
         ASSERT_TRUE(f.items[0].split_fraction < 0.5);
+        /* moved beside each other by someone: the bursts before still read
+         * 69 % split, and the two can no longer run apart */
+        edges[0] = mkedge(400, 401, 120000, 0.69);
+        edges[1] = mkedge(401, 400, 120000, 0.69);
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_NEAR(f.items[0].split_fraction, 0, 1e-9);
+        /* on two CPUs the share stands */
+        tasks[1].allowed = ALL2;
+        run(&s, &f);
+        ASSERT_EQ(f.n, 1);
+        ASSERT_NEAR(f.items[0].split_fraction, 0.69, 1e-9);
         findings_clear(&f);
 }
 

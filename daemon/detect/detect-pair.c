@@ -513,6 +513,29 @@ struct pair_company {
  * one that does not would queue its threads behind each other on one CPU,
  * and is left to the kernel as a hub is.
  */
+/*
+ * The pair's split and what it rests on (*basis, SPLIT_BASIS_WAKEUPS
+ * unless changed). The tracepoint's split is over the whole decayed
+ * window; without it (fallback source), fallback_split()'s verdict.
+ */
+static double pair_split(const struct task *a, const struct task *b, const struct pair_item *it, unsigned anchored,
+                         enum split_basis *basis) {
+        double split = it->split_rate > 0 ? it->split_weighted / it->split_rate : fallback_split(a, b, basis);
+
+        if (split >= 0 && split < DETECT_PAIR_SPLIT_MIN && leaves_anchor(anchored, a, b)) {
+                *basis = SPLIT_BASIS_MIGRATIONS;
+                return 1.0;
+        }
+        /* Two members allowed the same one CPU cannot run apart, whatever the
+         * share decayed over the bursts before says: when someone moved one
+         * beside the other, that read 69 % for a pair together since, and a
+         * dry-run daemon planned to move both (tests/dry-run-settle.sh, ASan). */
+        if (split > 0 && cpumask_single(&a->allowed) >= 0 &&
+            cpumask_single(&a->allowed) == cpumask_single(&b->allowed))
+                return 0;
+        return split;
+}
+
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
                        const struct task *b, const struct pair_item *it, double rate,
                        const struct pair_company *co, unsigned anchored, unsigned waker, struct findings *out) {
@@ -522,13 +545,7 @@ static int add_finding(const struct snapshot *s, const struct policy *p, const s
         bool stream, hub, fan;
         char cpus[64], split_text[96];
 
-        /* The tracepoint's split is over the whole decayed window; without
-         * it (fallback source), fallback_split()'s verdict. */
-        split = it->split_rate > 0 ? it->split_weighted / it->split_rate : fallback_split(a, b, &basis);
-        if (split >= 0 && split < DETECT_PAIR_SPLIT_MIN && leaves_anchor(anchored, a, b)) {
-                split = 1.0;
-                basis = SPLIT_BASIS_MIGRATIONS;
-        }
+        split = pair_split(a, b, it, anchored, &basis);
 
         f = (struct finding) {
                 .kind = DETECT_PAIR,
