@@ -228,6 +228,13 @@ static const struct policy *member_policy(const struct config *c, const struct s
         return p && p->detector == DETECT_PAIR ? p : NULL;
 }
 
+/* Both allowed the same one CPU (ours, someone else's, or one of each). */
+static bool one_cpu_for_both(const struct task *a, const struct task *b) {
+        int cpu = cpumask_single(&a->allowed);
+
+        return cpu >= 0 && cpu == cpumask_single(&b->allowed);
+}
+
 /*
  * Both members must be ours to touch, or one an anchor (member_policy());
  * if their policies differ, the one that wins overlaps does. Two members
@@ -240,8 +247,7 @@ static const struct policy *member_policy(const struct config *c, const struct s
 static const struct policy *pair_policy(const struct config *c, const struct snapshot *s, const struct task *a,
                                         const struct task *b, pid_t self_pid, unsigned *ret_anchored) {
         const struct policy *pa, *pb;
-        int cpu = cpumask_single(&a->allowed);
-        unsigned flags = cpu >= 0 && cpu == cpumask_single(&b->allowed) ? MATCH_AFFINITY_OURS : 0;
+        unsigned flags = one_cpu_for_both(a, b) ? MATCH_AFFINITY_OURS : 0;
         bool anchor_a, anchor_b;
 
         *ret_anchored = 0;
@@ -504,16 +510,6 @@ struct pair_company {
 };
 
 /*
- * A fan is placed whole or not at all (PAIR_FAN): its hub and every
- * partner on one CPU, where they take turns as a pair's two members do.
- * pgbench -c 4 -j 2 on two CPUs, each pgbench thread pinned by hand with
- * its two backends, read 1.00-1.18x stock (median 1.06x, 5 repeats),
- * where one of its pairs placed alone read 0.79x. So a fan whose threads
- * together fit what MaxCombinedUtil= lets a pair use is a fan to place;
- * one that does not would queue its threads behind each other on one CPU,
- * and is left to the kernel as a hub is.
- */
-/*
  * The pair's split and what it rests on (*basis, SPLIT_BASIS_WAKEUPS
  * unless changed). The tracepoint's split is over the whole decayed
  * window; without it (fallback source), fallback_split()'s verdict.
@@ -530,12 +526,21 @@ static double pair_split(const struct task *a, const struct task *b, const struc
          * share decayed over the bursts before says: when someone moved one
          * beside the other, that read 69 % for a pair together since, and a
          * dry-run daemon planned to move both (tests/dry-run-settle.sh, ASan). */
-        if (split > 0 && cpumask_single(&a->allowed) >= 0 &&
-            cpumask_single(&a->allowed) == cpumask_single(&b->allowed))
+        if (split > 0 && one_cpu_for_both(a, b))
                 return 0;
         return split;
 }
 
+/*
+ * A fan is placed whole or not at all (PAIR_FAN): its hub and every
+ * partner on one CPU, where they take turns as a pair's two members do.
+ * pgbench -c 4 -j 2 on two CPUs, each pgbench thread pinned by hand with
+ * its two backends, read 1.00-1.18x stock (median 1.06x, 5 repeats),
+ * where one of its pairs placed alone read 0.79x. So a fan whose threads
+ * together fit what MaxCombinedUtil= lets a pair use is a fan to place;
+ * one that does not would queue its threads behind each other on one CPU,
+ * and is left to the kernel as a hub is.
+ */
 static int add_finding(const struct snapshot *s, const struct policy *p, const struct task *a,
                        const struct task *b, const struct pair_item *it, double rate,
                        const struct pair_company *co, unsigned anchored, unsigned waker, struct findings *out) {
