@@ -88,7 +88,7 @@ holds_for_passes() {
 # processes compete for CPU as they did before; on a pure v2 machine it is
 # a cgroup of its own under the root. scope_leave (run by cleanup) moves
 # the shell back and removes it.
-SCOPE_DIR= SCOPE_PATH= SCOPE_ORIG=
+SCOPE_DIR= SCOPE_PATH= SCOPE_ORIG= SCOPE_KILLED=
 scope_tree() {  # prints "MOUNT KEY": KEY is the /proc/PID/cgroup line's controller field
         local v2 v1cpu named
         v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
@@ -113,12 +113,25 @@ scope_enter() {
         mkdir "$SCOPE_DIR" || fail "cannot make the test's cgroup $SCOPE_DIR"
         echo $$ >"$SCOPE_DIR/cgroup.procs" || fail "cannot move the test into $SCOPE_DIR"
 }
+scope_empty() {   # stops what is left in the test's cgroup; rmdir
+        local p
+        # A process of the test that outlived cleanup's kills (a grandchild
+        # no CHILDREN entry names) must not run on after the test: killed,
+        # and named, since a test should have stopped it itself.
+        while read -r p; do
+                [[ " $SCOPE_KILLED " == *" $p "* ]] ||
+                        echo "note: pid $p ($(cat "/proc/$p/comm" 2>/dev/null)) left in $SCOPE_DIR: killed" >&2
+                SCOPE_KILLED+=" $p"
+                kill -KILL "$p" 2>/dev/null || true
+        done <"$SCOPE_DIR/cgroup.procs"
+        rmdir "$SCOPE_DIR" 2>/dev/null
+}
 scope_leave() {
         [ -n "$SCOPE_DIR" ] && [ -d "$SCOPE_DIR" ] || return 0
         echo $$ >"$SCOPE_ORIG/cgroup.procs" 2>/dev/null || true
-        # what is left in it (a child that outlived its kill) goes back too
-        while read -r p; do echo "$p" >"$SCOPE_ORIG/cgroup.procs" 2>/dev/null || true; done <"$SCOPE_DIR/cgroup.procs"
-        rmdir "$SCOPE_DIR" 2>/dev/null || echo "note: $SCOPE_DIR not removed (still in use)"
+        # A task killed a moment ago keeps the cgroup busy until it is
+        # reaped (rmdir says EBUSY with cgroup.procs already empty): retried.
+        wait_for 5 scope_empty || echo "note: $SCOPE_DIR not removed (still in use)"
         SCOPE_DIR=
 }
 
