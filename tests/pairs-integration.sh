@@ -566,7 +566,14 @@ FIFO_PINGPONG_REPORT=0.25 taskset -c "$CPU_A" /usr/bin/python3 "$top_srcdir/test
 C1=$!; CHILDREN+=("$C1")
 wait_for 5 running "$C1" && wait_for 5 running "$C2" && wait_for 5 running "$C3" || fail "the chain did not start"
 sleep 0.3
+# Released whole: each taskset is a new process, which brings the daemon's
+# pass forward, and a pass between two of them sees a member still pinned
+# (by "someone else") and anchors the pair to it (a fan under stress-ng:
+# its client placed beside one echo thread the test had not released yet,
+# then let go with it once it was).
+daemon_freeze
 for p in "$C1" "$C2" "$C3"; do taskset -pc "$ORIG" "$p" >/dev/null; done
+daemon_thaw
 log_masks "$CH" "$C1" "$C2" "$C3"
 if group_placed chain "$CH" "$C2" "$C1" "$C2" "$C3"; then
         pairs_json | jq -e --argjson p "$C2" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and .state == "co-located")] | length == 2' >/dev/null ||
@@ -596,8 +603,10 @@ wait_for 5 two_echo_threads || fail "the fan's echo process did not start its tw
 mapfile -t ECHO_TIDS < <(ls "/proc/$F2/task" | grep -vx "$F2")
 E1=${ECHO_TIDS[0]} E2=${ECHO_TIDS[1]}
 sleep 0.3
+daemon_freeze   # released whole, as the chain
 taskset -apc "$ORIG" "$F2" >/dev/null
 taskset -pc "$ORIG" "$F1" >/dev/null
+daemon_thaw
 log_masks "$FN" "$F1" "$E1" "$E2"
 if group_placed fan "$FN" "$F1" "$F1" "$E1" "$E2"; then
         pairs_json | jq -e --argjson p "$F1" '[.pairs[] | select((.tid_a == $p or .tid_b == $p) and .state == "co-located"
