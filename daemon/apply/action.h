@@ -74,8 +74,8 @@ struct action {
         enum evidence_basis evidence_basis; /* what evidence_before measures; the check measures the same */
         double evidence_before_mean; /* pair: the mean of its windows before, which evidence_before is
                                       * at least (a burst window reads above it); 0: not known */
-        unsigned evidence_before_windows; /* pair: the windows of the mean evidence_before is at least
-                                           * (0: not known, read as fewer than the effect check trusts) */
+        unsigned evidence_before_windows; /* pair: the windows evidence_before is of (0: not known,
+                                           * read as fewer than the effect check trusts) */
         double response_before_usec; /* pair: its response time before, µs (0: not measured) */
         unsigned response_before_windows; /* the bursts that "before" is the mean of */
         bool looked_again;    /* pair: the effect check's verdict on it is final: placed again after

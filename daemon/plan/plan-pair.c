@@ -881,19 +881,8 @@ static struct pair_before pair_before_of(const struct pair_plan *pp, const struc
                                          ? it->st->before_sum / it->st->before_weight : 0,
                 .response_usec = pair_response_before(pp, it),
         };
-        /*
-         * The windows the "before" rests on: the mean's, also where this
-         * window reads above it and is the figure. A "before" of few
-         * windows asks for a clearer gain (effect.c, second_look()) because
-         * one window may have swung low; one at least the mean of several
-         * cannot have, and counted as one window it asked the most of a
-         * window that swung high. A ping-pong beside stress-ng, placed 2.75
-         * s into its run on a window of 1.155e5 bytes/s above its mean,
-         * moved 1.268e5 on one CPU: +9.8 %, short of the 10 % asked of a
-         * one-window "before". It was released for a second look, while
-         * its own round trips had risen 27 % (49,336 -> 62,742/s).
-         */
-        b.windows = b.evidence_mean > 0 ? it->st->before_windows : 1;
+        /* a window above the mean is the "before" on its own */
+        b.windows = b.evidence_mean > 0 && b.evidence <= b.evidence_mean ? it->st->before_windows : 1;
         if (b.response_usec > 0)
                 b.response_windows = it->st && it->st->response_weight > 0 ? it->st->response_windows : 1;
         return b;
