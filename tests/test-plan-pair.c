@@ -297,24 +297,28 @@ static void test_before_counts_windows_without_a_pingpong(void) {
 /*
  * The effect check's "before" of a pair judged by its bytes: the windows
  * before it was placed, time-weighted, when the deciding window reads less.
- * A stream under sliced background load: its since-birth window (3 s)
- * moved 1.2 MB/s, the 300 ms window after 0.8 MB/s; the change is judged
- * against their mean (decayed by a second: e^(-1/3)), not the low window.
- * A window that reads more than the mean is its own "before".
+ * A stream under sliced background load: a 3 s window (a daemon stopped
+ * for 3 s) moved 1.2 MB/s, the 300 ms window after 0.8 MB/s; the change
+ * is judged against their mean (decayed by a second: e^(-1/3)), not the
+ * low window. A window that reads more than the mean is its own "before".
+ * A window since a member's birth is no "before" by bytes: what it moved
+ * holds the program's start-up reads.
  */
 static void test_before_is_the_split_windows_mean(void) {
         struct task tasks[] = { mktask(100, 0.6, 0), mktask(101, 0.5, 1) };
         double keep = exp(-1.0 / 3.0), mean;
         struct world w;
 
-        window_moved(tasks, 1.2e6, 3 * USEC_PER_SEC, true);
+        window_moved(tasks, 1.2e6, 3 * USEC_PER_SEC, false);
         world_init(&w, tasks, ELEMENTSOF(tasks));
         struct finding f = mkpair(&tasks[0], &tasks[1], 0.5, "split pair");
         f.split_basis = SPLIT_BASIS_WAKEUPS;
         ASSERT_OK(findings_add(&w.findings, &f));
+        w.findings.items[0].split_fraction = 0.0;
         interval(&w);
-        ASSERT_EQ(w.out.n, 0);   /* newborn: held a window */
+        ASSERT_EQ(w.out.n, 0);   /* together: watched, its window counted */
         window_moved(tasks, 0.8e6, 300 * USEC_PER_MSEC, false);
+        w.findings.items[0].split_fraction = 0.5;
         interval(&w);
         expect_colocated(&w, 100, 101);
         mean = (1.2e6 * 3.0 * keep + 0.8e6 * 0.3) / (3.0 * keep + 0.3);
@@ -323,6 +327,23 @@ static void test_before_is_the_split_windows_mean(void) {
                 ASSERT_TRUE(fabs(w.out.items[i].evidence_before - mean) < 1.0);
         }
         ASSERT_EQ(target(&w, 100, 101)->before_weight, 0);   /* ours now: no more "before" */
+        world_done(&w);
+
+        /* born in its first window, which holds its start-up's reads
+         * (python3: 44 kB of modules before its first message): the
+         * "before" is the window of its own after it */
+        window_moved(tasks, 1.0e6, 100 * USEC_PER_MSEC, true);
+        world_init(&w, tasks, ELEMENTSOF(tasks));
+        ASSERT_OK(findings_add(&w.findings, &f));
+        interval(&w);
+        ASSERT_EQ(w.out.n, 0);   /* newborn: held a window */
+        window_moved(tasks, 1.0e5, 500 * USEC_PER_MSEC, false);
+        interval(&w);
+        expect_colocated(&w, 100, 101);
+        for (size_t i = 0; i < w.out.n; i++) {
+                ASSERT_EQ(w.out.items[i].evidence_basis, EVIDENCE_IO_BYTES);
+                ASSERT_TRUE(fabs(w.out.items[i].evidence_before - 1.0e5) < 1.0);
+        }
         world_done(&w);
 
         /* the same pair where the deciding window reads more: its own figure */
