@@ -353,11 +353,17 @@ if colocate_pingpong pp; then
                         # own round trips rose 27 %) lets the kernel place
                         # the pair for the look's 5 s, and the pair goes
                         # back on one CPU when that moved clearly more.
-                        # Placed again, the win is kept; not placed again,
-                        # the release is judged as an undo.
-                        if wait_for 2 grep -q "undo affinity task:$P1:.*second look" "$RUNDIR/daemon.log" &&
-                                wait_for 20 single_cpu_same "$P1" "$P2"; then
+                        # Placed again, its verdict is final: held for 15
+                        # passes, or let go with the pair's own rate
+                        # agreeing. Not placed again, the release is judged
+                        # as an undo.
+                        last_undo_looks() { grep "undo affinity task:$P1:" "$RUNDIR/daemon.log" | tail -1 | grep -q "second look"; }
+                        if wait_for 2 last_undo_looks && wait_for 20 single_cpu_same "$P1" "$P2"; then
+                                t_again=$(last_t "$PPOUT")
                                 echo "# released for a second look ($(grep "undo affinity task:$P1:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')) and placed again when it ended: $(allowed_of "$P1")"
+                                holds_for_passes 15 single_cpu_same "$P1" "$P2" ||
+                                        judge_undo "the pair placed again after its look was let go" "$P1" "$PPOUT" \
+                                                "$(awk -v t="$t_again" 'BEGIN { print (t > 5 ? t - 5 : 0) }')" "$t_again" "$(last_t "$PPOUT")"
                         else
                                 judge_undo "the pair was let go while the bursts thinned out" "$P1" "$PPOUT" \
                                         "$(awk -v t="$T_PIN" 'BEGIN { print (t > 2 ? t - 2 : 0) }')" "$T_PIN" \

@@ -262,11 +262,12 @@ static void window_moved(struct task *t, double bytes, uint64_t usec, bool born)
 }
 
 /*
- * Every window of a pair not ours is its "before", whatever its finding
- * said: a stream left alone as one moved 2.3 MB/s for 3 s; in the next,
- * 300 ms window the daemon's own catch-up starved it (0.18 MB/s) and it
- * read as a split ping-pong and was placed. Judged against that window
- * alone it was kept at +629 % while it lost 40 %; the before is the mean.
+ * Every window of a pair not ours is its "before" (but for one since a
+ * member's birth, by bytes), whatever its finding said: a stream left
+ * alone as one moved 2.3 MB/s for 3 s; in the next, 300 ms window the
+ * daemon's own catch-up starved it (0.18 MB/s) and it read as a split
+ * ping-pong and was placed. Judged against that window alone it was kept
+ * at +629 % while it lost 40 %; the before is the mean.
  */
 static void test_before_counts_windows_without_a_pingpong(void) {
         struct task tasks[] = { mktask(100, 0.6, 0), mktask(101, 0.5, 1) };
@@ -337,6 +338,7 @@ static void test_before_is_the_split_windows_mean(void) {
         ASSERT_OK(findings_add(&w.findings, &f));
         interval(&w);
         ASSERT_EQ(w.out.n, 0);   /* newborn: held a window */
+        ASSERT_EQ(target(&w, 100, 101)->before_weight, 0);
         window_moved(tasks, 1.0e5, 500 * USEC_PER_MSEC, false);
         interval(&w);
         expect_colocated(&w, 100, 101);
@@ -347,11 +349,15 @@ static void test_before_is_the_split_windows_mean(void) {
         world_done(&w);
 
         /* the same pair where the deciding window reads more: its own figure */
-        window_moved(tasks, 1.2e6, 3 * USEC_PER_SEC, true);
+        window_moved(tasks, 1.2e6, 3 * USEC_PER_SEC, false);
         world_init(&w, tasks, ELEMENTSOF(tasks));
         ASSERT_OK(findings_add(&w.findings, &f));
+        w.findings.items[0].split_fraction = 0.0;
         interval(&w);
+        ASSERT_EQ(w.out.n, 0);
+        ASSERT_TRUE(target(&w, 100, 101)->before_weight > 0);   /* the 3 s window is in the mean */
         window_moved(tasks, 1.5e6, 300 * USEC_PER_MSEC, false);
+        w.findings.items[0].split_fraction = 0.5;
         interval(&w);
         expect_colocated(&w, 100, 101);
         for (size_t i = 0; i < w.out.n; i++)

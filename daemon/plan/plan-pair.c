@@ -797,12 +797,13 @@ static int choose_cpu(const struct pair_plan *pp, const struct pair_item *it, en
  * first message; over a since-birth window of about 0.1 s that read
  * 3.7e5 bytes/s, ten times what a chain of python processes exchanging
  * one byte moved on one CPU, and beside stress-ng its co-location was
- * undone at "-90 %" while its own round trips had risen. Every window of a pair not ours counts, with
- * a finding or without, of any shape (decide()): a stream left alone as
- * one for seconds, then read as a ping-pong in the one window in which the
- * daemon's own catch-up after a stop starved it (2.7k messages/s of its
- * 33k), was judged against that window alone and kept at +629 % while it
- * lost 40 % (pairs-integration.sh).
+ * undone at "-90 %" while its own round trips had risen (its response
+ * time is noted all the same). Every other window of a pair not ours
+ * counts, with a finding or without, of any shape (decide()): a stream
+ * left alone as one for seconds, then read as a ping-pong in the one
+ * window in which the daemon's own catch-up after a stop starved it (2.7k
+ * messages/s of its 33k), was judged against that window alone and kept
+ * at +629 % while it lost 40 % (pairs-integration.sh).
  *
  * The response time is a burst's: a pass whose edges were kept from an
  * older burst (a settled stride's skip, the recheck after a newborn hold)
@@ -815,12 +816,13 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         uint64_t now = pp->ctx->in->now_usec, w;
         enum evidence_basis basis;
         double v, keep, resp;
+        bool startup;
 
         if (!it->t[0] || !it->t[1] || it->m[0] || it->m[1])
                 return;   /* gone, or ours: what it moves now is no "before" */
         basis = effect_basis_for(DETECT_PAIR, it->t[0], it->t[1]);
-        if (basis == EVIDENCE_IO_BYTES && (it->t[0]->rates_since_birth || it->t[1]->rates_since_birth))
-                return;   /* its start-up's reads: no "before" (above) */
+        /* its start-up's reads, no "before" (above) */
+        startup = basis == EVIDENCE_IO_BYTES && (it->t[0]->rates_since_birth || it->t[1]->rates_since_birth);
         v = effect_proxy_on(DETECT_PAIR, basis, it->t[0], it->t[1]);
         w = MIN(it->t[0]->window_usec, it->t[1]->window_usec);
         if (!isfinite(v) || w == 0)
@@ -837,9 +839,11 @@ static void note_window(const struct pair_plan *pp, struct pair_item *it) {
         }
         st->before_basis = basis;
         st->before_usec = now;
-        st->before_sum += v * (double) w;
-        st->before_weight += (double) w;
-        st->before_windows++;
+        if (!startup) {
+                st->before_sum += v * (double) w;
+                st->before_weight += (double) w;
+                st->before_windows++;
+        }
         resp = snapshot_pair_new_response_usec(pp->snap, it->t[0]->id.tid, it->t[1]->id.tid);
         if (resp > 0) {
                 st->response_sum += resp * (double) w;
