@@ -117,6 +117,20 @@ judge_undo() {
                 fail "the effect check undid a pin that raised the pair's own rate (${kernel} -> ${pinned} round trips/s)"
 }
 
+# placed_again TID A B: the effect check's latest word on TID was a
+# release for a second look, and A and B are back on one CPU within 20 s.
+# Such a release is no verdict: a gain under the bar a "before" of one
+# window or two asks (beside stress-ng: +9.8 % and +2 % of bytes, where
+# the pair's own round trips rose 27 % and 15 %) lets the kernel place the
+# pair for the look's 5 s, and it goes back on one CPU when that moved
+# clearly more; that placement's verdict is final.
+placed_again() {
+        local tid=$1
+        latest_is_look() { grep "undo affinity task:$tid:" "$RUNDIR/daemon.log" | tail -1 | grep -q "second look"; }
+        wait_for 2 latest_is_look && wait_for 20 single_cpu_same "$2" "$3" || return 1
+        echo "# released for a second look ($(grep "undo affinity task:$tid:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')) and placed again when it ended: $(allowed_of "$tid")"
+}
+
 start_pingpong() {   # start_pingpong NAME → P1 P2 PPOUT
         PPOUT=$work/$1.out
         rm -f "$work/$1.pids"
@@ -347,20 +361,12 @@ if colocate_pingpong pp; then
                         # agree with the pair's own rate (CI rehearsal under
                         # stress-ng: "split 6%" when pinned, undone at
                         # "250001 -> 197222 (-21 %)").
-                        # A release for a second look is no verdict yet: a
-                        # gain under the bar a "before" of one window or two
-                        # asks (+9.8 % of bytes beside stress-ng, where its
-                        # own round trips rose 27 %) lets the kernel place
-                        # the pair for the look's 5 s, and the pair goes
-                        # back on one CPU when that moved clearly more.
-                        # Placed again, its verdict is final: held for 15
-                        # passes, or let go with the pair's own rate
-                        # agreeing. Not placed again, the release is judged
-                        # as an undo.
-                        last_undo_looks() { grep "undo affinity task:$P1:" "$RUNDIR/daemon.log" | tail -1 | grep -q "second look"; }
-                        if wait_for 2 last_undo_looks && wait_for 20 single_cpu_same "$P1" "$P2"; then
+                        # A release for a second look placed again
+                        # (placed_again) is held for 15 passes, or let go
+                        # with the pair's own rate agreeing; not placed
+                        # again, the release is judged as an undo.
+                        if placed_again "$P1" "$P1" "$P2"; then
                                 t_again=$(last_t "$PPOUT")
-                                echo "# released for a second look ($(grep "undo affinity task:$P1:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')) and placed again when it ended: $(allowed_of "$P1")"
                                 holds_for_passes 15 single_cpu_same "$P1" "$P2" ||
                                         judge_undo "the pair placed again after its look was let go" "$P1" "$PPOUT" \
                                                 "$(awk -v t="$t_again" 'BEGIN { print (t > 5 ? t - 5 : 0) }')" "$t_again" "$(last_t "$PPOUT")"
@@ -449,6 +455,10 @@ anchor_try() {
                 { pairs_json >&2; fail "affctl pairs does not say which member someone else pinned"; }
         # held until the verdict (5 intervals), the anchor never ours
         wait_for 10 verdict_or_let_go || fail "no effect check verdict on $A2's pin in 10 s: $(allowed_of "$A2")"
+        if ! anchored && placed_again "$A2" "$A1" "$A2"; then
+                a_pin=$(last_t "$a_out")
+                wait_for 10 verdict_or_let_go || fail "no effect check verdict on $A2's pin, placed again, in 10 s: $(allowed_of "$A2")"
+        fi
         if ! anchored; then
                 judge_undo "anchored pair let go" "$A2" "$a_out" \
                         "$(awk -v f="$a_free" -v t="$a_pin" 'BEGIN { print (f + 0.5 > t - 2 ? f + 0.5 : t - 2) }')" \
