@@ -98,6 +98,8 @@ median_rate() {
 # before the pin, undone at -6 %; "split 6%", undone at -21 %). With fewer
 # than 4 lines before or 2 under the pin there is nothing to compare: said,
 # and UNDO_JUDGED=0 (1 when compared).
+# last_undo TID: the effect check's reason on TID's latest undo line
+last_undo() { grep "undo affinity task:$1:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //'; }
 judge_undo() {
         local what=$1 tid=$2 out=$3 kernel nk pinned np
         UNDO_JUDGED=0
@@ -106,7 +108,7 @@ judge_undo() {
                 fail "$what, not by the effect check: $(allowed_of "$tid")"
         read -r kernel nk < <(median_rate "$out" "$4" "$5")
         read -r pinned np < <(median_rate "$out" "$(awk -v t="$5" 'BEGIN { print t + 0.25 }')" "$6")
-        echo "# $what by the effect check: $(grep "undo affinity task:$tid:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')"
+        echo "# $what by the effect check: $(last_undo "$tid")"
         echo "# pingpong's own round trips/s (medians of 250 ms): ${kernel} before the pin (${nk} lines; its longest split run $(split_run_s "$out") s), ${pinned} pinned (${np} lines)"
         if [ "$nk" -lt 4 ] || [ "$np" -lt 2 ]; then
                 echo "# too few lines to compare: the undo not judged by the pair's own rate"
@@ -126,9 +128,9 @@ judge_undo() {
 # clearly more; that placement's verdict is final.
 placed_again() {
         local tid=$1
-        latest_is_look() { grep "undo affinity task:$tid:" "$RUNDIR/daemon.log" | tail -1 | grep -q "second look"; }
+        latest_is_look() { last_undo "$tid" | grep -q "second look"; }
         wait_for 2 latest_is_look && wait_for 20 single_cpu_same "$2" "$3" || return 1
-        echo "# released for a second look ($(grep "undo affinity task:$tid:" "$RUNDIR/daemon.log" | tail -1 | sed 's/.*effect check: //')) and placed again when it ended: $(allowed_of "$tid")"
+        echo "# released for a second look ($(last_undo "$tid")) and placed again when it ended: $(allowed_of "$tid")"
 }
 
 start_pingpong() {   # start_pingpong NAME → P1 P2 PPOUT
